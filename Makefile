@@ -1,0 +1,124 @@
+# rift - build, test, bench, demo, install.
+#
+#   make demo     install what is missing, build, run the demo
+#   make test     install what is missing, build, run the whole suite
+#   make bench    rift over TCP against plain C sockets, printed as ratios
+#   make install  PREFIX=/usr/local
+.DEFAULT_GOAL := all
+
+CC      ?= cc
+PREFIX  ?= /usr/local
+BUILD   := build
+VERSION := 0.1.0
+SOVER   := 0
+
+WARN    := -Wall -Wextra -Werror -Wno-format-truncation -Wno-override-init \
+           -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+BASE    := -std=c11 -D_GNU_SOURCE -Iinclude -Isrc -g -fPIC $(WARN)
+REL_CF  := $(BASE) -O2
+TST_CF  := $(BASE) -O2 -DRIFT_FAULT_INJECTION
+SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer \
+           -fno-sanitize-recover=undefined
+ASAN_CF := $(BASE) -O1 -DRIFT_FAULT_INJECTION $(SAN)
+LIBS    := -lpthread
+
+LIB_SRCS  := $(sort $(wildcard src/*/*.c))
+TEST_SRCS := tests/runner.c $(sort $(wildcard tests/unit/*.c tests/integration/*.c))
+TOOL_SRCS := $(sort $(wildcard tools/*.c))
+
+rel_objs  = $(LIB_SRCS:%.c=$(BUILD)/rel/%.o)
+tst_objs  = $(LIB_SRCS:%.c=$(BUILD)/tst/%.o) $(TEST_SRCS:%.c=$(BUILD)/tst/%.o)
+asan_objs = $(LIB_SRCS:%.c=$(BUILD)/asan/%.o) $(TEST_SRCS:%.c=$(BUILD)/asan/%.o)
+
+.PHONY: all deps lib tools test test-unit test-asan fuzz demo bench install clean lab-smoke
+
+all: lib tools
+
+deps:
+	@sh scripts/setup.sh
+
+lib: $(BUILD)/lib/librift.a $(BUILD)/lib/librift.so $(BUILD)/lib/rift.pc
+
+$(BUILD)/rel/%.o: %.c | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(REL_CF) -MMD -MP -c $< -o $@
+$(BUILD)/tst/%.o: %.c | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(TST_CF) -MMD -MP -c $< -o $@
+$(BUILD)/asan/%.o: %.c | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(ASAN_CF) -MMD -MP -c $< -o $@
+
+$(BUILD)/lib/librift.a: $(rel_objs)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+$(BUILD)/lib/librift.so: $(rel_objs)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -Wl,-soname,librift.so.$(SOVER) -o $@.$(VERSION) $^ $(LIBS)
+	ln -sf librift.so.$(VERSION) $@.$(SOVER)
+	ln -sf librift.so.$(VERSION) $@
+$(BUILD)/lib/rift.pc: rift.pc.in Makefile
+	@mkdir -p $(dir $@)
+	sed -e 's|@PREFIX@|$(PREFIX)|; s|@VERSION@|$(VERSION)|' $< > $@
+
+# Tools use only rift.h, like any user, and link the static library.
+tools: $(TOOL_SRCS:tools/%.c=$(BUILD)/bin/%)
+$(BUILD)/bin/%: tools/%.c $(BUILD)/lib/librift.a
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -Iinclude -O2 -g $(WARN) $< -o $@ $(BUILD)/lib/librift.a $(LIBS) -lm
+
+$(BUILD)/tst/rift-tests: $(tst_objs)
+	$(CC) -o $@ $^ $(LIBS) -lm
+$(BUILD)/asan/rift-tests: $(asan_objs)
+	$(CC) $(SAN) -o $@ $^ $(LIBS) -lm
+
+# libFuzzer target for the frame decoder (clang only).
+$(BUILD)/fuzz/fuzz-frame: tests/fuzz/fuzz_frame.c src/session/wire.c src/session/wire.h | deps
+	@mkdir -p $(dir $@)
+	clang -std=c11 -D_GNU_SOURCE -Iinclude -Isrc -g -O1 \
+	  -fsanitize=fuzzer,address,undefined $(filter %.c,$^) -o $@
+
+FUZZ_SECONDS ?= 60
+fuzz: $(BUILD)/fuzz/fuzz-frame
+	@mkdir -p $(BUILD)/fuzz/corpus
+	$(BUILD)/fuzz/fuzz-frame -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
+	  -print_final_stats=1 $(BUILD)/fuzz/corpus tests/fuzz/seeds
+
+test-unit: $(BUILD)/tst/rift-tests
+	$(BUILD)/tst/rift-tests
+
+test-asan: $(BUILD)/asan/rift-tests
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  $(BUILD)/asan/rift-tests
+
+lab-smoke:
+	tests/lab/lab smoke
+
+# The whole suite: plain build, sanitizer build, bounded fuzzing, and the
+# soft-RoCE lab when its entry point is present.
+test: all
+	$(MAKE) --no-print-directory test-unit
+	$(MAKE) --no-print-directory test-asan
+	$(MAKE) --no-print-directory fuzz
+	@if [ -x tests/lab/lab ]; then $(MAKE) --no-print-directory lab-smoke; fi
+
+demo: all
+	$(BUILD)/bin/rift-demo
+
+bench: all
+	sh bench/run.sh
+
+install: lib
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 644 include/rift.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 $(BUILD)/lib/librift.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(BUILD)/lib/librift.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf librift.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/librift.so.$(SOVER)
+	ln -sf librift.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/librift.so
+	install -m 644 $(BUILD)/lib/rift.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,477 @@
+/*
+ * rift.h - the one public header of librift.
+ *
+ * rift gives storage, RPC and key-value systems a reliable, ordered message
+ * connection over RDMA or TCP, chosen by the URL scheme, and keeps that
+ * connection alive across broken paths: every message carries a sequence
+ * number, the receiver acknowledges cumulatively, and the sender keeps what
+ * was not acknowledged.  When a path breaks, the connection re-attaches over a
+ * new path and replays exactly what the peer has not received.  The
+ * application sees PATH_DOWN / PATH_CHANGED events, never a lost, doubled or
+ * reordered message.
+ *
+ * This header is the reference manual.  General rules:
+ *
+ *  - Every function that can fail returns 0 (or a non-negative count) on
+ *    success and a negative RIFT_E* code on failure.  A call that returns an
+ *    error never runs a callback for that call.
+ *  - Handles are opaque.  Structs that users fill (rift_config) or read
+ *    (rift_conn_stats, rift_ctx_stats) start with a size field set by their
+ *    init macro, so they can grow in later versions without breaking callers.
+ *  - One rift_ctx per thread.  Nothing is thread-safe except rift_ctx_wake()
+ *    and rift_ctx_stop().  All callbacks run inside rift_ctx_progress() or
+ *    rift_ctx_run() on the thread that called it.
+ *  - Closing a handle cancels what is pending on it and then runs its close
+ *    callback exactly once, from a later progress call (never from inside
+ *    the close call itself).
+ *  - Destroying a context that still owns connections, listeners or timers
+ *    fails with RIFT_EBUSY: every object must be closed first.
+ */
+#ifndef RIFT_H
+#define RIFT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RIFT_VERSION_MAJOR 0
+#define RIFT_VERSION_MINOR 1
+#define RIFT_VERSION_PATCH 0
+
+/* (major << 16) | (minor << 8) | patch of the library actually linked. */
+unsigned rift_version(void);
+/* "0.1.0"; static storage. */
+const char *rift_version_string(void);
+
+/* ------------------------------------------------------------------------ */
+/* Errors                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * XX(name, value, message).  Values that have an errno equivalent are the
+ * negated errno, so a system error converts without a table; rift's own
+ * conditions live above 4000.
+ */
+#define RIFT_ERRNO_MAP(XX)                                                    \
+	XX(EPERM, -1, "operation not permitted")                              \
+	XX(ENOENT, -2, "no such file or directory")                           \
+	XX(EINTR, -4, "interrupted system call")                              \
+	XX(EIO, -5, "i/o error")                                              \
+	XX(EBADF, -9, "bad file descriptor")                                  \
+	XX(EAGAIN, -11, "resource temporarily unavailable")                   \
+	XX(ENOMEM, -12, "not enough memory")                                  \
+	XX(EACCES, -13, "permission denied")                                  \
+	XX(EBUSY, -16, "resource busy or locked")                             \
+	XX(EEXIST, -17, "already exists")                                     \
+	XX(ENODEV, -19, "no such device")                                     \
+	XX(EINVAL, -22, "invalid argument")                                   \
+	XX(EMFILE, -24, "too many open files")                                \
+	XX(ENOSPC, -28, "no space left")                                      \
+	XX(EPIPE, -32, "broken pipe")                                         \
+	XX(ERANGE, -34, "value out of range")                                 \
+	XX(ENOSYS, -38, "function not implemented")                           \
+	XX(EPROTO, -71, "protocol error")                                     \
+	XX(EMSGSIZE, -90, "message too long")                                 \
+	XX(ENOTSUP, -95, "operation not supported")                           \
+	XX(EAFNOSUPPORT, -97, "address family not supported")                 \
+	XX(EADDRINUSE, -98, "address already in use")                         \
+	XX(EADDRNOTAVAIL, -99, "address not available")                       \
+	XX(ENETDOWN, -100, "network is down")                                 \
+	XX(ENETUNREACH, -101, "network is unreachable")                       \
+	XX(ECONNABORTED, -103, "connection aborted")                          \
+	XX(ECONNRESET, -104, "connection reset by peer")                      \
+	XX(ENOBUFS, -105, "no buffer space available")                        \
+	XX(ENOTCONN, -107, "not connected")                                   \
+	XX(ETIMEDOUT, -110, "timed out")                                      \
+	XX(ECONNREFUSED, -111, "connection refused")                          \
+	XX(EHOSTUNREACH, -113, "host is unreachable")                         \
+	XX(EALREADY, -114, "operation already in progress")                   \
+	XX(ECANCELED, -125, "operation canceled")                             \
+	XX(EOF, -4001, "end of file: peer closed the connection")             \
+	XX(ENAME, -4002, "host name lookup failed")                           \
+	XX(ESESSION, -4003, "unknown or expired session")                     \
+	XX(EMEMLOCK, -4004, "locked memory limit too low")                    \
+	XX(ECLOSED, -4005, "handle is closing or closed")                     \
+	XX(EUNKNOWN, -4999, "unknown error")
+
+typedef enum rift_errno {
+#define RIFT__ERR_ENUM(name, value, msg) RIFT_##name = (value),
+	RIFT_ERRNO_MAP(RIFT__ERR_ENUM)
+#undef RIFT__ERR_ENUM
+} rift_errno;
+
+/* Human message for a RIFT_E* code; static storage; never NULL. */
+const char *rift_strerror(int err);
+/* "RIFT_EINVAL" for RIFT_EINVAL; "RIFT_EUNKNOWN" for unknown codes. */
+const char *rift_err_name(int err);
+
+/* ------------------------------------------------------------------------ */
+/* Handles and enums                                                        */
+/* ------------------------------------------------------------------------ */
+
+typedef struct rift_ctx rift_ctx;
+typedef struct rift_listener rift_listener;
+typedef struct rift_conn rift_conn;
+typedef struct rift_msg rift_msg;
+typedef struct rift_timer rift_timer;
+
+typedef enum rift_transport {
+	RIFT_TRANSPORT_NONE = 0, /* not attached to any path */
+	RIFT_TRANSPORT_TCP = 1,
+	RIFT_TRANSPORT_RDMA = 2,
+} rift_transport;
+
+/* Name of a transport ("tcp", "rdma", "none"); static storage. */
+const char *rift_transport_name(rift_transport t);
+
+typedef enum rift_polling {
+	RIFT_POLL_EVENT = 0,    /* rift_ctx_run sleeps in the kernel */
+	RIFT_POLL_BUSY = 1,     /* rift_ctx_run never sleeps */
+	RIFT_POLL_ADAPTIVE = 2, /* spin busy_poll_us, then sleep */
+} rift_polling;
+
+/*
+ * Why an auto:// connection ended up on TCP instead of RDMA.  Stored on the
+ * connection (rift_conn_fallback_reason) and counted per reason in the
+ * context statistics.
+ */
+#define RIFT_FALLBACK_MAP(XX)                                                 \
+	XX(NONE, "no fallback")                                               \
+	XX(NO_DEVICE, "no RDMA device")                                       \
+	XX(NOT_BUILT, "RDMA transport not available in this build")          \
+	XX(ADDR_RESOLVE, "RDMA address resolution failed")                    \
+	XX(ROUTE_RESOLVE, "RDMA route resolution failed")                     \
+	XX(REJECTED, "RDMA connection rejected by peer")                      \
+	XX(TIMEOUT, "RDMA connection setup timed out")                        \
+	XX(REG_MR, "memory registration failed")                              \
+	XX(PEER_NO_RDMA, "peer has no RDMA")                                  \
+	XX(PATH_LOST, "every RDMA path of the session failed")
+
+typedef enum rift_fallback_reason {
+#define RIFT__FB_ENUM(name, msg) RIFT_FALLBACK_##name,
+	RIFT_FALLBACK_MAP(RIFT__FB_ENUM)
+#undef RIFT__FB_ENUM
+	RIFT_FALLBACK__COUNT
+} rift_fallback_reason;
+
+/* Human text for a fallback reason; static storage. */
+const char *rift_fallback_reason_str(rift_fallback_reason r);
+
+/* ------------------------------------------------------------------------ */
+/* Configuration                                                            */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Context configuration.  Always initialise with rift_config_init(&cfg),
+ * which sets every field to its default, then change what you need.  Zero
+ * is never "use default" after init: it means zero where zero is allowed,
+ * and rift_ctx_create rejects it (RIFT_EINVAL, naming the field in
+ * rift_ctx_last_error(NULL)) where it is not.
+ */
+typedef struct rift_config {
+	uint32_t size;                 /* set by rift_config_init */
+	rift_polling polling;          /* default RIFT_POLL_EVENT */
+	uint32_t busy_poll_us;         /* adaptive: spin before sleeping, us */
+	uint32_t connect_timeout_ms;   /* one connect attempt, ms */
+	uint32_t retries;              /* extra attempts per address, count */
+	uint32_t retry_delay_ms;       /* between attempts, ms */
+	uint32_t keepalive_interval_ms; /* idle time before a ping, ms */
+	uint32_t keepalive_timeout_ms; /* silence that kills a path, ms */
+	uint32_t session_grace_ms;     /* time to re-attach a broken session, ms */
+	uint32_t ack_delay_ms;         /* longest wait before an explicit ack, ms */
+	uint64_t send_window;          /* unacknowledged bytes per connection */
+	uint64_t max_msg_size;         /* largest message accepted, bytes */
+	uint32_t tcp_read_buffer;      /* per-path receive buffer, bytes */
+	uint32_t listen_backlog;       /* listen(2) backlog, count */
+} rift_config;
+
+void rift__config_init(rift_config *cfg, size_t size);
+#define rift_config_init(cfg) rift__config_init((cfg), sizeof(*(cfg)))
+
+/* ------------------------------------------------------------------------ */
+/* Context: the event loop                                                  */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Create a context.  cfg may be NULL for defaults; it is copied.
+ * Returns 0 and *out, or RIFT_EINVAL (bad config; see
+ * rift_ctx_last_error(NULL)), RIFT_ENOMEM, RIFT_EMFILE.
+ */
+int rift_ctx_create(rift_ctx **out, const rift_config *cfg);
+
+/*
+ * Destroy a context.  Fails with RIFT_EBUSY, changing nothing, while it
+ * still owns connections, listeners or timers (including ones whose close
+ * callback has not run yet).
+ */
+int rift_ctx_destroy(rift_ctx *ctx);
+
+/*
+ * The one fd that becomes readable when the context has work: socket
+ * events, timers, wake-ups.  Put it in your own epoll/poll loop and call
+ * rift_ctx_progress() when it is readable.  Owned by the context.
+ */
+int rift_ctx_fd(const rift_ctx *ctx);
+
+/*
+ * Do all work that is ready without blocking: I/O, expired timers, deferred
+ * callbacks, batched sends.  Returns the number of events handled (0 when
+ * idle) or a negative RIFT_E* code for a context-level failure.
+ */
+int rift_ctx_progress(rift_ctx *ctx);
+
+/*
+ * Run the loop until rift_ctx_stop() is called or timeout_ms passes
+ * (timeout_ms < 0: no timeout).  Waits according to the polling mode.
+ * Returns 0 when stopped, RIFT_ETIMEDOUT when the timeout passed.
+ */
+int rift_ctx_run(rift_ctx *ctx, int timeout_ms);
+
+/* Make rift_ctx_run return.  Thread-safe. */
+void rift_ctx_stop(rift_ctx *ctx);
+
+/* Make rift_ctx_fd readable and rift_ctx_run wake up.  Thread-safe. */
+int rift_ctx_wake(rift_ctx *ctx);
+
+/*
+ * Milliseconds until the next timer (0 if work is pending, -1 if none).
+ * For external loops that want to sleep exactly as long as rift allows.
+ */
+int rift_ctx_timeout(rift_ctx *ctx);
+
+/*
+ * Human message for the last failed call on this context (or, with NULL,
+ * the last failed rift_ctx_create on this thread), e.g.
+ * "url 'tcp://host': missing port".  Valid until the next failing call.
+ */
+const char *rift_ctx_last_error(const rift_ctx *ctx);
+
+typedef struct rift_ctx_stats {
+	uint32_t size;                 /* set by rift_ctx_stats_init */
+	uint64_t conns_active;         /* open connections, count */
+	uint64_t conns_opened;         /* connect + accept, count */
+	uint64_t listeners_active;     /* open listeners, count */
+	uint64_t paths_active;         /* attached paths, count */
+	uint64_t protocol_errors;      /* paths closed with RIFT_EPROTO */
+	uint64_t sessions_resumed;     /* successful re-attaches */
+	uint64_t sessions_expired;     /* sessions that ran out of grace */
+	uint64_t fallbacks[RIFT_FALLBACK__COUNT]; /* by reason, count */
+	uint64_t progress_calls;       /* rift_ctx_progress calls, count */
+} rift_ctx_stats;
+
+void rift__ctx_stats_init(rift_ctx_stats *st, size_t size);
+#define rift_ctx_stats_init(st) rift__ctx_stats_init((st), sizeof(*(st)))
+/* Fill *st (initialised with rift_ctx_stats_init). */
+int rift_ctx_stats_get(rift_ctx *ctx, rift_ctx_stats *st);
+
+/* ------------------------------------------------------------------------ */
+/* Timers                                                                   */
+/* ------------------------------------------------------------------------ */
+
+typedef void (*rift_timer_cb)(rift_timer *t, void *user);
+
+/* Create a stopped timer owned by ctx. */
+int rift_timer_create(rift_ctx *ctx, rift_timer_cb cb, void *user,
+		      rift_timer **out);
+/*
+ * (Re)start: cb runs after timeout_ms, then every repeat_ms if repeat_ms > 0.
+ * Restarting a running timer moves it.
+ */
+int rift_timer_start(rift_timer *t, uint64_t timeout_ms, uint64_t repeat_ms);
+/* Stop; cb will not run until started again.  Idempotent. */
+void rift_timer_stop(rift_timer *t);
+/* Stop and free the timer immediately.  It may be called from its own cb. */
+void rift_timer_destroy(rift_timer *t);
+
+/* ------------------------------------------------------------------------ */
+/* Connections                                                              */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * URLs:  scheme://host:port[,host:port...][?key=value&...]
+ *   scheme  tcp (TCP only), rdma (RDMA only, never falls back), auto (RDMA,
+ *           falling back to TCP with a recorded reason).
+ *   host    IPv4 literal, IPv6 literal in brackets ([::1]), or a host name.
+ *   A comma list names several addresses of one multi-homed peer: connect
+ *   tries them in order and re-attaches through any of them.
+ * A bad URL is RIFT_EINVAL with the problem in rift_ctx_last_error().
+ */
+
+typedef enum rift_event_type {
+	RIFT_EVENT_CONNECTED = 1,    /* session established */
+	RIFT_EVENT_ERROR = 2,        /* establishing failed; status says why */
+	RIFT_EVENT_DISCONNECTED = 3, /* an established session ended */
+	RIFT_EVENT_PATH_DOWN = 4,    /* path lost, session re-attaching */
+	RIFT_EVENT_PATH_CHANGED = 5, /* session re-attached on a new path */
+	RIFT_EVENT_WRITABLE = 6,     /* send window open after RIFT_EAGAIN */
+} rift_event_type;
+
+/* Name of an event type ("connected", ...); static storage. */
+const char *rift_event_name(rift_event_type t);
+
+/*
+ * Delivered to on_event.  Strings are valid only during the callback.
+ *  CONNECTED      transport and peer of the first path.
+ *  ERROR          status: why the connection could not be established.
+ *                 No further event follows; close the connection.
+ *  DISCONNECTED   status: 0 if the peer closed it in order, else why the
+ *                 session died (RIFT_ETIMEDOUT: no re-attach within the
+ *                 grace time; RIFT_EPROTO: the peer broke the protocol;
+ *                 RIFT_ESESSION: the peer no longer knows the session).
+ *                 Unacknowledged messages are lost with the session.
+ *  PATH_DOWN      status: why the path broke.  Sending still works (it is
+ *                 buffered within the send window) and will be replayed.
+ *  PATH_CHANGED   transport and peer of the new path.
+ *  WRITABLE       a send that returned RIFT_EAGAIN may be retried.
+ */
+typedef struct rift_event {
+	rift_event_type type;
+	int status;               /* 0 or RIFT_E* */
+	rift_transport transport; /* transport of the current path */
+	const char *peer;         /* "tcp://127.0.0.1:7788" or "" */
+	const char *message;      /* readable detail, never NULL */
+} rift_event;
+
+typedef struct rift_conn_callbacks {
+	/* Connection life cycle; see rift_event.  May be NULL. */
+	void (*on_event)(rift_conn *conn, const rift_event *ev);
+	/*
+	 * One whole message, in order, exactly once.  msg is borrowed: valid
+	 * until on_recv returns unless rift_msg_retain() is called.  May be
+	 * NULL (messages are then dropped after being acknowledged).
+	 */
+	void (*on_recv)(rift_conn *conn, rift_msg *msg);
+} rift_conn_callbacks;
+
+/*
+ * Open a connection to url.  Returns 0 with *out set, after which exactly
+ * one of CONNECTED or ERROR is delivered.  Returns RIFT_EINVAL for a bad
+ * URL, RIFT_ENOTSUP for rdma:// where RDMA is not available (the reason is
+ * in rift_ctx_last_error), RIFT_ENOMEM.  user is returned by rift_conn_user.
+ */
+int rift_connect(rift_ctx *ctx, const char *url,
+		 const rift_conn_callbacks *cbs, void *user, rift_conn **out);
+
+/*
+ * Accept callback: conn is a new connection that has completed its
+ * handshake (no CONNECTED event is delivered for it), using the listener's
+ * callbacks and user pointer until changed.  The application owns it and
+ * must close it.
+ */
+typedef void (*rift_accept_cb)(rift_listener *l, rift_conn *conn);
+
+/*
+ * Listen on url (host may be empty, "0.0.0.0" or "[::]"; port 0 picks a
+ * free port, see rift_listener_port).  Only the first address of a list is
+ * used.  Returns RIFT_EINVAL, RIFT_EADDRINUSE, RIFT_EACCES, ...
+ */
+int rift_listen(rift_ctx *ctx, const char *url, const rift_conn_callbacks *cbs,
+		void *user, rift_accept_cb on_accept, rift_listener **out);
+
+/* Bound TCP port of a listener. */
+int rift_listener_port(const rift_listener *l);
+void *rift_listener_user(const rift_listener *l);
+
+/*
+ * Stop listening.  Sessions already accepted stay open; sessions that were
+ * waiting to re-attach through this listener can no longer do so.  close_cb
+ * (may be NULL) runs once, from a later progress call; the handle is freed
+ * after it returns.
+ */
+void rift_listener_close(rift_listener *l, void (*close_cb)(rift_listener *l));
+
+/*
+ * Send one message of len bytes (0 allowed, up to max_msg_size).  The data
+ * is copied; the call never blocks.  Messages are delivered whole, in order,
+ * exactly once, across path changes.
+ * Returns 0, RIFT_EAGAIN (the send window is full: wait for WRITABLE),
+ * RIFT_EMSGSIZE, RIFT_ENOTCONN (not yet connected or already disconnected),
+ * RIFT_ECLOSED (closing).
+ */
+int rift_conn_send(rift_conn *conn, const void *data, size_t len);
+
+/*
+ * Zero-copy sends: allocate a message buffer, fill it, and hand it over with
+ * rift_conn_send_buf.  On success the buffer belongs to rift (do not touch
+ * or free it); on failure it stays the caller's, to retry or free with
+ * rift_buf_free.  Buffers may be used on any connection of the same context.
+ */
+void *rift_buf_alloc(rift_ctx *ctx, size_t len);
+void rift_buf_free(rift_ctx *ctx, void *buf);
+int rift_conn_send_buf(rift_conn *conn, void *buf, size_t len);
+
+/*
+ * Stop / restart delivering messages.  While stopped, rift reads nothing
+ * from the connection, so a busy sender fills its window and gets
+ * RIFT_EAGAIN: this is backpressure, memory stays bounded.
+ */
+int rift_conn_recv_stop(rift_conn *conn);
+int rift_conn_recv_start(rift_conn *conn);
+
+/*
+ * Close the connection: tells the peer (DISCONNECTED with status 0 there),
+ * drops unsent and unacknowledged messages, and runs close_cb (may be NULL)
+ * once from a later progress call, after which the handle is freed.  No
+ * other callback runs after rift_conn_close returns.
+ */
+void rift_conn_close(rift_conn *conn, void (*close_cb)(rift_conn *conn));
+
+void *rift_conn_user(const rift_conn *conn);
+void rift_conn_set_user(rift_conn *conn, void *user);
+void rift_conn_set_callbacks(rift_conn *conn, const rift_conn_callbacks *cbs);
+rift_ctx *rift_conn_ctx(const rift_conn *conn);
+rift_transport rift_conn_transport(const rift_conn *conn);
+rift_fallback_reason rift_conn_fallback_reason(const rift_conn *conn);
+
+/*
+ * Readable message for the connection's last failure, e.g.
+ * "connect 127.0.0.1:7788: connection refused (3 attempts)".  "" if none.
+ * Valid until the next failure or the close callback.
+ */
+const char *rift_conn_last_error(const rift_conn *conn);
+
+typedef struct rift_conn_stats {
+	uint32_t size;             /* set by rift_conn_stats_init */
+	uint64_t msgs_sent;        /* accepted by rift_conn_send*, count */
+	uint64_t bytes_sent;       /* payload bytes of msgs_sent */
+	uint64_t msgs_recv;        /* delivered to on_recv, count */
+	uint64_t bytes_recv;       /* payload bytes of msgs_recv */
+	uint64_t msgs_replayed;    /* sent again after a re-attach, count */
+	uint64_t dups_dropped;     /* duplicates discarded by the receiver */
+	uint64_t acks_sent;        /* explicit ack frames, count */
+	uint64_t pings_sent;       /* keepalive frames, count */
+	uint64_t send_eagain;      /* sends refused by a full window, count */
+	uint64_t path_changes;     /* re-attaches, count */
+	uint64_t unacked_msgs;     /* held for replay now, count */
+	uint64_t unacked_bytes;    /* held for replay now, bytes */
+	uint64_t write_calls;      /* writev calls on TCP paths, count */
+	uint64_t read_calls;       /* read calls on TCP paths, count */
+} rift_conn_stats;
+
+void rift__conn_stats_init(rift_conn_stats *st, size_t size);
+#define rift_conn_stats_init(st) rift__conn_stats_init((st), sizeof(*(st)))
+int rift_conn_stats_get(const rift_conn *conn, rift_conn_stats *st);
+
+/* ------------------------------------------------------------------------ */
+/* Received messages                                                        */
+/* ------------------------------------------------------------------------ */
+
+const void *rift_msg_data(const rift_msg *msg);
+size_t rift_msg_len(const rift_msg *msg);
+/* Sequence number of the message in its connection, starting at 1. */
+uint64_t rift_msg_seq(const rift_msg *msg);
+/*
+ * Keep the message after on_recv returns (it stays valid, and its data
+ * where it is, until rift_msg_release).  Returns msg.
+ */
+rift_msg *rift_msg_retain(rift_msg *msg);
+/* Give back a retained message.  Must run on the context's thread. */
+void rift_msg_release(rift_msg *msg);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RIFT_H */

@@ -1,0 +1,605 @@
+/*
+ * conn.c - the public connection, listener, buffer and message calls, and
+ * the deferred work of a loop round (flushes, close callbacks, path
+ * destruction).  Nothing here calls a user callback synchronously from an
+ * API call: callbacks only run inside progress.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "session/session.h"
+
+/* ---- buffers ---- */
+
+struct rift__buf *rift__buf_new(rift_ctx *ctx, size_t len)
+{
+	struct rift__buf *b = malloc(sizeof(*b) + (len ? len : 1));
+
+	if (!b)
+		return NULL;
+	b->magic = RIFT_BUF_MAGIC;
+	b->ctx = ctx;
+	b->cap = len;
+	b->om.user_buf = false;
+	return b;
+}
+
+struct rift__buf *rift__buf_from_user(void *data)
+{
+	struct rift__buf *b;
+
+	if (!data)
+		return NULL;
+	b = (struct rift__buf *)data - 1;
+	return b->magic == RIFT_BUF_MAGIC ? b : NULL;
+}
+
+void rift__buf_release(void *data)
+{
+	struct rift__buf *b = (struct rift__buf *)data - 1;
+
+	b->magic = 0;
+	free(b);
+}
+
+void *rift_buf_alloc(rift_ctx *ctx, size_t len)
+{
+	struct rift__buf *b;
+
+	if (!ctx || len > ctx->cfg.max_msg_size)
+		return NULL;
+	b = rift__buf_new(ctx, len);
+	if (!b)
+		return NULL;
+	b->om.user_buf = true;
+	return b + 1;
+}
+
+void rift_buf_free(rift_ctx *ctx, void *buf)
+{
+	struct rift__buf *b = rift__buf_from_user(buf);
+
+	RIFT_UNUSED(ctx);
+	if (b)
+		rift__buf_release(buf);
+}
+
+/* ---- received messages ---- */
+
+const void *rift_msg_data(const rift_msg *msg)
+{
+	return msg->data;
+}
+
+size_t rift_msg_len(const rift_msg *msg)
+{
+	return msg->len;
+}
+
+uint64_t rift_msg_seq(const rift_msg *msg)
+{
+	return msg->seq;
+}
+
+rift_msg *rift_msg_retain(rift_msg *msg)
+{
+	rift_msg *r;
+
+	if (msg->retained)
+		return msg;
+	if (msg->owned) {
+		/* The payload already has its own block: hand it over. */
+		r = malloc(sizeof(*r));
+		if (!r)
+			return NULL;
+		*r = *msg;
+		msg->owned = NULL;
+	} else {
+		/* The payload sits in the transport's read buffer. */
+		r = malloc(sizeof(*r) + msg->len);
+		if (!r)
+			return NULL;
+		*r = *msg;
+		r->data = r + 1;
+		r->owned = NULL;
+		memcpy(r->data, msg->data, msg->len);
+	}
+	r->retained = true;
+	return r;
+}
+
+void rift_msg_release(rift_msg *msg)
+{
+	if (!msg || !msg->retained)
+		return;
+	free(msg->owned);
+	free(msg);
+}
+
+/* ---- connections ---- */
+
+static rift_conn *conn_alloc(rift_ctx *ctx, const rift_conn_callbacks *cbs,
+			     void *user, bool is_client)
+{
+	rift_conn *conn = calloc(1, sizeof(*conn));
+
+	if (!conn)
+		return NULL;
+	conn->ctx = ctx;
+	if (cbs)
+		conn->cbs = *cbs;
+	conn->user = user;
+	conn->is_client = is_client;
+	rift_conn_stats_init(&conn->stats);
+	rift__timer_init(ctx, &conn->retry_timer, NULL, conn);
+	rift__timer_init(ctx, &conn->ack_timer, NULL, conn);
+	rift__list_add_tail(&ctx->conns, &conn->node);
+	ctx->stats.conns_active++;
+	ctx->stats.conns_opened++;
+	return conn;
+}
+
+static void ack_timer_cb(rift_timer *t, void *user)
+{
+	rift_conn *conn = user;
+
+	RIFT_UNUSED(t);
+	if (conn->ack_sent != conn->recv_seq && conn->path &&
+	    conn->path->state == RIFT_PATH_ATTACHED) {
+		conn->path->pending |= RIFT_PEND_ACK;
+		rift__path_kick(conn->path);
+	}
+}
+
+rift_conn *rift__conn_new_server(rift_listener *l, uint64_t session_id)
+{
+	rift_conn *conn = conn_alloc(l->ctx, &l->cbs, l->user, false);
+
+	if (!conn)
+		return NULL;
+	conn->session_id = session_id;
+	conn->ops = l->ops;
+	conn->ack_timer.cb = ack_timer_cb;
+	return conn;
+}
+
+static void retry_timer_cb(rift_timer *t, void *user)
+{
+	RIFT_UNUSED(t);
+	rift__conn_attempt(user);
+}
+
+void rift__conn_attempt(rift_conn *conn)
+{
+	rift_ctx *ctx = conn->ctx;
+	unsigned i = conn->addr_idx % conn->n_addrs;
+	uint64_t limit = ctx->cfg.connect_timeout_ms;
+	rift__path *p = NULL;
+	char addr[80];
+	int rc;
+
+	if (conn->state == RIFT_CONN_DETACHED) {
+		/* An attempt may not outlive the session's grace time. */
+		uint64_t grace_end = conn->detached_us +
+				     (uint64_t)ctx->cfg.session_grace_ms * 1000u;
+		uint64_t left = grace_end > ctx->now_us
+					? (grace_end - ctx->now_us) / 1000u
+					: 0;
+
+		if (left < limit)
+			limit = left ? left : 1;
+	}
+	rift__sockaddr_str((const struct sockaddr *)&conn->addrs[i], addr,
+			   sizeof(addr));
+	if (rift__fault_hit(RIFT_FAULT_TCP_CONNECT) && conn->ops->kind == RIFT_TRANSPORT_TCP)
+		rc = RIFT_ECONNREFUSED;
+	else
+		rc = conn->ops->connect(ctx, (const struct sockaddr *)&conn->addrs[i],
+					conn->addr_lens[i], &p);
+	if (rc) {
+		/* Report through the same path as an asynchronous failure. */
+		rift__conn_error(conn, "%s://%s: connect: %s", conn->ops->name,
+				 addr, rift_strerror(rc));
+		conn->path = NULL;
+		rift__conn_attempt_failed(conn, rc);
+		return;
+	}
+	snprintf(p->peer, sizeof(p->peer), "%s://%s", conn->ops->name, addr);
+	p->conn = conn;
+	conn->path = p;
+	rift_timer_start(&p->timer, limit, 0);
+}
+
+static int conn_setup_client(rift_ctx *ctx, rift_conn *conn,
+			     const struct rift__url *url)
+{
+	char err[RIFT_ERRMSG_LEN];
+	rift_fallback_reason why;
+
+	switch (url->scheme) {
+	case RIFT_SCHEME_TCP:
+		conn->ops = &rift__tcp_ops;
+		break;
+	case RIFT_SCHEME_RDMA:
+		why = rift__rdma_ops.available(ctx);
+		if (why != RIFT_FALLBACK_NONE)
+			return rift__ctx_fail(ctx, RIFT_ENOTSUP,
+					      "rdma:// unavailable: %s",
+					      rift_fallback_reason_str(why));
+		conn->ops = &rift__rdma_ops;
+		break;
+	case RIFT_SCHEME_AUTO:
+		why = rift__rdma_ops.available(ctx);
+		if (why == RIFT_FALLBACK_NONE) {
+			conn->ops = &rift__rdma_ops;
+		} else {
+			/* Recorded and counted once, never a silent switch. */
+			conn->ops = &rift__tcp_ops;
+			conn->fallback = why;
+			ctx->stats.fallbacks[why]++;
+		}
+		break;
+	}
+	for (unsigned i = 0; i < url->n_addrs; i++) {
+		int n, room = (int)RIFT_ARRAY_SIZE(conn->addrs) - (int)conn->n_addrs;
+
+		if (url->addrs[i].host[0] == '\0')
+			return rift__ctx_fail(ctx, RIFT_EINVAL,
+					      "url: address %u has no host", i + 1);
+		if (room <= 0)
+			break;
+		n = rift__resolve(&url->addrs[i], false, &conn->addrs[conn->n_addrs],
+				  &conn->addr_lens[conn->n_addrs], room, err,
+				  sizeof(err));
+		if (n < 0)
+			return rift__ctx_fail(ctx, n, "%s", err);
+		conn->n_addrs += (unsigned)n;
+	}
+	return 0;
+}
+
+int rift_connect(rift_ctx *ctx, const char *url, const rift_conn_callbacks *cbs,
+		 void *user, rift_conn **out)
+{
+	struct rift__url u;
+	rift_conn *conn;
+	int rc;
+
+	if (!ctx || !out)
+		return RIFT_EINVAL;
+	rc = rift__url_parse(url, &u, ctx->errmsg, sizeof(ctx->errmsg));
+	if (rc)
+		return rc;
+	if (u.n_opts)
+		return rift__ctx_fail(ctx, RIFT_EINVAL,
+				      "url '%s': unknown option '%s'", url,
+				      u.opts[0].key);
+	conn = conn_alloc(ctx, cbs, user, true);
+	if (!conn)
+		return rift__ctx_fail(ctx, RIFT_ENOMEM, "rift_connect: out of memory");
+	rc = conn_setup_client(ctx, conn, &u);
+	if (rc)
+		goto fail_conn;
+	do {
+		if (getrandom(&conn->session_id, sizeof(conn->session_id), 0) !=
+		    sizeof(conn->session_id)) {
+			rc = rift__ctx_fail(ctx, RIFT_EIO, "getrandom failed");
+			goto fail_conn;
+		}
+	} while (conn->session_id == 0);
+	conn->state = RIFT_CONN_CONNECTING;
+	conn->retry_timer.cb = retry_timer_cb;
+	conn->ack_timer.cb = ack_timer_cb;
+	/* First attempt from the loop, so failures arrive as events. */
+	rc = rift_timer_start(&conn->retry_timer, 0, 0);
+	if (rc)
+		goto fail_conn;
+	*out = conn;
+	return 0;
+
+fail_conn:
+	rift__list_del(&conn->node);
+	ctx->stats.conns_active--;
+	ctx->stats.conns_opened--;
+	free(conn);
+	return rc;
+}
+
+static int send_check(rift_conn *conn, size_t len)
+{
+	rift_ctx *ctx = conn->ctx;
+
+	if (conn->closing)
+		return RIFT_ECLOSED;
+	if (conn->state == RIFT_CONN_CONNECTING || conn->state == RIFT_CONN_DEAD)
+		return RIFT_ENOTCONN;
+	if (len > ctx->cfg.max_msg_size)
+		return RIFT_EMSGSIZE;
+	/* One message may exceed the window alone; otherwise the window
+	 * bounds what is held for replay. */
+	if (conn->unacked_bytes &&
+	    conn->unacked_bytes + len > ctx->cfg.send_window) {
+		conn->want_writable = true;
+		conn->stats.send_eagain++;
+		return RIFT_EAGAIN;
+	}
+	return 0;
+}
+
+int rift_conn_send(rift_conn *conn, const void *data, size_t len)
+{
+	struct rift__buf *b;
+	int rc = send_check(conn, len);
+
+	if (rc)
+		return rc;
+	b = rift__buf_new(conn->ctx, len);
+	if (!b)
+		return RIFT_ENOMEM;
+	if (len)
+		memcpy(b + 1, data, len);
+	rift__conn_enqueue(conn, b, len);
+	return 0;
+}
+
+int rift_conn_send_buf(rift_conn *conn, void *buf, size_t len)
+{
+	struct rift__buf *b = rift__buf_from_user(buf);
+	int rc;
+
+	if (!b || !b->om.user_buf || b->ctx != conn->ctx)
+		return RIFT_EINVAL;
+	if (len > b->cap)
+		return RIFT_EMSGSIZE;
+	rc = send_check(conn, len);
+	if (rc)
+		return rc;
+	b->om.user_buf = false; /* now rift's */
+	rift__conn_enqueue(conn, b, len);
+	return 0;
+}
+
+int rift_conn_recv_stop(rift_conn *conn)
+{
+	if (conn->closing)
+		return RIFT_ECLOSED;
+	conn->recv_stopped = true;
+	if (conn->path && conn->path->state != RIFT_PATH_DEAD)
+		conn->path->ops->set_reading(conn->path, false);
+	return 0;
+}
+
+int rift_conn_recv_start(rift_conn *conn)
+{
+	if (conn->closing)
+		return RIFT_ECLOSED;
+	conn->recv_stopped = false;
+	if (conn->path && conn->path->state != RIFT_PATH_DEAD)
+		conn->path->ops->set_reading(conn->path, true);
+	return 0;
+}
+
+void rift_conn_close(rift_conn *conn, void (*close_cb)(rift_conn *conn))
+{
+	rift_ctx *ctx;
+	rift__path *p;
+
+	if (!conn || conn->closing)
+		return;
+	ctx = conn->ctx;
+	p = conn->path;
+	conn->closing = true;
+	conn->close_cb = close_cb;
+	if (p && p->state == RIFT_PATH_ATTACHED) {
+		/* Best effort: finish the frame in progress and say goodbye
+		 * in the same write, without waiting. */
+		conn->cursor = NULL;
+		p->pending |= RIFT_PEND_CLOSE;
+		p->ops->flush(p);
+	}
+	rift__conn_abandon_path(conn);
+	rift_timer_stop(&conn->retry_timer);
+	rift_timer_stop(&conn->ack_timer);
+	rift__list_del(&conn->node);
+	rift__list_add_tail(&ctx->closing_conns, &conn->node);
+	ctx->stats.conns_active--;
+}
+
+void *rift_conn_user(const rift_conn *conn)
+{
+	return conn->user;
+}
+
+void rift_conn_set_user(rift_conn *conn, void *user)
+{
+	conn->user = user;
+}
+
+void rift_conn_set_callbacks(rift_conn *conn, const rift_conn_callbacks *cbs)
+{
+	conn->cbs = *cbs;
+}
+
+rift_ctx *rift_conn_ctx(const rift_conn *conn)
+{
+	return conn->ctx;
+}
+
+rift_transport rift_conn_transport(const rift_conn *conn)
+{
+	return conn->transport;
+}
+
+rift_fallback_reason rift_conn_fallback_reason(const rift_conn *conn)
+{
+	return conn->fallback;
+}
+
+const char *rift_conn_last_error(const rift_conn *conn)
+{
+	return conn->last_error;
+}
+
+void rift__conn_stats_init(rift_conn_stats *st, size_t size)
+{
+	memset(st, 0, size);
+	st->size = (uint32_t)(size < sizeof(*st) ? size : sizeof(*st));
+}
+
+int rift_conn_stats_get(const rift_conn *conn, rift_conn_stats *st)
+{
+	rift_conn_stats now = conn->stats;
+	uint32_t size = st->size;
+
+	if (size < sizeof(uint32_t) || size > sizeof(*st))
+		return RIFT_EINVAL;
+	now.unacked_msgs = conn->unacked_msgs;
+	now.unacked_bytes = conn->unacked_bytes;
+	memcpy(st, &now, size);
+	st->size = size;
+	return 0;
+}
+
+/* ---- listeners ---- */
+
+int rift_listen(rift_ctx *ctx, const char *url, const rift_conn_callbacks *cbs,
+		void *user, rift_accept_cb on_accept, rift_listener **out)
+{
+	struct rift__url u;
+	struct sockaddr_storage sa;
+	socklen_t len;
+	char err[RIFT_ERRMSG_LEN];
+	rift_listener *l;
+	int rc;
+
+	if (!ctx || !out || !on_accept)
+		return RIFT_EINVAL;
+	rc = rift__url_parse(url, &u, ctx->errmsg, sizeof(ctx->errmsg));
+	if (rc)
+		return rc;
+	if (u.n_opts)
+		return rift__ctx_fail(ctx, RIFT_EINVAL,
+				      "url '%s': unknown option '%s'", url,
+				      u.opts[0].key);
+	rc = rift__resolve(&u.addrs[0], true, &sa, &len, 1, err, sizeof(err));
+	if (rc < 0)
+		return rift__ctx_fail(ctx, rc, "%s", err);
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return rift__ctx_fail(ctx, RIFT_ENOMEM, "rift_listen: out of memory");
+	l->ctx = ctx;
+	if (cbs)
+		l->cbs = *cbs;
+	l->user = user;
+	l->on_accept = on_accept;
+	l->fd = -1;
+	/* rdma:// listeners need the RDMA transport; auto:// and tcp://
+	 * accept TCP (auto also RDMA once it is available). */
+	if (u.scheme == RIFT_SCHEME_RDMA) {
+		rift_fallback_reason why = rift__rdma_ops.available(ctx);
+
+		if (why != RIFT_FALLBACK_NONE) {
+			free(l);
+			return rift__ctx_fail(ctx, RIFT_ENOTSUP,
+					      "rdma:// unavailable: %s",
+					      rift_fallback_reason_str(why));
+		}
+		l->ops = &rift__rdma_ops;
+	} else {
+		l->ops = &rift__tcp_ops;
+	}
+	rc = l->ops->listen(l, (struct sockaddr *)&sa, len);
+	if (rc) {
+		free(l);
+		return rc; /* the transport set ctx->errmsg */
+	}
+	rift__list_add_tail(&ctx->listeners, &l->node);
+	ctx->stats.listeners_active++;
+	*out = l;
+	return 0;
+}
+
+int rift_listener_port(const rift_listener *l)
+{
+	return l->port;
+}
+
+void *rift_listener_user(const rift_listener *l)
+{
+	return l->user;
+}
+
+void rift__listener_path(rift_listener *l, rift__path *p)
+{
+	p->lst = l;
+}
+
+void rift_listener_close(rift_listener *l, void (*close_cb)(rift_listener *l))
+{
+	rift_ctx *ctx;
+	struct rift__list *it, *next;
+
+	if (!l || l->closing)
+		return;
+	ctx = l->ctx;
+	l->closing = true;
+	l->close_cb = close_cb;
+	l->ops->listen_close(l);
+	/* Handshakes in progress on this listener have nobody to go to. */
+	for (it = ctx->paths.next; it != &ctx->paths; it = next) {
+		rift__path *p = rift__list_entry(it, rift__path, ctx_node);
+
+		next = it->next;
+		if (p->lst == l && !p->conn)
+			rift__path_failed(p, RIFT_ECANCELED, "listener closed");
+		else if (p->lst == l)
+			p->lst = NULL;
+	}
+	rift__list_del(&l->node);
+	rift__list_add_tail(&ctx->closing_listeners, &l->node);
+	ctx->stats.listeners_active--;
+}
+
+/* ---- deferred work ---- */
+
+void rift__ctx_deferred(rift_ctx *ctx)
+{
+	/* Flushing may fail paths and queue more work: loop until quiet. */
+	while (!rift__list_empty(&ctx->flushq)) {
+		rift__path *p = rift__list_entry(ctx->flushq.next, rift__path,
+						 flush_node);
+
+		rift__list_del(&p->flush_node);
+		p->flush_queued = false;
+		if (p->state != RIFT_PATH_DEAD)
+			p->ops->flush(p);
+	}
+	while (!rift__list_empty(&ctx->dead_paths)) {
+		rift__path *p = rift__list_entry(ctx->dead_paths.next,
+						 rift__path, ctx_node);
+
+		rift__list_del(&p->ctx_node);
+		p->ops->destroy(p);
+	}
+	while (!rift__list_empty(&ctx->closing_conns)) {
+		rift_conn *conn = rift__list_entry(ctx->closing_conns.next,
+						   rift_conn, node);
+
+		rift__list_del(&conn->node);
+		rift__conn_drop_queue(conn);
+		if (conn->close_cb)
+			conn->close_cb(conn);
+		free(conn);
+	}
+	while (!rift__list_empty(&ctx->closing_listeners)) {
+		rift_listener *l = rift__list_entry(ctx->closing_listeners.next,
+						    rift_listener, node);
+
+		rift__list_del(&l->node);
+		if (l->close_cb)
+			l->close_cb(l);
+		free(l);
+	}
+}

@@ -1,0 +1,315 @@
+/*
+ * internal.h - types shared by rift's layers; not API.
+ *
+ * Layers (data flows down on send, up on receive):
+ *   api/         ctx (loop, timers, errors), listener and connection calls
+ *   session/     wire codec, sequence numbers, acks, resend queue, resume
+ *   transports/  one ops table per transport; a path is one instance
+ */
+#ifndef RIFT_INTERNAL_H
+#define RIFT_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "rift.h"
+#include "util/list.h"
+#include "session/wire.h"
+
+#define RIFT_UNUSED(x) ((void)(x))
+#define rift__container_of(ptr, type, member)                                \
+	((type *)(void *)((char *)(ptr)-offsetof(type, member)))
+#define RIFT_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+#define RIFT_ERRMSG_LEN 256
+#define RIFT_URL_MAX_ADDRS 8
+#define RIFT_URL_MAX_OPTS 8
+#define RIFT_HOST_LEN 256
+
+/* ---- time ---- */
+uint64_t rift__clock_us(void); /* CLOCK_MONOTONIC, us */
+
+/* ---- errors ---- */
+/* Convert an errno value (positive) to a RIFT_E* code. */
+int rift__from_errno(int e);
+
+/* ---- addressing ---- */
+typedef enum rift__scheme {
+	RIFT_SCHEME_TCP = 1,
+	RIFT_SCHEME_RDMA = 2,
+	RIFT_SCHEME_AUTO = 3,
+} rift__scheme;
+
+struct rift__hostport {
+	char host[RIFT_HOST_LEN]; /* without brackets; "" = any */
+	uint16_t port;
+};
+
+struct rift__url {
+	rift__scheme scheme;
+	unsigned n_addrs;
+	struct rift__hostport addrs[RIFT_URL_MAX_ADDRS];
+	unsigned n_opts;
+	struct {
+		char key[32];
+		char value[64];
+	} opts[RIFT_URL_MAX_OPTS];
+};
+
+/*
+ * Parse url into *out.  Returns 0, or RIFT_EINVAL with a message naming
+ * the problem in err (always NUL-terminated).
+ */
+int rift__url_parse(const char *url, struct rift__url *out, char *err,
+		    size_t errlen);
+
+/*
+ * Resolve host:port (host "" = wildcard when passive).  Fills up to max
+ * socket addresses, IPv4 and IPv6 as getaddrinfo orders them.  Returns the
+ * count, or RIFT_ENAME / RIFT_EINVAL with err filled.  Blocks for host
+ * names (getaddrinfo); literals never block.
+ */
+int rift__resolve(const struct rift__hostport *hp, bool passive,
+		  struct sockaddr_storage *out, socklen_t *lens, int max,
+		  char *err, size_t errlen);
+/* "127.0.0.1:7788" or "[::1]:7788" */
+void rift__sockaddr_str(const struct sockaddr *sa, char *buf, size_t len);
+
+/* ---- fault points (compiled in with -DRIFT_FAULT_INJECTION) ---- */
+typedef enum rift__fault_point {
+	RIFT_FAULT_TCP_WRITE = 0, /* writev fails with ECONNRESET */
+	RIFT_FAULT_TCP_READ,      /* read fails with ECONNRESET */
+	RIFT_FAULT_TCP_CONNECT,   /* connect fails with ECONNREFUSED */
+	RIFT_FAULT__COUNT
+} rift__fault_point;
+
+#ifdef RIFT_FAULT_INJECTION
+/* Make the nth hit (1 = next) of point fail, count times in a row. */
+void rift__fault_arm(rift__fault_point p, uint64_t nth, uint64_t count);
+void rift__fault_clear(void);
+bool rift__fault_hit(rift__fault_point p);
+uint64_t rift__fault_fired(rift__fault_point p);
+#else
+static inline bool rift__fault_hit(rift__fault_point p)
+{
+	(void)p;
+	return false;
+}
+#endif
+
+/* ---- loop ---- */
+typedef struct rift__io rift__io;
+typedef void (*rift__io_cb)(rift__io *io, uint32_t revents);
+struct rift__io {
+	int fd;
+	uint32_t events; /* EPOLLIN / EPOLLOUT currently registered */
+	rift__io_cb cb;
+};
+
+int rift__io_start(rift_ctx *ctx, rift__io *io, int fd, uint32_t events,
+		   rift__io_cb cb);
+int rift__io_modify(rift_ctx *ctx, rift__io *io, uint32_t events);
+void rift__io_stop(rift_ctx *ctx, rift__io *io);
+
+struct rift_timer {
+	rift_ctx *ctx;
+	rift_timer_cb cb;
+	void *user;
+	uint64_t due_us;    /* absolute, CLOCK_MONOTONIC */
+	uint64_t repeat_us; /* 0 = one shot */
+	size_t heap_idx;    /* SIZE_MAX when not in the heap */
+	bool is_public;     /* created by rift_timer_create */
+};
+
+/* Internal timers are embedded in other objects and not counted. */
+void rift__timer_init(rift_ctx *ctx, rift_timer *t, rift_timer_cb cb,
+		      void *user);
+bool rift__timer_active(const rift_timer *t);
+
+/* Set the context's last error message (printf-like); returns err. */
+int rift__ctx_fail(rift_ctx *ctx, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* ---- transports ---- */
+typedef struct rift__path rift__path;
+
+/*
+ * One ops table per transport.  Backends start from rift__transport_default
+ * (every slot answers RIFT_ENOTSUP) and override with designated
+ * initializers, so callers never test for NULL.
+ */
+struct rift__transport_ops {
+	const char *name;
+	rift_transport kind;
+	/* Is the transport usable on this machine?  0 or a fallback reason. */
+	rift_fallback_reason (*available)(rift_ctx *ctx);
+	/* Start connecting a new path; conn_path_connected/failed follow. */
+	int (*connect)(rift_ctx *ctx, const struct sockaddr *sa, socklen_t len,
+		       rift__path **out);
+	int (*listen)(rift_listener *l, const struct sockaddr *sa,
+		      socklen_t len);
+	void (*listen_close)(rift_listener *l);
+	/* Write what is pending (control frames, then session data). */
+	void (*flush)(rift__path *p);
+	/* Stop or restart reading. */
+	void (*set_reading)(rift__path *p, bool on);
+	/* Free the path and its resources; no upcall follows. */
+	void (*destroy)(rift__path *p);
+};
+
+extern const struct rift__transport_ops rift__transport_default;
+extern const struct rift__transport_ops rift__tcp_ops;
+extern const struct rift__transport_ops rift__rdma_ops;
+
+/* Control frames a path owes its peer; sent before more data. */
+enum rift__path_pending {
+	RIFT_PEND_HELLO = 1u << 0,
+	RIFT_PEND_HELLO_ACK = 1u << 1,
+	RIFT_PEND_RESUME = 1u << 2,
+	RIFT_PEND_RESUME_ACK = 1u << 3,
+	RIFT_PEND_ACK = 1u << 4,
+	RIFT_PEND_PING = 1u << 5,
+	RIFT_PEND_CLOSE = 1u << 6,
+	RIFT_PEND_ERROR = 1u << 7,
+};
+
+typedef enum rift__path_state {
+	RIFT_PATH_CONNECTING = 1, /* transport connecting (client) */
+	RIFT_PATH_HANDSHAKE,      /* HELLO/RESUME sent or awaited */
+	RIFT_PATH_ATTACHED,       /* carrying a session */
+	RIFT_PATH_DEAD,           /* failed; waiting to be destroyed */
+} rift__path_state;
+
+/* Generic part of a path; backends embed it first. */
+struct rift__path {
+	const struct rift__transport_ops *ops;
+	rift_ctx *ctx;
+	rift_conn *conn;        /* session carried, or NULL (server handshake) */
+	rift_listener *lst;     /* server side: accepting listener */
+	rift__path_state state;
+	bool is_client;
+	bool flush_queued;      /* on ctx->flushq */
+	uint32_t pending;       /* rift__path_pending bits */
+	int error_code;         /* ERROR frame to send */
+	char error_text[96];    /* ERROR frame text */
+	uint64_t last_rx_us;    /* last byte received */
+	uint64_t last_tx_us;    /* last byte sent */
+	char peer[80];          /* "tcp://127.0.0.1:7788" */
+	rift_timer timer;       /* handshake timeout, then keepalive */
+	struct rift__list flush_node;  /* ctx->flushq */
+	struct rift__list ctx_node;    /* ctx->paths */
+};
+
+/* Unlink and free a path through its backend. */
+void rift__path_destroy(rift__path *p);
+void rift__path_init(rift__path *p, rift_ctx *ctx,
+		     const struct rift__transport_ops *ops, bool is_client);
+/* Ask for a flush at the end of this progress round (batched writes). */
+void rift__path_kick(rift__path *p);
+
+/*
+ * Upcalls from transports into the session layer.  All run inside
+ * progress.  After path_failed the transport must not touch p again except
+ * through ops->destroy, which the session layer calls later.
+ */
+void rift__path_connected(rift__path *p);
+void rift__path_failed(rift__path *p, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/*
+ * A complete frame arrived.  For DATA, payload/len are the message bytes;
+ * if owned is non-NULL the payload sits in that malloc'd block, which the
+ * session takes over.  Returns 0 to continue, RIFT_EAGAIN to stop reading
+ * (receiving was stopped; the transport keeps the frame and offers it again
+ * after set_reading(true)), or a negative code after which the path has
+ * failed and the transport must return without touching p.
+ */
+int rift__path_on_frame(rift__path *p, const struct rift__hdr *h,
+			void *payload, void *owned);
+
+/* Outgoing message, kept until acknowledged. */
+struct rift__omsg {
+	struct rift__omsg *next;
+	uint64_t seq;
+	uint64_t len;
+	void *data;        /* payload */
+	bool user_buf;     /* data came from rift_buf_alloc (freed apart) */
+	uint8_t hdr[RIFT_HDR_SIZE]; /* encoded when handed to a path */
+};
+
+/*
+ * Data pull: the transport asks the session for the next messages to put
+ * on the wire.  peek returns the message after `after` (NULL: the first
+ * unsent one), with its header freshly encoded (current ack piggybacked),
+ * or NULL.  commit tells the session that messages up to and including m
+ * are entirely written.
+ */
+struct rift__omsg *rift__sess_next(rift__path *p, struct rift__omsg *after);
+void rift__sess_written(rift__path *p, struct rift__omsg *m);
+/* Encode the owed control frames into buf (returns bytes used). */
+size_t rift__sess_control(rift__path *p, uint8_t *buf, size_t cap);
+/* True when the path owes control frames or has unsent data. */
+bool rift__sess_has_output(rift__path *p);
+
+/* ---- received messages ---- */
+struct rift_msg {
+	uint64_t seq;
+	size_t len;
+	void *data;
+	void *owned;   /* malloc'd block holding data, freed on release */
+	bool retained; /* handle given out by rift_msg_retain */
+};
+
+/* ---- context ---- */
+struct rift_ctx {
+	rift_config cfg;
+	int epfd;
+	int evfd;  /* eventfd: wake-ups */
+	int tfd;   /* timerfd: earliest timer */
+	rift__io ev_io;
+	rift__io t_io;
+	uint64_t now_us;       /* loop time, refreshed each round */
+	uint64_t tfd_armed_us; /* timerfd deadline (0 = disarmed) */
+	rift_timer **heap;
+	size_t heap_len, heap_cap;
+	int stop;              /* atomic: rift_ctx_stop */
+	uint64_t n_timers;     /* public timers alive */
+	struct rift__list conns;
+	struct rift__list listeners;
+	struct rift__list paths;   /* every path, attached or not */
+	struct rift__list flushq;  /* paths to flush this round */
+	struct rift__list closing_conns;     /* awaiting close callback */
+	struct rift__list closing_listeners; /* awaiting close callback */
+	struct rift__list dead_paths; /* failed paths to destroy */
+	rift_ctx_stats stats;
+	char errmsg[RIFT_ERRMSG_LEN];
+};
+
+/* Run deferred work: flushes, close callbacks, dead paths. */
+void rift__ctx_deferred(rift_ctx *ctx);
+
+/* ---- listener ---- */
+struct rift_listener {
+	rift_ctx *ctx;
+	const struct rift__transport_ops *ops;
+	rift_conn_callbacks cbs;
+	void *user;
+	rift_accept_cb on_accept;
+	void (*close_cb)(rift_listener *l);
+	bool closing;
+	int port;
+	int fd;
+	rift__io io;
+	struct rift__list node; /* ctx->listeners, then closing_listeners */
+};
+
+/* A transport accepted a new path for l: start its handshake. */
+void rift__listener_path(rift_listener *l, rift__path *p);
+
+/* ---- buffers ---- */
+/* rift_buf_alloc blocks: header before the user pointer. */
+void rift__buf_release(void *buf); /* free without ctx (queue teardown) */
+
+#endif /* RIFT_INTERNAL_H */

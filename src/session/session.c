@@ -1,0 +1,733 @@
+/*
+ * session.c - sequence numbers, cumulative acks, the resend queue,
+ * keepalives and the HELLO / RESUME handshakes.  Transport independent:
+ * transports call the rift__path_* upcalls and pull data with
+ * rift__sess_next / rift__sess_written.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "session/session.h"
+
+/* ---- paths: generic life cycle ---- */
+
+static void keepalive_tick(rift_timer *t, void *user);
+static void handshake_timeout(rift_timer *t, void *user);
+
+void rift__path_init(rift__path *p, rift_ctx *ctx,
+		     const struct rift__transport_ops *ops, bool is_client)
+{
+	p->ops = ops;
+	p->ctx = ctx;
+	p->is_client = is_client;
+	p->state = is_client ? RIFT_PATH_CONNECTING : RIFT_PATH_HANDSHAKE;
+	p->last_rx_us = p->last_tx_us = ctx->now_us;
+	rift__list_init(&p->flush_node);
+	rift__list_add_tail(&ctx->paths, &p->ctx_node);
+	rift__timer_init(ctx, &p->timer, handshake_timeout, p);
+	rift_timer_start(&p->timer, ctx->cfg.connect_timeout_ms, 0);
+}
+
+void rift__path_kick(rift__path *p)
+{
+	if (p->flush_queued || p->state == RIFT_PATH_DEAD)
+		return;
+	p->flush_queued = true;
+	rift__list_add_tail(&p->ctx->flushq, &p->flush_node);
+}
+
+void rift__path_destroy(rift__path *p)
+{
+	rift_timer_stop(&p->timer);
+	rift__list_del(&p->flush_node);
+	rift__list_del(&p->ctx_node);
+	p->ops->destroy(p);
+}
+
+/* Mark p dead and queue its destruction; no upcall. */
+static void path_kill(rift__path *p)
+{
+	if (p->state == RIFT_PATH_DEAD)
+		return;
+	if (p->state == RIFT_PATH_ATTACHED)
+		p->ctx->stats.paths_active--;
+	p->state = RIFT_PATH_DEAD;
+	rift_timer_stop(&p->timer);
+	rift__list_del(&p->flush_node);
+	p->flush_queued = false;
+	rift__list_del(&p->ctx_node);
+	rift__list_add_tail(&p->ctx->dead_paths, &p->ctx_node);
+}
+
+void rift__conn_abandon_path(rift_conn *conn)
+{
+	rift__path *p = conn->path;
+
+	if (!p)
+		return;
+	conn->path = NULL;
+	p->conn = NULL;
+	path_kill(p);
+}
+
+/* ---- connection helpers ---- */
+
+void rift__conn_error(rift_conn *conn, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(conn->last_error, sizeof(conn->last_error), fmt, ap);
+	va_end(ap);
+}
+
+void rift__conn_emit(rift_conn *conn, rift_event_type type, int status,
+		     const char *message)
+{
+	rift_event ev = {
+		.type = type,
+		.status = status,
+		.transport = conn->transport,
+		.peer = conn->path ? conn->path->peer : "",
+		.message = message ? message : "",
+	};
+
+	if (conn->closing || !conn->cbs.on_event)
+		return;
+	conn->cbs.on_event(conn, &ev);
+}
+
+/* The session is over: tell the application once. */
+static void conn_die(rift_conn *conn, rift_event_type type, int status)
+{
+	if (conn->state == RIFT_CONN_DEAD)
+		return;
+	rift__conn_abandon_path(conn);
+	rift_timer_stop(&conn->retry_timer);
+	rift_timer_stop(&conn->ack_timer);
+	conn->state = RIFT_CONN_DEAD;
+	conn->transport = RIFT_TRANSPORT_NONE;
+	if (status == RIFT_ETIMEDOUT && type == RIFT_EVENT_DISCONNECTED)
+		conn->ctx->stats.sessions_expired++;
+	rift__conn_emit(conn, type, status, conn->last_error);
+}
+
+void rift__conn_drop_queue(rift_conn *conn)
+{
+	struct rift__omsg *m = conn->head;
+
+	while (m) {
+		struct rift__omsg *next = m->next;
+
+		rift__buf_release(m->data);
+		m = next;
+	}
+	conn->head = conn->tail = conn->cursor = NULL;
+	conn->unacked_bytes = conn->unacked_msgs = 0;
+}
+
+void rift__conn_enqueue(rift_conn *conn, struct rift__buf *b, size_t len)
+{
+	struct rift__omsg *m = &b->om;
+
+	m->next = NULL;
+	m->seq = ++conn->next_seq;
+	m->len = len;
+	m->data = b + 1;
+	if (conn->tail)
+		conn->tail->next = m;
+	else
+		conn->head = m;
+	conn->tail = m;
+	if (!conn->cursor)
+		conn->cursor = m;
+	conn->unacked_bytes += len;
+	conn->unacked_msgs++;
+	conn->stats.msgs_sent++;
+	conn->stats.bytes_sent += len;
+	if (conn->path && conn->path->state == RIFT_PATH_ATTACHED)
+		rift__path_kick(conn->path);
+}
+
+/*
+ * Drop acknowledged messages.  The peer may only acknowledge what this
+ * path has written in full: anything else is a lie (or corruption) and
+ * would free memory a transport may still be writing from.
+ */
+static int conn_ack(rift_conn *conn, uint64_t ack, const char **why)
+{
+	if (ack == conn->acked_seq)
+		return 0;
+	if (ack < conn->acked_seq) {
+		*why = "cumulative ack went backwards";
+		return RIFT_EPROTO;
+	}
+	if (ack > conn->written_seq) {
+		*why = "ack for a message that was never sent";
+		return RIFT_EPROTO;
+	}
+	while (conn->head && conn->head->seq <= ack) {
+		struct rift__omsg *m = conn->head;
+
+		conn->head = m->next;
+		if (conn->cursor == m)
+			conn->cursor = m->next;
+		conn->unacked_bytes -= m->len;
+		conn->unacked_msgs--;
+		rift__buf_release(m->data);
+	}
+	if (!conn->head)
+		conn->tail = NULL;
+	conn->acked_seq = ack;
+	if (conn->want_writable && conn->unacked_bytes < conn->ctx->cfg.send_window) {
+		conn->want_writable = false;
+		rift__conn_emit(conn, RIFT_EVENT_WRITABLE, 0, "send window open");
+	}
+	return 0;
+}
+
+/* Start sending on a freshly attached path from what the peer lacks. */
+static int conn_rewind(rift_conn *conn, uint64_t peer_recv, const char **why)
+{
+	if (peer_recv > conn->max_written) {
+		*why = "peer claims messages that were never sent";
+		return RIFT_EPROTO;
+	}
+	if (peer_recv < conn->acked_seq) {
+		*why = "peer forgot messages it had acknowledged";
+		return RIFT_EPROTO;
+	}
+	conn->written_seq = peer_recv;
+	if (conn_ack(conn, peer_recv, why))
+		return RIFT_EPROTO;
+	conn->cursor = conn->head;
+	return 0;
+}
+
+static void attach(rift_conn *conn, rift__path *p)
+{
+	rift_ctx *ctx = conn->ctx;
+	uint64_t tick = ctx->cfg.keepalive_interval_ms / 2;
+
+	conn->path = p;
+	p->conn = conn;
+	p->state = RIFT_PATH_ATTACHED;
+	ctx->stats.paths_active++;
+	conn->state = RIFT_CONN_ESTABLISHED;
+	conn->transport = p->ops->kind;
+	conn->attempts = conn->total_attempts = 0;
+	rift_timer_stop(&conn->retry_timer);
+	p->last_rx_us = p->last_tx_us = ctx->now_us;
+	/* Keepalive: check silence and idleness twice per interval. */
+	p->timer.cb = keepalive_tick;
+	rift_timer_start(&p->timer, tick ? tick : 1, tick ? tick : 1);
+	if (conn->recv_stopped)
+		p->ops->set_reading(p, false);
+	rift__path_kick(p);
+}
+
+/* Fill a handshake payload describing our side. */
+static void hello_fill(rift_conn *conn, struct rift__hello *h)
+{
+	h->proto = RIFT_WIRE_VERSION;
+	h->flags = 0;
+	h->session_id = conn->session_id;
+	h->recv_seq = conn->recv_seq;
+	h->max_msg_size = conn->ctx->cfg.max_msg_size;
+	h->window = conn->ctx->cfg.send_window;
+}
+
+/* ---- path failure and re-attach ---- */
+
+static void grace_expired(rift_timer *t, void *user)
+{
+	rift_conn *conn = user;
+
+	RIFT_UNUSED(t);
+	rift__conn_error(conn,
+			 "peer did not re-attach within session_grace_ms "
+			 "(%u ms); last path error: %s",
+			 conn->ctx->cfg.session_grace_ms, conn->last_error);
+	conn_die(conn, RIFT_EVENT_DISCONNECTED, RIFT_ETIMEDOUT);
+}
+
+/* An attempt of a client conn failed: try again, next address, or give up. */
+void rift__conn_attempt_failed(rift_conn *conn, int err)
+{
+	rift_ctx *ctx = conn->ctx;
+	uint64_t delay = ctx->cfg.retry_delay_ms;
+
+	conn->attempts++;
+	conn->total_attempts++;
+	if (conn->state == RIFT_CONN_CONNECTING) {
+		if (conn->attempts > ctx->cfg.retries) {
+			conn->attempts = 0;
+			conn->addr_idx++;
+			delay = 0;
+		}
+		if (conn->addr_idx >= conn->n_addrs) {
+			char msg[RIFT_ERRMSG_LEN];
+
+			snprintf(msg, sizeof(msg), "%s (%u attempts)",
+				 conn->last_error, conn->total_attempts);
+			memcpy(conn->last_error, msg, sizeof(msg));
+			conn_die(conn, RIFT_EVENT_ERROR, err);
+			return;
+		}
+	} else {
+		/* Re-attaching: rotate through every address until grace ends. */
+		uint64_t elapsed = ctx->now_us - conn->detached_us;
+
+		if (elapsed >= (uint64_t)ctx->cfg.session_grace_ms * 1000u) {
+			grace_expired(&conn->retry_timer, conn);
+			return;
+		}
+		conn->addr_idx = (conn->addr_idx + 1) % conn->n_addrs;
+		if (conn->addr_idx != 0)
+			delay = 0;
+	}
+	rift_timer_start(&conn->retry_timer, delay, 0);
+}
+
+static void path_lost(rift_conn *conn, rift__path *p, int err)
+{
+	rift_ctx *ctx = conn->ctx;
+
+	if (p->state != RIFT_PATH_ATTACHED || conn->state != RIFT_CONN_ESTABLISHED) {
+		/* A client attempt (connecting or handshaking) failed. */
+		rift__conn_abandon_path(conn);
+		if (err == RIFT_EPROTO || err == RIFT_ESESSION) {
+			conn_die(conn, conn->state == RIFT_CONN_CONNECTING
+					       ? RIFT_EVENT_ERROR
+					       : RIFT_EVENT_DISCONNECTED,
+				 err);
+			return;
+		}
+		rift__conn_attempt_failed(conn, err);
+		return;
+	}
+	rift__conn_abandon_path(conn);
+	if (err == RIFT_EPROTO || err == RIFT_EOF || err == RIFT_ESESSION) {
+		/* The peer broke the protocol or ended the session. */
+		conn_die(conn, RIFT_EVENT_DISCONNECTED, err == RIFT_EOF ? 0 : err);
+		return;
+	}
+	conn->state = RIFT_CONN_DETACHED;
+	conn->transport = RIFT_TRANSPORT_NONE;
+	conn->detached_us = ctx->now_us;
+	rift__conn_emit(conn, RIFT_EVENT_PATH_DOWN, err, conn->last_error);
+	if (conn->state != RIFT_CONN_DETACHED)
+		return; /* closed from the callback */
+	if (conn->is_client) {
+		conn->attempts = 0;
+		rift_timer_start(&conn->retry_timer, 0, 0);
+	} else {
+		conn->retry_timer.cb = grace_expired;
+		rift_timer_start(&conn->retry_timer, ctx->cfg.session_grace_ms, 0);
+	}
+}
+
+void rift__path_failed(rift__path *p, int err, const char *fmt, ...)
+{
+	rift_conn *conn = p->conn;
+	char msg[RIFT_ERRMSG_LEN];
+	va_list ap;
+
+	if (p->state == RIFT_PATH_DEAD)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (err == RIFT_EPROTO)
+		p->ctx->stats.protocol_errors++;
+	if (!conn) {
+		path_kill(p); /* server handshake path: nobody to tell */
+		return;
+	}
+	snprintf(conn->last_error, sizeof(conn->last_error), "%s: %s", p->peer,
+		 msg);
+	path_lost(conn, p, err);
+}
+
+/* Refuse a frame: tell the peer why (best effort), then fail the path. */
+static int path_reject(rift__path *p, int err, const char *why)
+{
+	p->pending |= RIFT_PEND_ERROR;
+	p->error_code = err;
+	snprintf(p->error_text, sizeof(p->error_text), "%s", why);
+	p->ops->flush(p);
+	rift__path_failed(p, err, "%s", why);
+	return err;
+}
+
+static void handshake_timeout(rift_timer *t, void *user)
+{
+	rift__path *p = user;
+
+	RIFT_UNUSED(t);
+	rift__path_failed(p, RIFT_ETIMEDOUT,
+			  "handshake not completed within connect_timeout_ms "
+			  "(%u ms)",
+			  p->ctx->cfg.connect_timeout_ms);
+}
+
+static void keepalive_tick(rift_timer *t, void *user)
+{
+	rift__path *p = user;
+	rift_ctx *ctx = p->ctx;
+	uint64_t silent = ctx->now_us - p->last_rx_us;
+
+	RIFT_UNUSED(t);
+	/* A receiver that stopped reading cannot hear the peer: no verdict. */
+	if (silent >= (uint64_t)ctx->cfg.keepalive_timeout_ms * 1000u &&
+	    !(p->conn && p->conn->recv_stopped)) {
+		rift__path_failed(p, RIFT_ETIMEDOUT,
+				  "no frame from peer for %llu ms "
+				  "(keepalive_timeout_ms %u)",
+				  (unsigned long long)(silent / 1000u),
+				  ctx->cfg.keepalive_timeout_ms);
+		return;
+	}
+	if (ctx->now_us - p->last_tx_us >=
+	    (uint64_t)ctx->cfg.keepalive_interval_ms * 1000u) {
+		p->pending |= RIFT_PEND_PING;
+		rift__path_kick(p);
+	}
+}
+
+void rift__path_connected(rift__path *p)
+{
+	rift_conn *conn = p->conn;
+
+	p->state = RIFT_PATH_HANDSHAKE;
+	p->pending |= conn->state == RIFT_CONN_CONNECTING ? RIFT_PEND_HELLO
+							  : RIFT_PEND_RESUME;
+	rift__path_kick(p);
+}
+
+/* ---- frames ---- */
+
+static rift_conn *find_session(rift_ctx *ctx, uint64_t id)
+{
+	struct rift__list *it;
+
+	for (it = ctx->conns.next; it != &ctx->conns; it = it->next) {
+		rift_conn *c = rift__list_entry(it, rift_conn, node);
+
+		if (!c->is_client && c->session_id == id &&
+		    c->state != RIFT_CONN_DEAD)
+			return c;
+	}
+	return NULL;
+}
+
+/* First frame on a server path: HELLO (new session) or RESUME. */
+static int server_handshake(rift__path *p, const struct rift__hdr *h,
+			    const uint8_t *payload)
+{
+	struct rift__hello hello;
+	const char *why = NULL;
+	rift_conn *conn;
+
+	if (h->type != RIFT_FRAME_HELLO && h->type != RIFT_FRAME_RESUME)
+		return path_reject(p, RIFT_EPROTO,
+				   "expected HELLO or RESUME as first frame");
+	if (rift__hello_decode(payload, h->len, &hello, &why))
+		return path_reject(p, RIFT_EPROTO, why);
+	conn = find_session(p->ctx, hello.session_id);
+
+	if (h->type == RIFT_FRAME_HELLO) {
+		if (conn)
+			return path_reject(p, RIFT_EPROTO,
+					   "HELLO for a session id in use");
+		if (hello.recv_seq != 0)
+			return path_reject(p, RIFT_EPROTO,
+					   "HELLO of a new session with data");
+		if (!p->lst || p->lst->closing)
+			return path_reject(p, RIFT_ECONNREFUSED,
+					   "listener is closing");
+		conn = rift__conn_new_server(p->lst, hello.session_id);
+		if (!conn)
+			return path_reject(p, RIFT_ENOMEM,
+					   "out of memory for a new session");
+		conn->peer_window = hello.window;
+		p->pending |= RIFT_PEND_HELLO_ACK;
+		attach(conn, p);
+		p->lst->on_accept(p->lst, conn);
+		return p->state == RIFT_PATH_DEAD ? RIFT_ECLOSED : 0;
+	}
+
+	if (!conn) {
+		/* Counted like any protocol error: the peer asked for a
+		 * session this side never had or already expired. */
+		p->ctx->stats.protocol_errors++;
+		path_reject(p, RIFT_ESESSION, "RESUME for an unknown session");
+		return RIFT_EPROTO;
+	}
+	if (conn->closing)
+		return path_reject(p, RIFT_ESESSION, "session is closing");
+	/* The old path may not have noticed its death yet: replace it.  It
+	 * never writes again, so rewinding cannot pull data from under it. */
+	rift__conn_abandon_path(conn);
+	if (conn_rewind(conn, hello.recv_seq, &why)) {
+		/* A peer that lies about what it holds cannot be resumed. */
+		rift__conn_error(conn, "%s: %s", p->peer, why);
+		path_reject(p, RIFT_EPROTO, why);
+		conn_die(conn, RIFT_EVENT_DISCONNECTED, RIFT_EPROTO);
+		return RIFT_EPROTO;
+	}
+	p->pending |= RIFT_PEND_RESUME_ACK;
+	attach(conn, p);
+	conn->stats.path_changes++;
+	p->ctx->stats.sessions_resumed++;
+	rift__conn_emit(conn, RIFT_EVENT_PATH_CHANGED, 0, "session re-attached");
+	return p->state == RIFT_PATH_DEAD ? RIFT_ECLOSED : 0;
+}
+
+static int client_handshake(rift__path *p, const struct rift__hdr *h,
+			    const uint8_t *payload)
+{
+	rift_conn *conn = p->conn;
+	struct rift__hello hello;
+	struct rift__error_frame ef;
+	const char *why = NULL;
+	bool resume = conn->state != RIFT_CONN_CONNECTING;
+
+	if (h->type == RIFT_FRAME_ERROR) {
+		if (rift__error_decode(payload, h->len, &ef, &why))
+			return path_reject(p, RIFT_EPROTO, why);
+		rift__path_failed(p, ef.code == RIFT_ESESSION ? RIFT_ESESSION
+							      : RIFT_ECONNREFUSED,
+				  "peer refused: %s", ef.text);
+		return RIFT_ECLOSED;
+	}
+	if (h->type != (resume ? RIFT_FRAME_RESUME_ACK : RIFT_FRAME_HELLO_ACK))
+		return path_reject(p, RIFT_EPROTO,
+				   resume ? "expected RESUME_ACK"
+					  : "expected HELLO_ACK");
+	if (rift__hello_decode(payload, h->len, &hello, &why))
+		return path_reject(p, RIFT_EPROTO, why);
+	if (hello.session_id != conn->session_id)
+		return path_reject(p, RIFT_EPROTO,
+				   "handshake answer for another session");
+	if (!resume && hello.recv_seq != 0)
+		return path_reject(p, RIFT_EPROTO,
+				   "new session answered with data received");
+	if (conn_rewind(conn, hello.recv_seq, &why))
+		return path_reject(p, RIFT_EPROTO, why);
+	conn->peer_window = hello.window;
+	attach(conn, p);
+	if (resume) {
+		conn->stats.path_changes++;
+		rift__conn_emit(conn, RIFT_EVENT_PATH_CHANGED, 0,
+				"session re-attached");
+	} else {
+		rift__conn_emit(conn, RIFT_EVENT_CONNECTED, 0, "connected");
+	}
+	return p->state == RIFT_PATH_DEAD ? RIFT_ECLOSED : 0;
+}
+
+static int deliver(rift_conn *conn, const struct rift__hdr *h, void *payload,
+		   void *owned)
+{
+	rift_msg msg = {
+		.seq = h->seq,
+		.len = h->len,
+		.data = payload,
+		.owned = owned,
+	};
+	uint64_t threshold;
+
+	conn->recv_seq = h->seq;
+	conn->stats.msgs_recv++;
+	conn->stats.bytes_recv += h->len;
+	if (conn->cbs.on_recv)
+		conn->cbs.on_recv(conn, &msg);
+	free(msg.owned); /* NULL if retained or read in place */
+
+	/* Ack soon enough that the peer's window never closes for want of
+	 * one: at a quarter of it at once, otherwise after ack_delay_ms. */
+	conn->rx_unacked += h->len + RIFT_HDR_SIZE;
+	threshold = conn->peer_window / 4;
+	if (conn->path && conn->path->state == RIFT_PATH_ATTACHED) {
+		if (conn->rx_unacked >= threshold) {
+			conn->path->pending |= RIFT_PEND_ACK;
+			rift__path_kick(conn->path);
+		} else if (!rift__timer_active(&conn->ack_timer)) {
+			rift_timer_start(&conn->ack_timer,
+					 conn->ctx->cfg.ack_delay_ms, 0);
+		}
+	}
+	return 0;
+}
+
+int rift__path_on_frame(rift__path *p, const struct rift__hdr *h,
+			void *payload, void *owned)
+{
+	rift_conn *conn = p->conn;
+	struct rift__error_frame ef;
+	const char *why = NULL;
+
+	if (p->state == RIFT_PATH_DEAD) {
+		free(owned);
+		return RIFT_ECLOSED;
+	}
+	if (p->state == RIFT_PATH_HANDSHAKE) {
+		int rc;
+
+		if (h->type == RIFT_FRAME_DATA) {
+			free(owned);
+			return path_reject(p, RIFT_EPROTO,
+					   "data before the handshake");
+		}
+		rc = p->is_client ? client_handshake(p, h, payload)
+				  : server_handshake(p, h, payload);
+		return rc;
+	}
+	if (p->state != RIFT_PATH_ATTACHED || !conn) {
+		free(owned);
+		return RIFT_ECLOSED;
+	}
+	switch (h->type) {
+	case RIFT_FRAME_DATA:
+	case RIFT_FRAME_ACK:
+	case RIFT_FRAME_PING:
+		if (conn_ack(conn, h->ack, &why)) {
+			free(owned);
+			return path_reject(p, RIFT_EPROTO, why);
+		}
+		if (p->state == RIFT_PATH_DEAD) {
+			free(owned);
+			return RIFT_ECLOSED; /* closed from WRITABLE */
+		}
+		if (h->type != RIFT_FRAME_DATA)
+			return 0;
+		if (h->seq <= conn->recv_seq) {
+			conn->stats.dups_dropped++;
+			free(owned);
+			return 0;
+		}
+		if (h->seq != conn->recv_seq + 1) {
+			free(owned);
+			return path_reject(p, RIFT_EPROTO,
+					   "gap in message sequence");
+		}
+		if (conn->recv_stopped)
+			return RIFT_EAGAIN; /* the transport keeps the frame */
+		deliver(conn, h, payload, owned);
+		return p->state == RIFT_PATH_DEAD ? RIFT_ECLOSED : 0;
+	case RIFT_FRAME_CLOSE:
+		rift__conn_error(conn, "%s: peer closed the session", p->peer);
+		conn_die(conn, RIFT_EVENT_DISCONNECTED, 0);
+		return RIFT_ECLOSED;
+	case RIFT_FRAME_ERROR:
+		if (rift__error_decode(payload, h->len, &ef, &why))
+			return path_reject(p, RIFT_EPROTO, why);
+		rift__conn_error(conn, "%s: peer reported %s: %s", p->peer,
+				 rift_err_name(ef.code), ef.text);
+		conn_die(conn, RIFT_EVENT_DISCONNECTED,
+			 ef.code == RIFT_ESESSION ? RIFT_ESESSION : RIFT_EPROTO);
+		return RIFT_ECLOSED;
+	default:
+		return path_reject(p, RIFT_EPROTO,
+				   "handshake frame on an attached path");
+	}
+}
+
+/* ---- data pull for transports ---- */
+
+bool rift__sess_has_output(rift__path *p)
+{
+	return p->pending ||
+	       (p->state == RIFT_PATH_ATTACHED && p->conn && p->conn->cursor);
+}
+
+size_t rift__sess_control(rift__path *p, uint8_t *buf, size_t cap)
+{
+	static const struct {
+		uint32_t bit;
+		uint8_t type;
+	} order[] = {
+		{ RIFT_PEND_HELLO, RIFT_FRAME_HELLO },
+		{ RIFT_PEND_HELLO_ACK, RIFT_FRAME_HELLO_ACK },
+		{ RIFT_PEND_RESUME, RIFT_FRAME_RESUME },
+		{ RIFT_PEND_RESUME_ACK, RIFT_FRAME_RESUME_ACK },
+		{ RIFT_PEND_ERROR, RIFT_FRAME_ERROR },
+		{ RIFT_PEND_ACK, RIFT_FRAME_ACK },
+		{ RIFT_PEND_PING, RIFT_FRAME_PING },
+		{ RIFT_PEND_CLOSE, RIFT_FRAME_CLOSE },
+	};
+	rift_conn *conn = p->conn;
+	size_t used = 0;
+
+	for (size_t i = 0; i < RIFT_ARRAY_SIZE(order); i++) {
+		struct rift__hdr h = { .type = order[i].type };
+		struct rift__hello hello;
+		uint8_t *payload = buf + used + RIFT_HDR_SIZE;
+
+		if (!(p->pending & order[i].bit))
+			continue;
+		if (cap - used < RIFT_HDR_SIZE + 6 + RIFT_ERROR_TEXT_MAX)
+			break; /* the rest goes in the next batch */
+		p->pending &= ~order[i].bit;
+		if (order[i].type == RIFT_FRAME_ERROR) {
+			h.len = (uint32_t)rift__error_encode(
+				payload, p->error_code, p->error_text);
+		} else if (order[i].type <= RIFT_FRAME_RESUME_ACK) {
+			if (!conn)
+				continue;
+			hello_fill(conn, &hello);
+			h.len = (uint32_t)rift__hello_encode(payload, &hello);
+		}
+		if (conn && p->state == RIFT_PATH_ATTACHED) {
+			h.ack = conn->recv_seq;
+			conn->ack_sent = conn->recv_seq;
+			conn->rx_unacked = 0;
+			if (order[i].type == RIFT_FRAME_ACK)
+				conn->stats.acks_sent++;
+		}
+		if (order[i].type == RIFT_FRAME_PING && conn)
+			conn->stats.pings_sent++;
+		rift__hdr_encode(buf + used, &h);
+		used += RIFT_HDR_SIZE + h.len;
+	}
+	return used;
+}
+
+struct rift__omsg *rift__sess_next(rift__path *p, struct rift__omsg *after)
+{
+	rift_conn *conn = p->conn;
+	struct rift__omsg *m;
+	struct rift__hdr h = { .type = RIFT_FRAME_DATA };
+
+	if (p->state != RIFT_PATH_ATTACHED || !conn)
+		return NULL;
+	m = after ? after->next : conn->cursor;
+	if (!m)
+		return NULL;
+	h.len = (uint32_t)m->len;
+	h.seq = m->seq;
+	h.ack = conn->recv_seq;
+	conn->ack_sent = conn->recv_seq;
+	conn->rx_unacked = 0;
+	rift__hdr_encode(m->hdr, &h);
+	return m;
+}
+
+void rift__sess_written(rift__path *p, struct rift__omsg *m)
+{
+	rift_conn *conn = p->conn;
+
+	if (!conn || p->state != RIFT_PATH_ATTACHED)
+		return;
+	if (m->seq <= conn->max_written)
+		conn->stats.msgs_replayed += m->seq - conn->written_seq;
+	else if (conn->written_seq < conn->max_written)
+		conn->stats.msgs_replayed += conn->max_written - conn->written_seq;
+	conn->written_seq = m->seq;
+	if (m->seq > conn->max_written)
+		conn->max_written = m->seq;
+	conn->cursor = m->next;
+	p->last_tx_us = p->ctx->now_us;
+}

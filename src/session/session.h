@@ -1,0 +1,105 @@
+/*
+ * session.h - the connection object and its session state.
+ *
+ * A rift_conn is a session: it outlives the paths (TCP connections, QPs)
+ * that carry it.  Send side: messages get sequence numbers 1, 2, ... and
+ * stay queued (head..tail) until the peer acknowledges them cumulatively;
+ * `cursor` is the first message not yet written on the current path.
+ * Receive side: `recv_seq` is the highest sequence delivered in order.
+ * Re-attaching exchanges recv_seq both ways and rewinds the cursor to the
+ * first message the peer lacks.
+ */
+#ifndef RIFT_SESSION_SESSION_H
+#define RIFT_SESSION_SESSION_H
+
+#include "internal.h"
+
+typedef enum rift__conn_state {
+	RIFT_CONN_CONNECTING = 1, /* first path not attached yet (client) */
+	RIFT_CONN_ESTABLISHED,    /* a path is attached */
+	RIFT_CONN_DETACHED,       /* path lost; re-attaching within grace */
+	RIFT_CONN_DEAD,           /* ERROR or DISCONNECTED was delivered */
+} rift__conn_state;
+
+struct rift_conn {
+	rift_ctx *ctx;
+	struct rift__list node; /* ctx->conns, then ctx->closing_conns */
+	rift_conn_callbacks cbs;
+	void *user;
+	void (*close_cb)(rift_conn *conn);
+	rift__conn_state state;
+	bool is_client;
+	bool closing;
+	bool recv_stopped;
+	bool want_writable;     /* a send got RIFT_EAGAIN */
+
+	/* Client addressing: every resolved address of the URL, in order. */
+	const struct rift__transport_ops *ops;
+	struct sockaddr_storage addrs[RIFT_URL_MAX_ADDRS * 2];
+	socklen_t addr_lens[RIFT_URL_MAX_ADDRS * 2];
+	unsigned n_addrs;
+	unsigned addr_idx;      /* address of the current attempt */
+	unsigned attempts;      /* failed attempts on addr_idx */
+	unsigned total_attempts; /* failed attempts since the last attach */
+	uint64_t detached_us;   /* when the path was lost */
+	rift_timer retry_timer; /* client: next attempt; server: grace */
+	rift_timer ack_timer;   /* explicit ack when idle */
+
+	uint64_t session_id;
+	rift__path *path;       /* attached or attaching path */
+
+	/* send side */
+	struct rift__omsg *head, *tail, *cursor;
+	uint64_t next_seq;      /* last sequence assigned */
+	uint64_t acked_seq;     /* peer's cumulative ack */
+	uint64_t written_seq;   /* highest seq fully written on this path */
+	uint64_t max_written;   /* highest seq ever written */
+	uint64_t unacked_bytes; /* payload bytes queued, bytes */
+	uint64_t unacked_msgs;
+
+	/* receive side */
+	uint64_t recv_seq;      /* highest seq delivered in order */
+	uint64_t ack_sent;      /* last ack value put on the wire */
+	uint64_t rx_unacked;    /* bytes received since ack_sent */
+	uint64_t peer_window;   /* peer's send window, bytes */
+
+	rift_transport transport;
+	rift_fallback_reason fallback;
+	char last_error[RIFT_ERRMSG_LEN];
+	rift_conn_stats stats;
+};
+
+/* Every outgoing message lives in one of these; data follows it. */
+struct rift__buf {
+	uint64_t magic;         /* RIFT_BUF_MAGIC while owned by someone */
+	rift_ctx *ctx;
+	size_t cap;             /* usable bytes after the header */
+	struct rift__omsg om;
+};
+#define RIFT_BUF_MAGIC 0x7269667462756621ull
+
+struct rift__buf *rift__buf_new(rift_ctx *ctx, size_t len);
+struct rift__buf *rift__buf_from_user(void *data);
+
+/* Set conn->last_error (printf-like). */
+void rift__conn_error(rift_conn *conn, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Deliver an event unless the conn is closing. */
+void rift__conn_emit(rift_conn *conn, rift_event_type type, int status,
+		     const char *message);
+/* Start (or retry) the next connection attempt of a client conn. */
+void rift__conn_attempt(rift_conn *conn);
+/* A client attempt failed with err: retry, rotate addresses or give up. */
+void rift__conn_attempt_failed(rift_conn *conn, int err);
+/* Free every queued message (conn is going away). */
+void rift__conn_drop_queue(rift_conn *conn);
+/* Detach conn from its path without any upcall; path is destroyed later. */
+void rift__conn_abandon_path(rift_conn *conn);
+/* Put a new message at the tail and schedule a flush. */
+void rift__conn_enqueue(rift_conn *conn, struct rift__buf *b, size_t len);
+
+rift_conn *rift__conn_new_server(rift_listener *l, uint64_t session_id);
+/* For tests: the socket under the current TCP path, or -1. */
+int rift__conn_tcp_fd(const rift_conn *conn);
+
+#endif

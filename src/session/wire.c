@@ -1,0 +1,203 @@
+/*
+ * wire.c - encode and validate rift frames.  See wire.h for the layout.
+ */
+#include <string.h>
+
+#include "internal.h"
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	for (int i = 3; i >= 0; i--, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	for (int i = 7; i >= 0; i--, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+static uint16_t get16(const uint8_t *p)
+{
+	return (uint16_t)((p[0] << 8) | p[1]);
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) |
+	       ((uint32_t)p[2] << 8) | p[3];
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	return ((uint64_t)get32(p) << 32) | get32(p + 4);
+}
+
+void rift__hdr_encode(uint8_t *out, const struct rift__hdr *h)
+{
+	put16(out, RIFT_WIRE_MAGIC);
+	out[2] = RIFT_WIRE_VERSION;
+	out[3] = h->type;
+	put32(out + 4, h->len);
+	put64(out + 8, h->seq);
+	put64(out + 16, h->ack);
+}
+
+int rift__hdr_decode(const uint8_t *in, size_t n, uint64_t max_msg,
+		     struct rift__hdr *h, const char **why)
+{
+	if (n < RIFT_HDR_SIZE)
+		return RIFT_EAGAIN;
+	if (get16(in) != RIFT_WIRE_MAGIC) {
+		*why = "bad magic";
+		return RIFT_EPROTO;
+	}
+	if (in[2] != RIFT_WIRE_VERSION) {
+		*why = "unsupported frame version";
+		return RIFT_EPROTO;
+	}
+	h->type = in[3];
+	h->len = get32(in + 4);
+	h->seq = get64(in + 8);
+	h->ack = get64(in + 16);
+
+	switch (h->type) {
+	case RIFT_FRAME_HELLO:
+	case RIFT_FRAME_HELLO_ACK:
+	case RIFT_FRAME_RESUME:
+	case RIFT_FRAME_RESUME_ACK:
+		if (h->len != RIFT_HELLO_SIZE) {
+			*why = "handshake frame of wrong length";
+			return RIFT_EPROTO;
+		}
+		break;
+	case RIFT_FRAME_DATA:
+		if (h->len > max_msg) {
+			*why = "message longer than max_msg_size";
+			return RIFT_EPROTO;
+		}
+		if (h->seq == 0) {
+			*why = "data frame with sequence 0";
+			return RIFT_EPROTO;
+		}
+		break;
+	case RIFT_FRAME_ACK:
+	case RIFT_FRAME_PING:
+	case RIFT_FRAME_CLOSE:
+		if (h->len != 0) {
+			*why = "control frame with a payload";
+			return RIFT_EPROTO;
+		}
+		break;
+	case RIFT_FRAME_ERROR:
+		if (h->len < 6 || h->len > 6 + RIFT_ERROR_TEXT_MAX) {
+			*why = "error frame of impossible length";
+			return RIFT_EPROTO;
+		}
+		break;
+	default:
+		*why = "unknown frame type";
+		return RIFT_EPROTO;
+	}
+	return 0;
+}
+
+size_t rift__hello_encode(uint8_t *out, const struct rift__hello *m)
+{
+	put32(out, m->proto);
+	put32(out + 4, m->flags);
+	put64(out + 8, m->session_id);
+	put64(out + 16, m->recv_seq);
+	put64(out + 24, m->max_msg_size);
+	put64(out + 32, m->window);
+	return RIFT_HELLO_SIZE;
+}
+
+int rift__hello_decode(const uint8_t *in, size_t n, struct rift__hello *m,
+		       const char **why)
+{
+	if (n != RIFT_HELLO_SIZE) {
+		*why = "handshake payload of wrong length";
+		return RIFT_EPROTO;
+	}
+	m->proto = get32(in);
+	m->flags = get32(in + 4);
+	m->session_id = get64(in + 8);
+	m->recv_seq = get64(in + 16);
+	m->max_msg_size = get64(in + 24);
+	m->window = get64(in + 32);
+	if (m->proto != RIFT_WIRE_VERSION) {
+		*why = "unsupported protocol version in handshake";
+		return RIFT_EPROTO;
+	}
+	if (m->session_id == 0) {
+		*why = "handshake with session id 0";
+		return RIFT_EPROTO;
+	}
+	if (m->max_msg_size == 0 || m->window == 0) {
+		*why = "handshake advertises a zero size";
+		return RIFT_EPROTO;
+	}
+	return 0;
+}
+
+size_t rift__error_encode(uint8_t *out, int32_t code, const char *text)
+{
+	size_t tl = strlen(text);
+
+	if (tl > RIFT_ERROR_TEXT_MAX)
+		tl = RIFT_ERROR_TEXT_MAX;
+	put32(out, (uint32_t)code);
+	put16(out + 4, (uint16_t)tl);
+	memcpy(out + 6, text, tl);
+	return 6 + tl;
+}
+
+int rift__error_decode(const uint8_t *in, size_t n,
+		       struct rift__error_frame *m, const char **why)
+{
+	size_t tl;
+
+	if (n < 6 || n > 6 + RIFT_ERROR_TEXT_MAX) {
+		*why = "error payload of impossible length";
+		return RIFT_EPROTO;
+	}
+	tl = get16(in + 4);
+	if (tl != n - 6) {
+		*why = "error text length does not match the frame";
+		return RIFT_EPROTO;
+	}
+	m->code = (int32_t)get32(in);
+	if (m->code >= 0) {
+		*why = "error frame with a non-negative code";
+		return RIFT_EPROTO;
+	}
+	memcpy(m->text, in + 6, tl);
+	m->text[tl] = '\0';
+	/* The text reaches logs and events: keep it printable. */
+	for (size_t i = 0; i < tl; i++)
+		if ((unsigned char)m->text[i] < 0x20 ||
+		    (unsigned char)m->text[i] > 0x7e)
+			m->text[i] = '?';
+	return 0;
+}
+
+const char *rift__frame_name(unsigned type)
+{
+	static const char *const names[] = {
+		[RIFT_FRAME_HELLO] = "HELLO",   [RIFT_FRAME_HELLO_ACK] = "HELLO_ACK",
+		[RIFT_FRAME_RESUME] = "RESUME", [RIFT_FRAME_RESUME_ACK] = "RESUME_ACK",
+		[RIFT_FRAME_DATA] = "DATA",     [RIFT_FRAME_ACK] = "ACK",
+		[RIFT_FRAME_PING] = "PING",     [RIFT_FRAME_CLOSE] = "CLOSE",
+		[RIFT_FRAME_ERROR] = "ERROR",
+	};
+	if (type == 0 || type > RIFT_FRAME__MAX)
+		return "UNKNOWN";
+	return names[type];
+}

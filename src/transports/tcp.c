@@ -1,0 +1,565 @@
+/*
+ * tcp.c - the TCP transport: one non-blocking, TCP_NODELAY socket per path.
+ *
+ * Writes gather control frames and queued messages into one writev (up to
+ * BATCH_IOV pieces or BATCH_BYTES), so a burst of small sends costs one
+ * system call.  Reads go into a large per-path buffer and messages that fit
+ * are delivered in place; a message larger than the buffer is read straight
+ * into its own block, so big messages are copied once, by the kernel.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "session/session.h"
+
+#define BATCH_IOV 128
+#define BATCH_BYTES (4u << 20)
+#define CTRL_CAP 1024
+#define ACCEPTS_PER_EVENT 64
+#define READS_PER_EVENT 8
+
+struct tcp_path {
+	rift__path base;
+	int fd;
+	rift__io io;
+	bool connecting;     /* non-blocking connect in progress */
+	bool reading;        /* EPOLLIN wanted */
+	bool held;           /* a frame waits for recv_start */
+	bool want_process;   /* deliver buffered frames at the next flush */
+
+	/* read side */
+	uint8_t *rbuf;
+	size_t rcap, rstart, rend;
+	struct rift__hdr big_hdr; /* frame being read into big */
+	uint8_t *big;        /* payload block of a large frame, or NULL */
+	size_t big_got;
+
+	/* write side: a batch is written across as many writev as needed */
+	struct iovec iov[BATCH_IOV];
+	int iov_n, iov_i;
+	struct rift__omsg *batch_last; /* last message of the batch */
+	uint8_t ctrl[CTRL_CAP];
+};
+
+static struct tcp_path *tp_of(rift__path *p)
+{
+	return rift__container_of(p, struct tcp_path, base);
+}
+
+static void update_events(struct tcp_path *tp)
+{
+	uint32_t ev = 0;
+
+	if (tp->connecting)
+		ev = EPOLLOUT;
+	else {
+		if (tp->reading && !tp->held)
+			ev |= EPOLLIN;
+		if (tp->iov_n)
+			ev |= EPOLLOUT;
+	}
+	rift__io_modify(tp->base.ctx, &tp->io, ev);
+}
+
+static int conn_stat_add(rift__path *p, bool write)
+{
+	if (p->conn) {
+		if (write)
+			p->conn->stats.write_calls++;
+		else
+			p->conn->stats.read_calls++;
+	}
+	return 0;
+}
+
+/* ---- read side ---- */
+
+/*
+ * Deliver complete frames from the buffer.  Returns 0 to go on reading,
+ * 1 when the frame at rstart is held (receiving stopped), -1 when the path
+ * died.
+ */
+static int process(struct tcp_path *tp)
+{
+	rift__path *p = &tp->base;
+	uint64_t max = p->ctx->cfg.max_msg_size;
+
+	size_t need = RIFT_HDR_SIZE; /* bytes the frame at rstart needs */
+
+	while (tp->rend - tp->rstart >= RIFT_HDR_SIZE) {
+		struct rift__hdr h;
+		const char *why = NULL;
+		int rc;
+
+		rc = rift__hdr_decode(tp->rbuf + tp->rstart,
+				      tp->rend - tp->rstart, max, &h, &why);
+		if (rc) {
+			p->pending |= RIFT_PEND_ERROR;
+			p->error_code = RIFT_EPROTO;
+			snprintf(p->error_text, sizeof(p->error_text), "%s", why);
+			p->ops->flush(p);
+			rift__path_failed(p, RIFT_EPROTO, "bad frame: %s", why);
+			return -1;
+		}
+		need = RIFT_HDR_SIZE + (size_t)h.len;
+		if (need > tp->rcap) {
+			/* Too big for the buffer: give it a block of its own,
+			 * move what we have there, read the rest directly. */
+			size_t have = tp->rend - tp->rstart - RIFT_HDR_SIZE;
+
+			tp->big = malloc(h.len);
+			if (!tp->big) {
+				rift__path_failed(p, RIFT_ENOMEM,
+						  "no memory for a %u-byte message",
+						  h.len);
+				return -1;
+			}
+			tp->big_hdr = h;
+			memcpy(tp->big, tp->rbuf + tp->rstart + RIFT_HDR_SIZE, have);
+			tp->big_got = have;
+			tp->rstart = tp->rend = 0;
+			return 0;
+		}
+		if (tp->rend - tp->rstart < need)
+			break;
+		rc = rift__path_on_frame(p, &h, tp->rbuf + tp->rstart +
+							RIFT_HDR_SIZE, NULL);
+		if (rc == RIFT_EAGAIN) {
+			tp->held = true;
+			update_events(tp);
+			return 1;
+		}
+		if (rc < 0 || p->state == RIFT_PATH_DEAD)
+			return -1;
+		tp->rstart += need;
+		need = RIFT_HDR_SIZE;
+	}
+	if (tp->rstart == tp->rend) {
+		tp->rstart = tp->rend = 0;
+	} else if (tp->rstart + need > tp->rcap) {
+		/* The partial frame cannot complete where it is. */
+		memmove(tp->rbuf, tp->rbuf + tp->rstart, tp->rend - tp->rstart);
+		tp->rend -= tp->rstart;
+		tp->rstart = 0;
+	}
+	return 0;
+}
+
+/* A large frame finished arriving in its own block. */
+static int big_done(struct tcp_path *tp)
+{
+	rift__path *p = &tp->base;
+	int rc;
+
+	rc = rift__path_on_frame(p, &tp->big_hdr, tp->big, tp->big);
+	if (rc == RIFT_EAGAIN) {
+		tp->held = true;
+		update_events(tp);
+		return 1;
+	}
+	tp->big = NULL; /* the session owns (or freed) it now */
+	return rc < 0 || p->state == RIFT_PATH_DEAD ? -1 : 0;
+}
+
+static void read_fail(struct tcp_path *tp, ssize_t n, int err)
+{
+	rift__path *p = &tp->base;
+
+	if (n == 0)
+		rift__path_failed(p, RIFT_ECONNRESET,
+				  "peer closed the TCP connection");
+	else
+		rift__path_failed(p, rift__from_errno(err), "read: %s",
+				  strerror(err));
+}
+
+static void on_readable(struct tcp_path *tp)
+{
+	rift__path *p = &tp->base;
+
+	for (int i = 0; i < READS_PER_EVENT && !tp->held; i++) {
+		uint8_t *dst;
+		size_t want;
+		ssize_t n;
+
+		if (tp->big) {
+			dst = tp->big + tp->big_got;
+			want = tp->big_hdr.len - tp->big_got;
+		} else {
+			dst = tp->rbuf + tp->rend;
+			want = tp->rcap - tp->rend;
+		}
+		if (rift__fault_hit(RIFT_FAULT_TCP_READ)) {
+			rift__path_failed(p, RIFT_ECONNRESET,
+					  "read: connection reset (fault point)");
+			return;
+		}
+		if (want == 0)
+			return; /* cannot happen: process() keeps room */
+		n = read(tp->fd, dst, want);
+		conn_stat_add(p, false);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n <= 0) {
+			read_fail(tp, n, errno);
+			return;
+		}
+		p->last_rx_us = p->ctx->now_us;
+		if (tp->big) {
+			tp->big_got += (size_t)n;
+			if (tp->big_got == tp->big_hdr.len && big_done(tp))
+				return;
+		} else {
+			tp->rend += (size_t)n;
+			if (process(tp))
+				return;
+		}
+		if ((size_t)n < want)
+			return; /* drained: wait for the next readiness */
+	}
+}
+
+/* ---- write side ---- */
+
+/* Gather owed control frames and unsent messages into a new batch. */
+static void build_batch(struct tcp_path *tp)
+{
+	rift__path *p = &tp->base;
+	struct rift__omsg *m = NULL, *next;
+	size_t bytes = 0, clen;
+	int n = 0;
+
+	clen = rift__sess_control(p, tp->ctrl, sizeof(tp->ctrl));
+	if (clen) {
+		tp->iov[n].iov_base = tp->ctrl;
+		tp->iov[n++].iov_len = clen;
+	}
+	while (n + 2 <= BATCH_IOV && bytes < BATCH_BYTES &&
+	       (next = rift__sess_next(p, m)) != NULL) {
+		m = next;
+		tp->iov[n].iov_base = m->hdr;
+		tp->iov[n++].iov_len = RIFT_HDR_SIZE;
+		if (m->len) {
+			tp->iov[n].iov_base = m->data;
+			tp->iov[n++].iov_len = m->len;
+		}
+		bytes += RIFT_HDR_SIZE + m->len;
+	}
+	tp->iov_n = n;
+	tp->iov_i = 0;
+	tp->batch_last = m;
+}
+
+static void tcp_flush(rift__path *p)
+{
+	struct tcp_path *tp = tp_of(p);
+
+	if (tp->want_process && !tp->held) {
+		tp->want_process = false;
+		if (tp->big ? (tp->big_got == tp->big_hdr.len && big_done(tp))
+			    : process(tp))
+			return;
+		if (p->state == RIFT_PATH_DEAD)
+			return;
+	}
+	if (tp->connecting || p->state == RIFT_PATH_DEAD)
+		return;
+	for (;;) {
+		ssize_t n;
+
+		if (tp->iov_n == 0) {
+			build_batch(tp);
+			if (tp->iov_n == 0)
+				break;
+		}
+		if (rift__fault_hit(RIFT_FAULT_TCP_WRITE)) {
+			rift__path_failed(p, RIFT_ECONNRESET,
+					  "writev: connection reset (fault point)");
+			return;
+		}
+		n = writev(tp->fd, tp->iov + tp->iov_i, tp->iov_n - tp->iov_i);
+		conn_stat_add(p, true);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				break;
+			rift__path_failed(p, rift__from_errno(errno),
+					  "writev: %s", strerror(errno));
+			return;
+		}
+		p->last_tx_us = p->ctx->now_us;
+		while (n > 0) {
+			struct iovec *v = &tp->iov[tp->iov_i];
+
+			if ((size_t)n >= v->iov_len) {
+				n -= (ssize_t)v->iov_len;
+				tp->iov_i++;
+			} else {
+				v->iov_base = (uint8_t *)v->iov_base + n;
+				v->iov_len -= (size_t)n;
+				n = 0;
+			}
+		}
+		if (tp->iov_i == tp->iov_n) {
+			struct rift__omsg *last = tp->batch_last;
+
+			tp->iov_n = tp->iov_i = 0;
+			tp->batch_last = NULL;
+			if (last)
+				rift__sess_written(p, last);
+		}
+	}
+	update_events(tp);
+}
+
+/* ---- events ---- */
+
+static void finish_connect(struct tcp_path *tp)
+{
+	rift__path *p = &tp->base;
+	int err = 0;
+	socklen_t len = sizeof(err);
+
+	if (getsockopt(tp->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+		err = errno;
+	if (err) {
+		rift__path_failed(p, rift__from_errno(err), "connect: %s",
+				  strerror(err));
+		return;
+	}
+	tp->connecting = false;
+	tp->reading = true;
+	update_events(tp);
+	rift__path_connected(p);
+}
+
+static void tcp_io_cb(rift__io *io, uint32_t revents)
+{
+	struct tcp_path *tp = rift__container_of(io, struct tcp_path, io);
+	rift__path *p = &tp->base;
+
+	if (p->state == RIFT_PATH_DEAD)
+		return;
+	if (tp->connecting) {
+		finish_connect(tp);
+		return;
+	}
+	if (revents & (EPOLLIN | EPOLLHUP | EPOLLERR))
+		on_readable(tp);
+	if (p->state == RIFT_PATH_DEAD)
+		return;
+	if ((revents & EPOLLOUT) && tp->iov_n)
+		tcp_flush(p);
+	else if ((revents & (EPOLLHUP | EPOLLERR)) && tp->held)
+		rift__path_failed(p, RIFT_ECONNRESET, "socket error or hang-up");
+}
+
+static int set_socket_opts(int fd)
+{
+	int one = 1;
+
+	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0)
+		return rift__from_errno(errno);
+	return 0;
+}
+
+static struct tcp_path *tcp_path_new(rift_ctx *ctx, int fd, bool is_client)
+{
+	struct tcp_path *tp = calloc(1, sizeof(*tp));
+
+	if (!tp)
+		return NULL;
+	tp->rcap = ctx->cfg.tcp_read_buffer;
+	tp->rbuf = malloc(tp->rcap);
+	if (!tp->rbuf) {
+		free(tp);
+		return NULL;
+	}
+	tp->fd = fd;
+	rift__path_init(&tp->base, ctx, &rift__tcp_ops, is_client);
+	return tp;
+}
+
+static int tcp_connect(rift_ctx *ctx, const struct sockaddr *sa, socklen_t len,
+		       rift__path **out)
+{
+	struct tcp_path *tp;
+	int fd, rc;
+
+	fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return rift__from_errno(errno);
+	rc = set_socket_opts(fd);
+	if (rc)
+		goto fail_fd;
+	if (connect(fd, sa, len) < 0 && errno != EINPROGRESS) {
+		rc = rift__from_errno(errno);
+		goto fail_fd;
+	}
+	tp = tcp_path_new(ctx, fd, true);
+	if (!tp) {
+		rc = RIFT_ENOMEM;
+		goto fail_fd;
+	}
+	/* Even an immediate success is reported from the loop. */
+	tp->connecting = true;
+	rc = rift__io_start(ctx, &tp->io, fd, EPOLLOUT, tcp_io_cb);
+	if (rc) {
+		rift__path_destroy(&tp->base);
+		return rc;
+	}
+	*out = &tp->base;
+	return 0;
+
+fail_fd:
+	close(fd);
+	return rc;
+}
+
+static void tcp_set_reading(rift__path *p, bool on)
+{
+	struct tcp_path *tp = tp_of(p);
+
+	tp->reading = on;
+	if (on && tp->held) {
+		/* Deliver what is buffered from the loop, not from here. */
+		tp->held = false;
+		tp->want_process = true;
+		rift__path_kick(p);
+	}
+	if (!tp->connecting)
+		update_events(tp);
+}
+
+static void tcp_destroy(rift__path *p)
+{
+	struct tcp_path *tp = tp_of(p);
+
+	if (tp->io.cb)
+		rift__io_stop(p->ctx, &tp->io);
+	if (tp->fd >= 0)
+		close(tp->fd);
+	free(tp->big);
+	free(tp->rbuf);
+	free(tp);
+}
+
+/* ---- listening ---- */
+
+static void accept_cb(rift__io *io, uint32_t revents)
+{
+	rift_listener *l = rift__container_of(io, rift_listener, io);
+	rift_ctx *ctx = l->ctx;
+
+	RIFT_UNUSED(revents);
+	for (int i = 0; i < ACCEPTS_PER_EVENT && !l->closing; i++) {
+		struct sockaddr_storage sa;
+		socklen_t len = sizeof(sa);
+		struct tcp_path *tp;
+		char addr[64];
+		int fd;
+
+		fd = accept4(l->fd, (struct sockaddr *)&sa, &len,
+			     SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0)
+			return; /* EAGAIN, or EMFILE & co: try on the next event */
+		if (set_socket_opts(fd) ||
+		    !(tp = tcp_path_new(ctx, fd, false))) {
+			close(fd);
+			continue;
+		}
+		rift__sockaddr_str((struct sockaddr *)&sa, addr, sizeof(addr));
+		snprintf(tp->base.peer, sizeof(tp->base.peer), "tcp://%s", addr);
+		tp->reading = true;
+		if (rift__io_start(ctx, &tp->io, fd, EPOLLIN, tcp_io_cb)) {
+			rift__path_destroy(&tp->base);
+			continue;
+		}
+		rift__listener_path(l, &tp->base);
+	}
+}
+
+static int tcp_listen(rift_listener *l, const struct sockaddr *sa,
+		      socklen_t len)
+{
+	rift_ctx *ctx = l->ctx;
+	struct sockaddr_storage bound;
+	socklen_t blen = sizeof(bound);
+	char addr[64];
+	int fd, one = 1, rc;
+
+	rift__sockaddr_str(sa, addr, sizeof(addr));
+	fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return rift__ctx_fail(ctx, rift__from_errno(errno),
+				      "listen %s: socket: %s", addr,
+				      strerror(errno));
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, sa, len) < 0 ||
+	    listen(fd, (int)ctx->cfg.listen_backlog) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&bound, &blen) < 0) {
+		rc = rift__ctx_fail(ctx, rift__from_errno(errno), "listen %s: %s",
+				    addr, strerror(errno));
+		goto fail_fd;
+	}
+	l->port = bound.ss_family == AF_INET6
+			  ? ntohs(((struct sockaddr_in6 *)&bound)->sin6_port)
+			  : ntohs(((struct sockaddr_in *)&bound)->sin_port);
+	l->fd = fd;
+	rc = rift__io_start(ctx, &l->io, fd, EPOLLIN, accept_cb);
+	if (rc) {
+		rift__ctx_fail(ctx, rc, "listen %s: epoll: %s", addr,
+			       rift_strerror(rc));
+		goto fail_fd;
+	}
+	return 0;
+
+fail_fd:
+	close(fd);
+	l->fd = -1;
+	return rc;
+}
+
+static void tcp_listen_close(rift_listener *l)
+{
+	if (l->fd < 0)
+		return;
+	rift__io_stop(l->ctx, &l->io);
+	close(l->fd);
+	l->fd = -1;
+}
+
+static rift_fallback_reason tcp_available(rift_ctx *ctx)
+{
+	RIFT_UNUSED(ctx);
+	return RIFT_FALLBACK_NONE;
+}
+
+const struct rift__transport_ops rift__tcp_ops = {
+	.name = "tcp",
+	.kind = RIFT_TRANSPORT_TCP,
+	.available = tcp_available,
+	.connect = tcp_connect,
+	.listen = tcp_listen,
+	.listen_close = tcp_listen_close,
+	.flush = tcp_flush,
+	.set_reading = tcp_set_reading,
+	.destroy = tcp_destroy,
+};
+
+int rift__conn_tcp_fd(const rift_conn *conn)
+{
+	if (!conn->path || conn->path->ops != &rift__tcp_ops ||
+	    conn->path->state == RIFT_PATH_DEAD)
+		return -1;
+	return tp_of(conn->path)->fd;
+}
