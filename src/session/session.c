@@ -245,10 +245,13 @@ static void grace_expired(rift_timer *t, void *user)
 	rift_conn *conn = user;
 
 	RIFT_UNUSED(t);
+	char last[RIFT_ERRMSG_LEN];
+
+	memcpy(last, conn->last_error, sizeof(last));
 	rift__conn_error(conn,
-			 "peer did not re-attach within session_grace_ms "
+			 "session not re-attached within session_grace_ms "
 			 "(%u ms); last path error: %s",
-			 conn->ctx->cfg.session_grace_ms, conn->last_error);
+			 conn->ctx->cfg.session_grace_ms, last);
 	conn_die(conn, RIFT_EVENT_DISCONNECTED, RIFT_ETIMEDOUT);
 }
 

@@ -178,7 +178,7 @@ static void read_fail(struct tcp_path *tp, ssize_t n, int err)
 				  "peer closed the TCP connection");
 	else
 		rift__path_failed(p, rift__from_errno(err), "read: %s",
-				  strerror(err));
+				  rift_strerror(rift__from_errno(err)));
 }
 
 static void on_readable(struct tcp_path *tp)
@@ -293,7 +293,7 @@ static void tcp_flush(rift__path *p)
 			if (errno == EAGAIN)
 				break;
 			rift__path_failed(p, rift__from_errno(errno),
-					  "writev: %s", strerror(errno));
+					  "writev: %s", rift_strerror(rift__from_errno(errno)));
 			return;
 		}
 		p->last_tx_us = p->ctx->now_us;
@@ -333,7 +333,7 @@ static void finish_connect(struct tcp_path *tp)
 		err = errno;
 	if (err) {
 		rift__path_failed(p, rift__from_errno(err), "connect: %s",
-				  strerror(err));
+				  rift_strerror(rift__from_errno(err)));
 		return;
 	}
 	tp->connecting = false;

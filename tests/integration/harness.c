@@ -1,0 +1,253 @@
+#include <stdlib.h>
+#include <time.h>
+
+#include "harness.h"
+
+uint64_t h_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static uint64_t splitmix(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+size_t h_size(uint64_t seed, uint64_t i, size_t max_size)
+{
+	uint64_t r = splitmix(seed ^ (i * 0x100000001b3ull));
+
+	if (max_size <= 4096)
+		return (size_t)(r % (max_size + 1));
+	/* Mostly small, some large, a few empty: like real traffic. */
+	switch (r % 16) {
+	case 0:
+		return 0;
+	case 1:
+		return (size_t)((r >> 8) % (max_size + 1));
+	default:
+		return (size_t)((r >> 8) % 4097);
+	}
+}
+
+void h_fill(uint8_t *buf, size_t len, uint64_t seed, uint64_t i)
+{
+	uint64_t x = splitmix(seed + i);
+
+	for (size_t k = 0; k < len; k++) {
+		if ((k & 7) == 0)
+			x = splitmix(x);
+		buf[k] = (uint8_t)(x >> ((k & 7) * 8));
+	}
+}
+
+uint64_t h_mix(uint64_t h, const void *data, size_t len)
+{
+	const uint8_t *p = data;
+
+	h ^= len;
+	h *= 0x100000001b3ull;
+	for (size_t i = 0; i < len; i++) {
+		h ^= p[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+int h_send(rift_conn *conn, uint64_t seed, uint64_t i, size_t max_size)
+{
+	size_t len = h_size(seed, i, max_size);
+	uint8_t *buf = rift_buf_alloc(rift_conn_ctx(conn), len);
+	int rc;
+
+	if (!buf)
+		return RIFT_ENOMEM;
+	h_fill(buf, len, seed, i);
+	rc = rift_conn_send_buf(conn, buf, len);
+	if (rc)
+		rift_buf_free(rift_conn_ctx(conn), buf);
+	return rc;
+}
+
+static void on_event(rift_conn *conn, const rift_event *ev)
+{
+	struct side *s = rift_conn_user(conn);
+
+	if (!s)
+		return;
+	s->last_status = ev->status;
+	snprintf(s->last_message, sizeof(s->last_message), "%s", ev->message);
+	switch (ev->type) {
+	case RIFT_EVENT_CONNECTED:
+		s->connected++;
+		break;
+	case RIFT_EVENT_ERROR:
+		s->errors++;
+		break;
+	case RIFT_EVENT_DISCONNECTED:
+		s->disconnected++;
+		s->disconnected_us = h_now_us();
+		break;
+	case RIFT_EVENT_PATH_DOWN:
+		s->path_down++;
+		break;
+	case RIFT_EVENT_PATH_CHANGED:
+		s->path_changed++;
+		break;
+	case RIFT_EVENT_WRITABLE:
+		s->writable++;
+		break;
+	}
+}
+
+static void on_recv(rift_conn *conn, rift_msg *msg)
+{
+	struct side *s = rift_conn_user(conn);
+	size_t len = rift_msg_len(msg);
+	const uint8_t *data = rift_msg_data(msg);
+
+	if (!s)
+		return;
+	if (s->verify) {
+		size_t want = h_size(s->seed, s->expect_index, s->max_size);
+		uint8_t *expect = malloc(want ? want : 1);
+
+		h_fill(expect, want, s->seed, s->expect_index);
+		if (len != want || memcmp(expect, data, len) != 0)
+			s->bad++;
+		free(expect);
+	}
+	if (rift_msg_seq(msg) != s->recv_count + 1)
+		s->bad++;
+	s->expect_index++;
+	s->recv_count++;
+	s->recv_bytes += len;
+	s->checksum = h_mix(s->checksum, data, len);
+	if (s->echo) {
+		int rc = rift_conn_send(conn, data, len);
+
+		if (rc)
+			FAIL("echo send failed: %s", rift_err_name(rc));
+	}
+}
+
+const rift_conn_callbacks h_callbacks = { .on_event = on_event,
+					  .on_recv = on_recv };
+
+rift_config h_config(void)
+{
+	rift_config cfg;
+
+	rift_config_init(&cfg);
+	cfg.connect_timeout_ms = 2000;
+	cfg.retry_delay_ms = 10;
+	cfg.keepalive_interval_ms = 200;
+	cfg.keepalive_timeout_ms = 1000;
+	cfg.session_grace_ms = 5000;
+	return cfg;
+}
+
+rift_ctx *h_ctx(const rift_config *override)
+{
+	rift_config cfg = override ? *override : h_config();
+	rift_ctx *ctx = NULL;
+	int rc = rift_ctx_create(&ctx, &cfg);
+
+	if (rc)
+		FAIL("rift_ctx_create: %s: %s", rift_err_name(rc),
+		     rift_ctx_last_error(NULL));
+	return ctx;
+}
+
+static void on_accept(rift_listener *l, rift_conn *conn)
+{
+	struct side *s = rift_listener_user(l);
+
+	if (s->conn)
+		FAIL("unexpected second connection");
+	s->conn = conn;
+	s->connected++;
+}
+
+rift_listener *h_listen(rift_ctx *ctx, struct side *server)
+{
+	rift_listener *l = NULL;
+	int rc = rift_listen(ctx, rt_url(0), &h_callbacks, server, on_accept, &l);
+
+	if (rc)
+		FAIL("rift_listen %s: %s: %s", rt_url(0), rift_err_name(rc),
+		     rift_ctx_last_error(ctx));
+	return l;
+}
+
+rift_conn *h_connect(rift_ctx *ctx, int port, struct side *client)
+{
+	rift_conn *c = NULL;
+	int rc = rift_connect(ctx, rt_url(port), &h_callbacks, client, &c);
+
+	if (rc)
+		FAIL("rift_connect %s: %s: %s", rt_url(port), rift_err_name(rc),
+		     rift_ctx_last_error(ctx));
+	client->conn = c;
+	return c;
+}
+
+bool h_wait(rift_ctx *ctx, const int *flag, int timeout_ms)
+{
+	uint64_t end = h_now_us() + (uint64_t)timeout_ms * 1000u;
+
+	while (!*flag && h_now_us() < end)
+		rift_ctx_run(ctx, 5);
+	return *flag != 0;
+}
+
+bool h_wait_u64(rift_ctx *ctx, const uint64_t *v, uint64_t target,
+		int timeout_ms)
+{
+	uint64_t end = h_now_us() + (uint64_t)timeout_ms * 1000u;
+
+	while (*v < target && h_now_us() < end)
+		rift_ctx_run(ctx, 5);
+	return *v >= target;
+}
+
+static int closes_done;
+static void count_close(rift_conn *c)
+{
+	(void)c;
+	closes_done++;
+}
+static void count_lclose(rift_listener *l)
+{
+	(void)l;
+	closes_done++;
+}
+
+void h_teardown(rift_ctx *ctx, rift_listener *l, rift_conn **conns, int n)
+{
+	int want = 0, rc;
+
+	closes_done = 0;
+	for (int i = 0; i < n; i++)
+		if (conns[i]) {
+			rift_conn_close(conns[i], count_close);
+			want++;
+		}
+	if (l) {
+		rift_listener_close(l, count_lclose);
+		want++;
+	}
+	for (int i = 0; i < 200 && closes_done < want; i++)
+		rift_ctx_run(ctx, 5);
+	CHECK_EQ(closes_done, want);
+	rc = rift_ctx_destroy(ctx);
+	if (rc)
+		FAIL("leak check: rift_ctx_destroy: %s: %s", rift_err_name(rc),
+		     rift_ctx_last_error(ctx));
+}

@@ -1,0 +1,56 @@
+/*
+ * harness.h - helpers for integration tests: a server and clients on one
+ * context, deterministic message contents so receivers verify order and
+ * integrity, and loop helpers with deadlines.
+ */
+#ifndef RIFT_TESTS_HARNESS_H
+#define RIFT_TESTS_HARNESS_H
+
+#include "rift.h"
+#include "../runner.h"
+
+/* What one side saw. */
+struct side {
+	rift_conn *conn;
+	uint64_t recv_count;     /* messages delivered */
+	uint64_t recv_bytes;
+	uint64_t checksum;       /* order-sensitive hash of what arrived */
+	uint64_t bad;            /* messages out of order or corrupt */
+	uint64_t expect_index;   /* next message index expected */
+	uint64_t seed;           /* sizes/contents of the peer's stream */
+	size_t max_size;         /* largest message of the peer's stream */
+	int connected, errors, disconnected, path_down, path_changed;
+	int writable, closed;
+	int last_status;
+	uint64_t disconnected_us;
+	bool echo;               /* send back what arrives */
+	bool verify;             /* check contents against the stream */
+	char last_message[256];
+};
+
+/* Deterministic stream: size and bytes of message i. */
+size_t h_size(uint64_t seed, uint64_t i, size_t max_size);
+void h_fill(uint8_t *buf, size_t len, uint64_t seed, uint64_t i);
+uint64_t h_mix(uint64_t h, const void *data, size_t len);
+
+extern const rift_conn_callbacks h_callbacks;
+
+/* Context with short timers suitable for tests. */
+rift_ctx *h_ctx(const rift_config *override);
+rift_config h_config(void);
+/* Listener on rt_url(0); accepted connections get a struct side from
+ * h_server_side (set before connecting). */
+rift_listener *h_listen(rift_ctx *ctx, struct side *server);
+rift_conn *h_connect(rift_ctx *ctx, int port, struct side *client);
+/* Run ctx until *flag != 0 or timeout_ms; returns whether it came true. */
+bool h_wait(rift_ctx *ctx, const int *flag, int timeout_ms);
+bool h_wait_u64(rift_ctx *ctx, const uint64_t *v, uint64_t target,
+		int timeout_ms);
+/* Send message i of the side's own stream; returns rift_conn_send's code. */
+int h_send(rift_conn *conn, uint64_t seed, uint64_t i, size_t max_size);
+/* Close conns/listener, run until the close callbacks ran, destroy ctx and
+ * fail the test if anything is left (the leak check). */
+void h_teardown(rift_ctx *ctx, rift_listener *l, rift_conn **conns, int n);
+uint64_t h_now_us(void);
+
+#endif

@@ -1,0 +1,168 @@
+/* Many connections, and backpressure that keeps memory bounded. */
+#include <stdlib.h>
+#include <sys/resource.h>
+
+#include "harness.h"
+
+#define NCONN 1000
+
+static rift_conn *accepted[NCONN];
+static int n_accepted;
+
+static void scale_accept(rift_listener *l, rift_conn *conn)
+{
+	(void)l;
+	if (n_accepted < NCONN)
+		accepted[n_accepted] = conn;
+	n_accepted++;
+}
+
+static void scale_recv(rift_conn *conn, rift_msg *msg)
+{
+	int *got = rift_conn_user(conn);
+
+	if (got) {
+		/* client side: count the echo */
+		(*got)++;
+		return;
+	}
+	if (rift_conn_send(conn, rift_msg_data(msg), rift_msg_len(msg)))
+		FAIL("echo failed");
+}
+
+TEST_TIMEOUT(thousand_concurrent_connections_on_one_context, 240)
+{
+	static const rift_conn_callbacks cbs = { .on_recv = scale_recv };
+	static rift_conn *conns[2 * NCONN];
+	rift_ctx *ctx = h_ctx(NULL);
+	rift_listener *l = NULL;
+	rift_ctx_stats st;
+	struct rlimit rl;
+	static int got[NCONN];
+	int total = 0;
+	uint64_t end;
+
+	getrlimit(RLIMIT_NOFILE, &rl);
+	if (rl.rlim_cur < 2 * NCONN + 64)
+		SKIP("RLIMIT_NOFILE too low for 2000 sockets");
+	CHECK_EQ(rift_listen(ctx, rt_url(0), &cbs, NULL, scale_accept, &l), 0);
+	for (int i = 0; i < NCONN; i++)
+		CHECK_EQ(rift_connect(ctx, rt_url(rift_listener_port(l)), &cbs,
+				      &got[i], &conns[i]),
+			 0);
+	end = h_now_us() + 120000000u;
+	while (n_accepted < NCONN && h_now_us() < end)
+		rift_ctx_run(ctx, 10);
+	CHECK_EQ(n_accepted, NCONN);
+	for (int i = 0; i < NCONN; i++) {
+		int rc;
+
+		/* Connected once the server accepted; retry until then. */
+		while ((rc = rift_conn_send(conns[i], &i, sizeof(i))) ==
+		       RIFT_ENOTCONN && h_now_us() < end)
+			rift_ctx_run(ctx, 1);
+		CHECK_EQ(rc, 0);
+	}
+	while (h_now_us() < end) {
+		total = 0;
+		for (int i = 0; i < NCONN; i++)
+			total += got[i];
+		if (total == NCONN)
+			break;
+		rift_ctx_run(ctx, 10);
+	}
+	CHECK_EQ(total, NCONN);
+	rift_ctx_stats_init(&st);
+	rift_ctx_stats_get(ctx, &st);
+	CHECK_EQ(st.conns_active, 2 * NCONN);
+	CHECK_EQ(st.paths_active, 2 * NCONN);
+	for (int i = 0; i < NCONN; i++)
+		conns[NCONN + i] = accepted[i];
+	h_teardown(ctx, l, conns, 2 * NCONN);
+}
+
+static long rss_kib(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long v = -1;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld", &v) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return v;
+}
+
+TEST_T(backpressure_bounds_memory_and_loses_nothing)
+{
+	rift_config cfg = h_config();
+	rift_ctx *ctx;
+	struct side srv = { .verify = true, .seed = 3, .max_size = 4096 };
+	struct side cli = { 0 };
+	rift_listener *l;
+	rift_conn *c, *conns[2];
+	rift_conn_stats st;
+	uint64_t sent = 0, eagain = 0, end;
+	long rss_before, rss_peak = 0;
+
+	cfg.send_window = 1u << 20;
+	ctx = h_ctx(&cfg);
+	l = h_listen(ctx, &srv);
+	c = h_connect(ctx, rift_listener_port(l), &cli);
+	CHECK(h_wait(ctx, &srv.connected, 5000));
+	CHECK(h_wait(ctx, &cli.connected, 5000));
+	CHECK_EQ(rift_conn_recv_stop(srv.conn), 0);
+	rss_before = rss_kib();
+	/* For two seconds, push as hard as possible into a stopped reader. */
+	end = h_now_us() + 2000000u;
+	while (h_now_us() < end) {
+		int rc = h_send(c, 3, sent, 4096);
+
+		if (rc == RIFT_EAGAIN) {
+			eagain++;
+			rift_ctx_run(ctx, 1);
+			continue;
+		}
+		CHECK_EQ(rc, 0);
+		sent++;
+		if ((sent & 255) == 0) {
+			long r = rss_kib();
+
+			rift_ctx_progress(ctx);
+			if (r > rss_peak)
+				rss_peak = r;
+		}
+	}
+	rift_conn_stats_init(&st);
+	rift_conn_stats_get(c, &st);
+	printf("sent %llu eagain %llu unacked %llu bytes, rss %ld -> %ld KiB\n",
+	       (unsigned long long)sent, (unsigned long long)eagain,
+	       (unsigned long long)st.unacked_bytes, rss_before, rss_peak);
+	CHECK(eagain > 0);
+	CHECK(st.send_eagain > 0);
+	CHECK(st.unacked_bytes <= cfg.send_window);
+	CHECK_EQ(srv.recv_count, 0);
+	/* Bounded: window + socket buffers + slack, far below what two
+	 * seconds of unbounded queuing would take. */
+	CHECK(rss_peak - rss_before < 64 * 1024);
+	CHECK_EQ(rift_conn_recv_start(srv.conn), 0);
+	end = h_now_us() + 30000000u;
+	while (srv.recv_count < sent && h_now_us() < end)
+		rift_ctx_run(ctx, 5);
+	CHECK_EQ(srv.recv_count, sent);
+	CHECK_EQ(srv.bad, 0);
+	CHECK(cli.writable >= 1);
+	/* Everything acked eventually. */
+	for (int i = 0; i < 200; i++) {
+		rift_conn_stats_get(c, &st);
+		if (st.unacked_msgs == 0)
+			break;
+		rift_ctx_run(ctx, 10);
+	}
+	CHECK_EQ(st.unacked_msgs, 0);
+	conns[0] = c;
+	conns[1] = srv.conn;
+	h_teardown(ctx, l, conns, 2);
+}

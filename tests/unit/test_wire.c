@@ -1,0 +1,131 @@
+/* Wire codec: round trips and every kind of rejection. */
+#include "internal.h"
+#include "../runner.h"
+
+static int decode(const uint8_t *b, size_t n, struct rift__hdr *h,
+		  const char **why)
+{
+	return rift__hdr_decode(b, n, 1u << 20, h, why);
+}
+
+TEST(wire_header_round_trip)
+{
+	struct rift__hdr in = { .type = RIFT_FRAME_DATA, .len = 123456,
+				.seq = 0x0102030405060708ull,
+				.ack = 0xfffffffffffffffeull }, out;
+	uint8_t b[RIFT_HDR_SIZE];
+	const char *why = NULL;
+
+	rift__hdr_encode(b, &in);
+	CHECK_EQ(b[0], 0x52);
+	CHECK_EQ(b[1], 0x46);
+	CHECK_EQ(b[3], RIFT_FRAME_DATA);
+	CHECK_EQ(decode(b, sizeof(b), &out, &why), 0);
+	CHECK_EQ(out.type, in.type);
+	CHECK_EQ(out.len, in.len);
+	CHECK(out.seq == in.seq);
+	CHECK(out.ack == in.ack);
+}
+
+TEST(wire_header_short_input_asks_for_more)
+{
+	uint8_t b[RIFT_HDR_SIZE] = { 0 };
+	struct rift__hdr h;
+	const char *why = NULL;
+
+	for (size_t n = 0; n < RIFT_HDR_SIZE; n++)
+		CHECK_EQ(decode(b, n, &h, &why), RIFT_EAGAIN);
+}
+
+static void expect_reject(struct rift__hdr in, int patch_at, uint8_t patch,
+			  const char *reason)
+{
+	uint8_t b[RIFT_HDR_SIZE];
+	struct rift__hdr out;
+	const char *why = NULL;
+
+	rift__hdr_encode(b, &in);
+	if (patch_at >= 0)
+		b[patch_at] = patch;
+	CHECK_EQ(decode(b, sizeof(b), &out, &why), RIFT_EPROTO);
+	CHECK(why != NULL);
+	CHECK_CONTAINS(why, reason);
+}
+
+TEST(wire_header_rejections)
+{
+	struct rift__hdr ok = { .type = RIFT_FRAME_PING };
+	struct rift__hdr h;
+
+	expect_reject(ok, 0, 0x00, "magic");
+	expect_reject(ok, 2, 7, "version");
+	expect_reject(ok, 3, 0, "unknown frame type");
+	expect_reject(ok, 3, 200, "unknown frame type");
+	h = (struct rift__hdr){ .type = RIFT_FRAME_DATA, .len = (1u << 20) + 1,
+				.seq = 1 };
+	expect_reject(h, -1, 0, "max_msg_size");
+	h = (struct rift__hdr){ .type = RIFT_FRAME_DATA, .len = 1, .seq = 0 };
+	expect_reject(h, -1, 0, "sequence 0");
+	h = (struct rift__hdr){ .type = RIFT_FRAME_HELLO, .len = 39 };
+	expect_reject(h, -1, 0, "wrong length");
+	h = (struct rift__hdr){ .type = RIFT_FRAME_ACK, .len = 1 };
+	expect_reject(h, -1, 0, "payload");
+	h = (struct rift__hdr){ .type = RIFT_FRAME_ERROR, .len = 5 };
+	expect_reject(h, -1, 0, "impossible length");
+	h = (struct rift__hdr){ .type = RIFT_FRAME_ERROR, .len = 4000 };
+	expect_reject(h, -1, 0, "impossible length");
+}
+
+TEST(wire_hello_round_trip_and_rejections)
+{
+	struct rift__hello in = { .proto = RIFT_WIRE_VERSION, .flags = 3,
+				  .session_id = 42, .recv_seq = 7,
+				  .max_msg_size = 1u << 26, .window = 1u << 24 },
+			   out;
+	uint8_t b[RIFT_HELLO_SIZE];
+	const char *why = NULL;
+
+	CHECK_EQ(rift__hello_encode(b, &in), RIFT_HELLO_SIZE);
+	CHECK_EQ(rift__hello_decode(b, sizeof(b), &out, &why), 0);
+	CHECK(out.session_id == 42 && out.recv_seq == 7 && out.flags == 3);
+	CHECK(out.max_msg_size == in.max_msg_size && out.window == in.window);
+	CHECK_EQ(rift__hello_decode(b, sizeof(b) - 1, &out, &why), RIFT_EPROTO);
+	in.session_id = 0;
+	rift__hello_encode(b, &in);
+	CHECK_EQ(rift__hello_decode(b, sizeof(b), &out, &why), RIFT_EPROTO);
+	CHECK_CONTAINS(why, "session id 0");
+	in.session_id = 1;
+	in.proto = 99;
+	rift__hello_encode(b, &in);
+	CHECK_EQ(rift__hello_decode(b, sizeof(b), &out, &why), RIFT_EPROTO);
+	in.proto = RIFT_WIRE_VERSION;
+	in.window = 0;
+	rift__hello_encode(b, &in);
+	CHECK_EQ(rift__hello_decode(b, sizeof(b), &out, &why), RIFT_EPROTO);
+}
+
+TEST(wire_error_frame)
+{
+	uint8_t b[6 + RIFT_ERROR_TEXT_MAX + 50];
+	struct rift__error_frame ef;
+	const char *why = NULL;
+	char long_text[400];
+	size_t n;
+
+	n = rift__error_encode(b, RIFT_ESESSION, "no such\nsession");
+	CHECK_EQ(rift__error_decode(b, n, &ef, &why), 0);
+	CHECK_EQ(ef.code, RIFT_ESESSION);
+	CHECK_STR(ef.text, "no such?session"); /* control chars neutralised */
+
+	memset(long_text, 'x', sizeof(long_text) - 1);
+	long_text[sizeof(long_text) - 1] = '\0';
+	n = rift__error_encode(b, RIFT_EPROTO, long_text);
+	CHECK_EQ(n, 6 + RIFT_ERROR_TEXT_MAX);
+	CHECK_EQ(rift__error_decode(b, n, &ef, &why), 0);
+	CHECK_EQ(strlen(ef.text), RIFT_ERROR_TEXT_MAX);
+
+	n = rift__error_encode(b, RIFT_EPROTO, "abc");
+	CHECK_EQ(rift__error_decode(b, n - 1, &ef, &why), RIFT_EPROTO);
+	n = rift__error_encode(b, 5, "positive code");
+	CHECK_EQ(rift__error_decode(b, n, &ef, &why), RIFT_EPROTO);
+}
