@@ -30,7 +30,7 @@ rel_objs  = $(LIB_SRCS:%.c=$(BUILD)/rel/%.o)
 tst_objs  = $(LIB_SRCS:%.c=$(BUILD)/tst/%.o) $(TEST_SRCS:%.c=$(BUILD)/tst/%.o)
 asan_objs = $(LIB_SRCS:%.c=$(BUILD)/asan/%.o) $(TEST_SRCS:%.c=$(BUILD)/asan/%.o)
 
-.PHONY: all deps lib tools test test-unit test-asan fuzz demo bench install clean lab-smoke
+.PHONY: all deps lib tools test test-unit test-asan test-install fuzz demo bench install clean lab-smoke
 
 all: lib tools
 
@@ -52,9 +52,10 @@ $(BUILD)/asan/%.o: %.c | deps
 $(BUILD)/lib/librift.a: $(rel_objs)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
-$(BUILD)/lib/librift.so: $(rel_objs)
+$(BUILD)/lib/librift.so: $(rel_objs) src/rift.map
 	@mkdir -p $(dir $@)
-	$(CC) -shared -Wl,-soname,librift.so.$(SOVER) -o $@.$(VERSION) $^ $(LIBS)
+	$(CC) -shared -Wl,-soname,librift.so.$(SOVER) -Wl,--version-script=src/rift.map \
+	  -o $@.$(VERSION) $(filter %.o,$^) $(LIBS)
 	ln -sf librift.so.$(VERSION) $@.$(SOVER)
 	ln -sf librift.so.$(VERSION) $@
 $(BUILD)/lib/rift.pc: rift.pc.in Makefile
@@ -95,9 +96,20 @@ test-asan: $(BUILD)/asan/rift-tests
 lab-smoke:
 	tests/lab/lab smoke
 
+# Install into a staging dir and build an example the way users will:
+# pkg-config and the shared library, nothing from the source tree.
+STAGE := $(abspath $(BUILD)/stage)
+test-install: lib
+	@rm -rf $(STAGE)
+	$(MAKE) --no-print-directory install DESTDIR=$(STAGE) PREFIX=/usr/local >/dev/null
+	PKG_CONFIG_SYSROOT_DIR=$(STAGE) PKG_CONFIG_PATH=$(STAGE)/usr/local/lib/pkgconfig \
+	  sh -c 'cc -std=c11 -Wall -Wextra -Werror examples/hello.c -o $(BUILD)/hello $$(pkg-config --cflags --libs rift)'
+	LD_LIBRARY_PATH=$(STAGE)/usr/local/lib $(BUILD)/hello
+
 # The whole suite: plain build, sanitizer build, bounded fuzzing, and the
 # soft-RoCE lab when its entry point is present.
 test: all
+	$(MAKE) --no-print-directory test-install
 	$(MAKE) --no-print-directory test-unit
 	$(MAKE) --no-print-directory test-asan
 	$(MAKE) --no-print-directory fuzz

@@ -704,7 +704,7 @@ struct rift__omsg *rift__sess_next(rift__path *p, struct rift__omsg *after)
 	struct rift__omsg *m;
 	struct rift__hdr h = { .type = RIFT_FRAME_DATA };
 
-	if (p->state != RIFT_PATH_ATTACHED || !conn)
+	if (p->state != RIFT_PATH_ATTACHED || !conn || conn->closing)
 		return NULL;
 	m = after ? after->next : conn->cursor;
 	if (!m)

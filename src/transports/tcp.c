@@ -44,8 +44,8 @@ struct tcp_path {
 
 	/* write side: a batch is written across as many writev as needed */
 	struct iovec iov[BATCH_IOV];
+	struct rift__omsg *iov_msg[BATCH_IOV]; /* message an iov completes */
 	int iov_n, iov_i;
-	struct rift__omsg *batch_last; /* last message of the batch */
 	uint8_t ctrl[CTRL_CAP];
 };
 
@@ -229,7 +229,12 @@ static void on_readable(struct tcp_path *tp)
 
 /* ---- write side ---- */
 
-/* Gather owed control frames and unsent messages into a new batch. */
+/*
+ * Gather owed control frames and unsent messages into a new batch.  Each
+ * message's last piece remembers the message, so it is committed as soon
+ * as its last byte is written: the peer may acknowledge it before the rest
+ * of the batch has left.
+ */
 static void build_batch(struct tcp_path *tp)
 {
 	rift__path *p = &tp->base;
@@ -240,22 +245,25 @@ static void build_batch(struct tcp_path *tp)
 	clen = rift__sess_control(p, tp->ctrl, sizeof(tp->ctrl));
 	if (clen) {
 		tp->iov[n].iov_base = tp->ctrl;
-		tp->iov[n++].iov_len = clen;
+		tp->iov[n].iov_len = clen;
+		tp->iov_msg[n++] = NULL;
 	}
 	while (n + 2 <= BATCH_IOV && bytes < BATCH_BYTES &&
 	       (next = rift__sess_next(p, m)) != NULL) {
 		m = next;
 		tp->iov[n].iov_base = m->hdr;
-		tp->iov[n++].iov_len = RIFT_HDR_SIZE;
+		tp->iov[n].iov_len = RIFT_HDR_SIZE;
+		tp->iov_msg[n++] = NULL;
 		if (m->len) {
 			tp->iov[n].iov_base = m->data;
-			tp->iov[n++].iov_len = m->len;
+			tp->iov[n].iov_len = m->len;
+			tp->iov_msg[n++] = NULL;
 		}
+		tp->iov_msg[n - 1] = m;
 		bytes += RIFT_HDR_SIZE + m->len;
 	}
 	tp->iov_n = n;
 	tp->iov_i = 0;
-	tp->batch_last = m;
 }
 
 static void tcp_flush(rift__path *p)
@@ -302,6 +310,8 @@ static void tcp_flush(rift__path *p)
 
 			if ((size_t)n >= v->iov_len) {
 				n -= (ssize_t)v->iov_len;
+				if (tp->iov_msg[tp->iov_i])
+					rift__sess_written(p, tp->iov_msg[tp->iov_i]);
 				tp->iov_i++;
 			} else {
 				v->iov_base = (uint8_t *)v->iov_base + n;
@@ -309,14 +319,8 @@ static void tcp_flush(rift__path *p)
 				n = 0;
 			}
 		}
-		if (tp->iov_i == tp->iov_n) {
-			struct rift__omsg *last = tp->batch_last;
-
+		if (tp->iov_i == tp->iov_n)
 			tp->iov_n = tp->iov_i = 0;
-			tp->batch_last = NULL;
-			if (last)
-				rift__sess_written(p, last);
-		}
 	}
 	update_events(tp);
 }

@@ -165,7 +165,7 @@ rift_ctx *h_ctx(const rift_config *override)
 	return ctx;
 }
 
-static void on_accept(rift_listener *l, rift_conn *conn)
+void h_accept_side(rift_listener *l, rift_conn *conn)
 {
 	struct side *s = rift_listener_user(l);
 
@@ -178,7 +178,7 @@ static void on_accept(rift_listener *l, rift_conn *conn)
 rift_listener *h_listen(rift_ctx *ctx, struct side *server)
 {
 	rift_listener *l = NULL;
-	int rc = rift_listen(ctx, rt_url(0), &h_callbacks, server, on_accept, &l);
+	int rc = rift_listen(ctx, rt_url(0), &h_callbacks, server, h_accept_side, &l);
 
 	if (rc)
 		FAIL("rift_listen %s: %s: %s", rt_url(0), rift_err_name(rc),

@@ -34,6 +34,8 @@ void h_fill(uint8_t *buf, size_t len, uint64_t seed, uint64_t i);
 uint64_t h_mix(uint64_t h, const void *data, size_t len);
 
 extern const rift_conn_callbacks h_callbacks;
+/* Accept callback storing the conn in the listener's struct side. */
+void h_accept_side(rift_listener *l, rift_conn *conn);
 
 /* Context with short timers suitable for tests. */
 rift_ctx *h_ctx(const rift_config *override);
