@@ -41,13 +41,16 @@ lib: $(BUILD)/lib/librift.a $(BUILD)/lib/librift.so $(BUILD)/lib/rift.pc
 
 $(BUILD)/rel/%.o: %.c | deps
 	@mkdir -p $(dir $@)
-	$(CC) $(REL_CF) -MMD -MP -c $< -o $@
+	@echo "  CC      $<"
+	@$(CC) $(REL_CF) -MMD -MP -c $< -o $@
 $(BUILD)/tst/%.o: %.c | deps
 	@mkdir -p $(dir $@)
-	$(CC) $(TST_CF) -MMD -MP -c $< -o $@
+	@echo "  CC [t]  $<"
+	@$(CC) $(TST_CF) -MMD -MP -c $< -o $@
 $(BUILD)/asan/%.o: %.c | deps
 	@mkdir -p $(dir $@)
-	$(CC) $(ASAN_CF) -MMD -MP -c $< -o $@
+	@echo "  CC [s]  $<"
+	@$(CC) $(ASAN_CF) -MMD -MP -c $< -o $@
 
 $(BUILD)/lib/librift.a: $(rel_objs)
 	@mkdir -p $(dir $@)

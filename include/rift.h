@@ -171,25 +171,73 @@ const char *rift_fallback_reason_str(rift_fallback_reason r);
  * and rift_ctx_create rejects it (RIFT_EINVAL, naming the field in
  * rift_ctx_last_error(NULL)) where it is not.
  */
+typedef enum rift_cm {
+	RIFT_CM_RDMACM = 0, /* rdma_cm: the standard, interoperable way */
+	RIFT_CM_TCP = 1,    /* TCP side channel that shares fate with the QP */
+} rift_cm;
+
+#define RIFT_DEVICE_NAME_MAX 64
+#define RIFT_BLOCK_CLASSES 3
+
 typedef struct rift_config {
 	uint32_t size;                 /* set by rift_config_init */
+	/* progress */
 	rift_polling polling;          /* default RIFT_POLL_EVENT */
 	uint32_t busy_poll_us;         /* adaptive: spin before sleeping, us */
+	/* connection setup */
 	uint32_t connect_timeout_ms;   /* one connect attempt, ms */
 	uint32_t retries;              /* extra attempts per address, count */
 	uint32_t retry_delay_ms;       /* between attempts, ms */
+	/* session */
 	uint32_t keepalive_interval_ms; /* idle time before a ping, ms */
 	uint32_t keepalive_timeout_ms; /* silence that kills a path, ms */
 	uint32_t session_grace_ms;     /* time to re-attach a broken session, ms */
 	uint32_t ack_delay_ms;         /* longest wait before an explicit ack, ms */
 	uint64_t send_window;          /* unacknowledged bytes per connection */
 	uint64_t max_msg_size;         /* largest message accepted, bytes */
+	/* tcp */
 	uint32_t tcp_read_buffer;      /* per-path receive buffer, bytes */
 	uint32_t listen_backlog;       /* listen(2) backlog, count */
+	/* rdma: device and connection management */
+	char device[RIFT_DEVICE_NAME_MAX]; /* "" = first active device */
+	uint32_t port;                 /* device port; 0 = first active */
+	int32_t gid_index;             /* -1 = the GID matching the address */
+	rift_cm cm;                    /* default RIFT_CM_RDMACM */
+	int fallback;                  /* auto:// may fall back to TCP (bool) */
+	uint32_t rdma_retry_count;     /* QP retry_cnt, 0..6 (7 never fails) */
+	uint32_t rdma_ack_timeout;     /* QP timeout: 4.096 us * 2^n, 1..31 */
+	/* rdma: queues */
+	uint32_t sq_depth;             /* send queue entries */
+	uint32_t rq_depth;             /* receive queue entries */
+	uint32_t max_send_sge;         /* scatter/gather entries per send */
+	uint32_t max_recv_sge;         /* scatter/gather entries per receive */
+	uint32_t inline_threshold;     /* sends up to this many bytes inline */
+	uint32_t cq_size;              /* completion queue entries */
+	uint32_t poll_batch;           /* completions taken per poll, count */
+	uint32_t qp_pool_count;        /* prepared QPs kept ready, count */
+	uint32_t zero_copy_threshold;  /* receive in place from this size, bytes */
+	/* rdma: registered block pool */
+	uint32_t block_size[RIFT_BLOCK_CLASSES]; /* block classes, bytes */
+	uint64_t pool_initial;         /* registered at start, bytes */
+	uint64_t pool_increment;       /* registered per growth step, bytes */
+	uint64_t pool_max;             /* registered at most, bytes */
+	uint32_t pool_buckets;         /* free lists per class (contention) */
+	uint32_t pool_thread_cache;    /* blocks cached per thread and class */
+	uint32_t recv_reserve_pct;     /* pool share kept for receives, % */
+	int huge_pages;                /* back the pool with huge pages (bool) */
+	/* observability */
+	int metrics;                   /* keep counters and histograms (bool) */
 } rift_config;
 
 void rift__config_init(rift_config *cfg, size_t size);
 #define rift_config_init(cfg) rift__config_init((cfg), sizeof(*(cfg)))
+
+/*
+ * Check a configuration without creating anything.  Returns 0 or
+ * RIFT_EINVAL with a message naming the field and its allowed range in
+ * rift_ctx_last_error(NULL).
+ */
+int rift_config_check(const rift_config *cfg);
 
 /* ------------------------------------------------------------------------ */
 /* Context: the event loop                                                  */

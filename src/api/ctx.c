@@ -45,9 +45,36 @@ void rift__config_init(rift_config *cfg, size_t size)
 		.max_msg_size = 256u << 20,
 		.tcp_read_buffer = 256u << 10,
 		.listen_backlog = 1024,
+		.device = "",
+		.port = 0,
+		.gid_index = -1,
+		.cm = RIFT_CM_RDMACM,
+		.fallback = 1,
+		.rdma_retry_count = 3,
+		.rdma_ack_timeout = 14,
+		.sq_depth = 256,
+		.rq_depth = 256,
+		.max_send_sge = 2,
+		.max_recv_sge = 1,
+		.inline_threshold = 128,
+		.cq_size = 1024,
+		.poll_batch = 16,
+		.qp_pool_count = 0,
+		.zero_copy_threshold = 16u << 10,
+		.block_size = { 8u << 10, 64u << 10, 2u << 20 },
+		.pool_initial = 16u << 20,
+		.pool_increment = 16u << 20,
+		.pool_max = 1u << 30,
+		.pool_buckets = 4,
+		.pool_thread_cache = 32,
+		.recv_reserve_pct = 50,
+		.huge_pages = 0,
+		.metrics = 1,
 	};
 	memcpy(cfg, &d, d.size);
 }
+
+static int cfg_check(const rift_config *c);
 
 static int cfg_range(const char *key, uint64_t v, uint64_t lo, uint64_t hi)
 {
@@ -58,6 +85,20 @@ static int cfg_range(const char *key, uint64_t v, uint64_t lo, uint64_t hi)
 		 (unsigned long long)v, (unsigned long long)lo,
 		 (unsigned long long)hi);
 	return RIFT_EINVAL;
+}
+
+int rift_config_check(const rift_config *cfg)
+{
+	rift_config full;
+
+	create_err[0] = '\0';
+	if (!cfg || cfg->size < offsetof(rift_config, busy_poll_us) ||
+	    cfg->size > sizeof(full))
+		return rift__ctx_fail(NULL, RIFT_EINVAL,
+				      "config: size is not from rift_config_init");
+	rift_config_init(&full);
+	memcpy(&full, cfg, cfg->size);
+	return cfg_check(&full);
 }
 
 static int cfg_check(const rift_config *c)
@@ -80,7 +121,60 @@ static int cfg_check(const rift_config *c)
 	R(max_msg_size, 1, 1ull << 32);
 	R(tcp_read_buffer, 4096, 64u << 20);
 	R(listen_backlog, 1, 65535);
+	R(port, 0, 255);
+	R(cm, RIFT_CM_RDMACM, RIFT_CM_TCP);
+	R(fallback, 0, 1);
+	R(rdma_retry_count, 0, 6);
+	R(rdma_ack_timeout, 1, 31);
+	R(sq_depth, 16, 32768);
+	R(rq_depth, 16, 32768);
+	R(max_send_sge, 1, 32);
+	R(max_recv_sge, 1, 32);
+	R(inline_threshold, 0, 4096);
+	R(cq_size, 32, 1u << 22);
+	R(poll_batch, 1, 1024);
+	R(qp_pool_count, 0, 4096);
+	R(zero_copy_threshold, 0, 1u << 30);
+	R(block_size[0], 4096, 1u << 30);
+	R(block_size[1], 4096, 1u << 30);
+	R(block_size[2], 4096, 1u << 30);
+	R(pool_initial, 0, 1ull << 40);
+	R(pool_increment, 0, 1ull << 40);
+	R(pool_max, 1u << 20, 1ull << 40);
+	R(pool_buckets, 1, 256);
+	R(pool_thread_cache, 0, 65536);
+	R(recv_reserve_pct, 0, 100);
+	R(huge_pages, 0, 1);
+	R(metrics, 0, 1);
 #undef R
+	if (!rc && (c->gid_index < -1 || c->gid_index > 4095)) {
+		snprintf(create_err, sizeof(create_err),
+			 "config gid_index = %d is out of range -1..4095",
+			 c->gid_index);
+		rc = RIFT_EINVAL;
+	}
+	if (!rc && memchr(c->device, '\0', sizeof(c->device)) == NULL) {
+		snprintf(create_err, sizeof(create_err),
+			 "config device is not NUL-terminated (at most %d "
+			 "characters)",
+			 RIFT_DEVICE_NAME_MAX - 1);
+		rc = RIFT_EINVAL;
+	}
+	for (int i = 1; !rc && i < RIFT_BLOCK_CLASSES; i++)
+		if (c->block_size[i] <= c->block_size[i - 1]) {
+			snprintf(create_err, sizeof(create_err),
+				 "config block_size[%d] (%u) must be larger than "
+				 "block_size[%d] (%u)",
+				 i, c->block_size[i], i - 1, c->block_size[i - 1]);
+			rc = RIFT_EINVAL;
+		}
+	if (!rc && c->pool_initial > c->pool_max) {
+		snprintf(create_err, sizeof(create_err),
+			 "config pool_initial (%llu) exceeds pool_max (%llu)",
+			 (unsigned long long)c->pool_initial,
+			 (unsigned long long)c->pool_max);
+		rc = RIFT_EINVAL;
+	}
 	if (!rc && c->keepalive_timeout_ms <= c->keepalive_interval_ms) {
 		snprintf(create_err, sizeof(create_err),
 			 "config keepalive_timeout_ms (%u) must be greater than "
