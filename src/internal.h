@@ -83,6 +83,8 @@ typedef enum rift__fault_point {
 	RIFT_FAULT_TCP_WRITE = 0, /* writev fails with ECONNRESET */
 	RIFT_FAULT_TCP_READ,      /* read fails with ECONNRESET */
 	RIFT_FAULT_TCP_CONNECT,   /* connect fails with ECONNREFUSED */
+	RIFT_FAULT_IBV_REG_MR,    /* ibv_reg_mr fails with ENOMEM */
+	RIFT_FAULT_RDMA_SEND,     /* a verbs path fails as on a dead link */
 	RIFT_FAULT__COUNT
 } rift__fault_point;
 

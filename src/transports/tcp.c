@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "session/session.h"
+#include "session/stream.h"
 
 #define BATCH_IOV 128
 #define BATCH_BYTES (4u << 20)
@@ -32,15 +33,9 @@ struct tcp_path {
 	rift__io io;
 	bool connecting;     /* non-blocking connect in progress */
 	bool reading;        /* EPOLLIN wanted */
-	bool held;           /* a frame waits for recv_start */
 	bool want_process;   /* deliver buffered frames at the next flush */
 
-	/* read side */
-	uint8_t *rbuf;
-	size_t rcap, rstart, rend;
-	struct rift__hdr big_hdr; /* frame being read into big */
-	uint8_t *big;        /* payload block of a large frame, or NULL */
-	size_t big_got;
+	struct rift__stream rx; /* read side */
 
 	/* write side: a batch is written across as many writev as needed */
 	struct iovec iov[BATCH_IOV];
@@ -61,7 +56,7 @@ static void update_events(struct tcp_path *tp)
 	if (tp->connecting)
 		ev = EPOLLOUT;
 	else {
-		if (tp->reading && !tp->held)
+		if (tp->reading && !tp->rx.held)
 			ev |= EPOLLIN;
 		if (tp->iov_n)
 			ev |= EPOLLOUT;
@@ -82,93 +77,6 @@ static int conn_stat_add(rift__path *p, bool write)
 
 /* ---- read side ---- */
 
-/*
- * Deliver complete frames from the buffer.  Returns 0 to go on reading,
- * 1 when the frame at rstart is held (receiving stopped), -1 when the path
- * died.
- */
-static int process(struct tcp_path *tp)
-{
-	rift__path *p = &tp->base;
-	uint64_t max = p->ctx->cfg.max_msg_size;
-
-	size_t need = RIFT_HDR_SIZE; /* bytes the frame at rstart needs */
-
-	while (tp->rend - tp->rstart >= RIFT_HDR_SIZE) {
-		struct rift__hdr h;
-		const char *why = NULL;
-		int rc;
-
-		rc = rift__hdr_decode(tp->rbuf + tp->rstart,
-				      tp->rend - tp->rstart, max, &h, &why);
-		if (rc) {
-			p->pending |= RIFT_PEND_ERROR;
-			p->error_code = RIFT_EPROTO;
-			snprintf(p->error_text, sizeof(p->error_text), "%s", why);
-			p->ops->flush(p);
-			rift__path_failed(p, RIFT_EPROTO, "bad frame: %s", why);
-			return -1;
-		}
-		need = RIFT_HDR_SIZE + (size_t)h.len;
-		if (need > tp->rcap) {
-			/* Too big for the buffer: give it a block of its own,
-			 * move what we have there, read the rest directly. */
-			size_t have = tp->rend - tp->rstart - RIFT_HDR_SIZE;
-
-			tp->big = malloc(h.len);
-			if (!tp->big) {
-				rift__path_failed(p, RIFT_ENOMEM,
-						  "no memory for a %u-byte message",
-						  h.len);
-				return -1;
-			}
-			tp->big_hdr = h;
-			memcpy(tp->big, tp->rbuf + tp->rstart + RIFT_HDR_SIZE, have);
-			tp->big_got = have;
-			tp->rstart = tp->rend = 0;
-			return 0;
-		}
-		if (tp->rend - tp->rstart < need)
-			break;
-		rc = rift__path_on_frame(p, &h, tp->rbuf + tp->rstart +
-							RIFT_HDR_SIZE, NULL);
-		if (rc == RIFT_EAGAIN) {
-			tp->held = true;
-			update_events(tp);
-			return 1;
-		}
-		if (rc < 0 || p->state == RIFT_PATH_DEAD)
-			return -1;
-		tp->rstart += need;
-		need = RIFT_HDR_SIZE;
-	}
-	if (tp->rstart == tp->rend) {
-		tp->rstart = tp->rend = 0;
-	} else if (tp->rstart + need > tp->rcap) {
-		/* The partial frame cannot complete where it is. */
-		memmove(tp->rbuf, tp->rbuf + tp->rstart, tp->rend - tp->rstart);
-		tp->rend -= tp->rstart;
-		tp->rstart = 0;
-	}
-	return 0;
-}
-
-/* A large frame finished arriving in its own block. */
-static int big_done(struct tcp_path *tp)
-{
-	rift__path *p = &tp->base;
-	int rc;
-
-	rc = rift__path_on_frame(p, &tp->big_hdr, tp->big, tp->big);
-	if (rc == RIFT_EAGAIN) {
-		tp->held = true;
-		update_events(tp);
-		return 1;
-	}
-	tp->big = NULL; /* the session owns (or freed) it now */
-	return rc < 0 || p->state == RIFT_PATH_DEAD ? -1 : 0;
-}
-
 static void read_fail(struct tcp_path *tp, ssize_t n, int err)
 {
 	rift__path *p = &tp->base;
@@ -185,25 +93,20 @@ static void on_readable(struct tcp_path *tp)
 {
 	rift__path *p = &tp->base;
 
-	for (int i = 0; i < READS_PER_EVENT && !tp->held; i++) {
+	for (int i = 0; i < READS_PER_EVENT; i++) {
 		uint8_t *dst;
 		size_t want;
 		ssize_t n;
+		int rc;
 
-		if (tp->big) {
-			dst = tp->big + tp->big_got;
-			want = tp->big_hdr.len - tp->big_got;
-		} else {
-			dst = tp->rbuf + tp->rend;
-			want = tp->rcap - tp->rend;
-		}
+		rift__stream_space(&tp->rx, &dst, &want);
+		if (want == 0)
+			return; /* held: nothing is read until recv_start */
 		if (rift__fault_hit(RIFT_FAULT_TCP_READ)) {
 			rift__path_failed(p, RIFT_ECONNRESET,
 					  "read: connection reset (fault point)");
 			return;
 		}
-		if (want == 0)
-			return; /* cannot happen: process() keeps room */
 		n = read(tp->fd, dst, want);
 		conn_stat_add(p, false);
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
@@ -213,15 +116,11 @@ static void on_readable(struct tcp_path *tp)
 			return;
 		}
 		p->last_rx_us = p->ctx->now_us;
-		if (tp->big) {
-			tp->big_got += (size_t)n;
-			if (tp->big_got == tp->big_hdr.len && big_done(tp))
-				return;
-		} else {
-			tp->rend += (size_t)n;
-			if (process(tp))
-				return;
-		}
+		rc = rift__stream_commit(p, &tp->rx, (size_t)n);
+		if (rc > 0)
+			update_events(tp);
+		if (rc)
+			return;
 		if ((size_t)n < want)
 			return; /* drained: wait for the next readiness */
 	}
@@ -270,13 +169,11 @@ static void tcp_flush(rift__path *p)
 {
 	struct tcp_path *tp = tp_of(p);
 
-	if (tp->want_process && !tp->held) {
+	if (tp->want_process) {
 		tp->want_process = false;
-		if (tp->big ? (tp->big_got == tp->big_hdr.len && big_done(tp))
-			    : process(tp))
+		if (rift__stream_resume(p, &tp->rx) < 0)
 			return;
-		if (p->state == RIFT_PATH_DEAD)
-			return;
+		update_events(tp);
 	}
 	if (tp->connecting || p->state == RIFT_PATH_DEAD)
 		return;
@@ -363,7 +260,7 @@ static void tcp_io_cb(rift__io *io, uint32_t revents)
 		return;
 	if ((revents & EPOLLOUT) && tp->iov_n)
 		tcp_flush(p);
-	else if ((revents & (EPOLLHUP | EPOLLERR)) && tp->held)
+	else if ((revents & (EPOLLHUP | EPOLLERR)) && tp->rx.held)
 		rift__path_failed(p, RIFT_ECONNRESET, "socket error or hang-up");
 }
 
@@ -382,9 +279,7 @@ static struct tcp_path *tcp_path_new(rift_ctx *ctx, int fd, bool is_client)
 
 	if (!tp)
 		return NULL;
-	tp->rcap = ctx->cfg.tcp_read_buffer;
-	tp->rbuf = malloc(tp->rcap);
-	if (!tp->rbuf) {
+	if (rift__stream_init(&tp->rx, ctx->cfg.tcp_read_buffer)) {
 		free(tp);
 		return NULL;
 	}
@@ -434,9 +329,8 @@ static void tcp_set_reading(rift__path *p, bool on)
 	struct tcp_path *tp = tp_of(p);
 
 	tp->reading = on;
-	if (on && tp->held) {
+	if (on && tp->rx.held) {
 		/* Deliver what is buffered from the loop, not from here. */
-		tp->held = false;
 		tp->want_process = true;
 		rift__path_kick(p);
 	}
@@ -452,8 +346,7 @@ static void tcp_destroy(rift__path *p)
 		rift__io_stop(p->ctx, &tp->io);
 	if (tp->fd >= 0)
 		close(tp->fd);
-	free(tp->big);
-	free(tp->rbuf);
+	rift__stream_free(&tp->rx);
 	free(tp);
 }
 

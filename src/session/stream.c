@@ -1,0 +1,137 @@
+/*
+ * stream.c - frames out of a byte stream; see stream.h.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "session/stream.h"
+
+int rift__stream_init(struct rift__stream *s, size_t cap)
+{
+	memset(s, 0, sizeof(*s));
+	s->rbuf = malloc(cap);
+	if (!s->rbuf)
+		return RIFT_ENOMEM;
+	s->rcap = cap;
+	return 0;
+}
+
+void rift__stream_free(struct rift__stream *s)
+{
+	free(s->big);
+	free(s->rbuf);
+	s->big = NULL;
+	s->rbuf = NULL;
+}
+
+void rift__stream_space(struct rift__stream *s, uint8_t **dst, size_t *room)
+{
+	if (s->held) {
+		*dst = NULL;
+		*room = 0;
+	} else if (s->big) {
+		*dst = s->big + s->big_got;
+		*room = s->big_hdr.len - s->big_got;
+	} else {
+		*dst = s->rbuf + s->rend;
+		*room = s->rcap - s->rend;
+	}
+}
+
+/* Deliver complete frames from the buffer; returns as commit does. */
+static int process(rift__path *p, struct rift__stream *s)
+{
+	uint64_t max = p->ctx->cfg.max_msg_size;
+	size_t need = RIFT_HDR_SIZE; /* bytes the frame at rstart needs */
+
+	while (s->rend - s->rstart >= RIFT_HDR_SIZE) {
+		struct rift__hdr h;
+		const char *why = NULL;
+		int rc;
+
+		rc = rift__hdr_decode(s->rbuf + s->rstart, s->rend - s->rstart,
+				      max, &h, &why);
+		if (rc) {
+			p->pending |= RIFT_PEND_ERROR;
+			p->error_code = RIFT_EPROTO;
+			snprintf(p->error_text, sizeof(p->error_text), "%s", why);
+			p->ops->flush(p);
+			rift__path_failed(p, RIFT_EPROTO, "bad frame: %s", why);
+			return -1;
+		}
+		need = RIFT_HDR_SIZE + (size_t)h.len;
+		if (need > s->rcap) {
+			/* Too big for the buffer: give it a block of its own,
+			 * move what we have there, take the rest directly. */
+			size_t have = s->rend - s->rstart - RIFT_HDR_SIZE;
+
+			s->big = malloc(h.len);
+			if (!s->big) {
+				rift__path_failed(p, RIFT_ENOMEM,
+						  "no memory for a %u-byte message",
+						  h.len);
+				return -1;
+			}
+			s->big_hdr = h;
+			memcpy(s->big, s->rbuf + s->rstart + RIFT_HDR_SIZE, have);
+			s->big_got = have;
+			s->rstart = s->rend = 0;
+			return 0;
+		}
+		if (s->rend - s->rstart < need)
+			break;
+		rc = rift__path_on_frame(p, &h, s->rbuf + s->rstart +
+							RIFT_HDR_SIZE, NULL);
+		if (rc == RIFT_EAGAIN) {
+			s->held = true;
+			return 1;
+		}
+		if (rc < 0 || p->state == RIFT_PATH_DEAD)
+			return -1;
+		s->rstart += need;
+		need = RIFT_HDR_SIZE;
+	}
+	if (s->rstart == s->rend) {
+		s->rstart = s->rend = 0;
+	} else if (s->rstart + need > s->rcap) {
+		/* The partial frame cannot complete where it is. */
+		memmove(s->rbuf, s->rbuf + s->rstart, s->rend - s->rstart);
+		s->rend -= s->rstart;
+		s->rstart = 0;
+	}
+	return 0;
+}
+
+/* A large frame finished arriving in its own block. */
+static int big_done(rift__path *p, struct rift__stream *s)
+{
+	int rc = rift__path_on_frame(p, &s->big_hdr, s->big, s->big);
+
+	if (rc == RIFT_EAGAIN) {
+		s->held = true;
+		return 1;
+	}
+	s->big = NULL; /* the session owns (or freed) it now */
+	return rc < 0 || p->state == RIFT_PATH_DEAD ? -1 : 0;
+}
+
+int rift__stream_commit(rift__path *p, struct rift__stream *s, size_t n)
+{
+	if (s->big) {
+		s->big_got += n;
+		return s->big_got == s->big_hdr.len ? big_done(p, s) : 0;
+	}
+	s->rend += n;
+	return process(p, s);
+}
+
+int rift__stream_resume(rift__path *p, struct rift__stream *s)
+{
+	if (!s->held)
+		return 0;
+	s->held = false;
+	if (s->big)
+		return s->big_got == s->big_hdr.len ? big_done(p, s) : 0;
+	return process(p, s);
+}

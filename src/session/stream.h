@@ -1,0 +1,36 @@
+/*
+ * stream.h - turn a byte stream into frames for the session layer.
+ *
+ * Used by every transport that carries rift frames as a stream of bytes:
+ * TCP reads into it, the verbs transport copies receive buffers into it.
+ * Frames that fit the buffer are delivered in place; a frame larger than
+ * the buffer gets a block of its own and its bytes go straight there.
+ */
+#ifndef RIFT_SESSION_STREAM_H
+#define RIFT_SESSION_STREAM_H
+
+#include "internal.h"
+
+struct rift__stream {
+	uint8_t *rbuf;
+	size_t rcap, rstart, rend;
+	struct rift__hdr big_hdr; /* frame being received into big */
+	uint8_t *big;             /* its payload block, or NULL */
+	size_t big_got;
+	bool held;                /* a complete frame waits for recv_start */
+};
+
+int rift__stream_init(struct rift__stream *s, size_t cap);
+void rift__stream_free(struct rift__stream *s);
+/* Where the next bytes go and how many fit (never 0 unless held). */
+void rift__stream_space(struct rift__stream *s, uint8_t **dst, size_t *room);
+/*
+ * n bytes were placed at the space given.  Delivers whole frames to the
+ * session.  Returns 0 to go on, 1 when a frame is held (receiving
+ * stopped), -1 when the path died (the transport must stop).
+ */
+int rift__stream_commit(rift__path *p, struct rift__stream *s, size_t n);
+/* Deliver what is buffered after receiving restarted; same returns. */
+int rift__stream_resume(rift__path *p, struct rift__stream *s);
+
+#endif

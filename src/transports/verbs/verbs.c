@@ -1,0 +1,346 @@
+/*
+ * verbs.c - every call into libibverbs and librdmacm, with their error
+ * conventions converted at this one boundary.  See verbs.h.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "transports/verbs/verbs.h"
+
+uint64_t rift__vb_calls[RIFT_VB__COUNT];
+
+#define COUNT(name) (rift__vb_calls[RIFT_VB_##name]++)
+
+/* librdmacm: -1 and errno.  libibverbs: a positive errno is returned. */
+static int fail(rift__vb_err err, const char *call, int e)
+{
+	snprintf(err, sizeof(rift__vb_err), "%s: %s", call,
+		 rift_strerror(rift__from_errno(e)));
+	return rift__from_errno(e);
+}
+
+static int nonblock(int fd, const char *what, rift__vb_err err)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return fail(err, what, errno);
+	return 0;
+}
+
+rift_fallback_reason rift__vb_probe(char *first, size_t len)
+{
+	struct ibv_device **list;
+	rift_fallback_reason why = RIFT_FALLBACK_NO_DEVICE;
+	int n = 0;
+
+	COUNT(get_device_list);
+	list = ibv_get_device_list(&n);
+	if (!list)
+		return RIFT_FALLBACK_NO_DEVICE;
+	for (int i = 0; i < n && why != RIFT_FALLBACK_NONE; i++) {
+		struct ibv_context *c = ibv_open_device(list[i]);
+		struct ibv_device_attr da;
+
+		if (!c)
+			continue;
+		if (ibv_query_device(c, &da) == 0)
+			for (uint8_t p = 1; p <= da.phys_port_cnt; p++) {
+				struct ibv_port_attr pa;
+
+				COUNT(query_port);
+				if (ibv_query_port(c, p, &pa) == 0 &&
+				    pa.state == IBV_PORT_ACTIVE) {
+					snprintf(first, len, "%s",
+						 ibv_get_device_name(list[i]));
+					why = RIFT_FALLBACK_NONE;
+					break;
+				}
+			}
+		ibv_close_device(c);
+	}
+	ibv_free_device_list(list);
+	return why;
+}
+
+int rift__vb_channel_create(struct rdma_event_channel **out, rift__vb_err err)
+{
+	COUNT(create_event_channel);
+	*out = rdma_create_event_channel();
+	if (!*out)
+		return fail(err, "rdma_create_event_channel", errno);
+	return nonblock((*out)->fd, "rdma event channel", err);
+}
+
+void rift__vb_channel_destroy(struct rdma_event_channel *ch)
+{
+	COUNT(destroy);
+	if (ch)
+		rdma_destroy_event_channel(ch);
+}
+
+int rift__vb_id_create(struct rdma_event_channel *ch, void *context,
+		       struct rdma_cm_id **out, rift__vb_err err)
+{
+	COUNT(create_id);
+	if (rdma_create_id(ch, out, context, RDMA_PS_TCP))
+		return fail(err, "rdma_create_id", errno);
+	return 0;
+}
+
+void rift__vb_id_destroy(struct rdma_cm_id *id)
+{
+	COUNT(destroy);
+	if (id)
+		rdma_destroy_id(id);
+}
+
+int rift__vb_resolve_addr(struct rdma_cm_id *id, const struct sockaddr *dst,
+			  int timeout_ms, rift__vb_err err)
+{
+	COUNT(resolve_addr);
+	if (rdma_resolve_addr(id, NULL, (struct sockaddr *)dst, timeout_ms))
+		return fail(err, "rdma_resolve_addr", errno);
+	return 0;
+}
+
+int rift__vb_resolve_route(struct rdma_cm_id *id, int timeout_ms,
+			   rift__vb_err err)
+{
+	COUNT(resolve_route);
+	if (rdma_resolve_route(id, timeout_ms))
+		return fail(err, "rdma_resolve_route", errno);
+	return 0;
+}
+
+int rift__vb_set_ack_timeout(struct rdma_cm_id *id, uint8_t timeout,
+			     rift__vb_err err)
+{
+	COUNT(set_option);
+	if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT,
+			    &timeout, sizeof(timeout)))
+		return fail(err, "rdma_set_option(ACK_TIMEOUT)", errno);
+	return 0;
+}
+
+int rift__vb_bind(struct rdma_cm_id *id, const struct sockaddr *sa,
+		  rift__vb_err err)
+{
+	COUNT(bind_addr);
+	if (rdma_bind_addr(id, (struct sockaddr *)sa))
+		return fail(err, "rdma_bind_addr", errno);
+	return 0;
+}
+
+int rift__vb_listen(struct rdma_cm_id *id, int backlog, rift__vb_err err)
+{
+	COUNT(listen);
+	if (rdma_listen(id, backlog))
+		return fail(err, "rdma_listen", errno);
+	return 0;
+}
+
+int rift__vb_connect(struct rdma_cm_id *id, struct rdma_conn_param *p,
+		     rift__vb_err err)
+{
+	COUNT(connect);
+	if (rdma_connect(id, p))
+		return fail(err, "rdma_connect", errno);
+	return 0;
+}
+
+int rift__vb_accept(struct rdma_cm_id *id, struct rdma_conn_param *p,
+		    rift__vb_err err)
+{
+	COUNT(accept);
+	if (rdma_accept(id, p))
+		return fail(err, "rdma_accept", errno);
+	return 0;
+}
+
+void rift__vb_reject(struct rdma_cm_id *id, const void *pdata, uint8_t len)
+{
+	COUNT(reject);
+	rdma_reject(id, pdata, len);
+}
+
+void rift__vb_disconnect(struct rdma_cm_id *id)
+{
+	COUNT(disconnect);
+	rdma_disconnect(id);
+}
+
+int rift__vb_cm_get(struct rdma_event_channel *ch, struct rdma_cm_event **ev)
+{
+	COUNT(get_cm_event);
+	if (rdma_get_cm_event(ch, ev) == 0)
+		return 0;
+	return errno == EAGAIN ? RIFT_EAGAIN : rift__from_errno(errno);
+}
+
+void rift__vb_cm_ack(struct rdma_cm_event *ev)
+{
+	rdma_ack_cm_event(ev);
+}
+
+const char *rift__vb_cm_event_str(enum rdma_cm_event_type t)
+{
+	return rdma_event_str(t);
+}
+
+int rift__vb_qp_setup(struct rdma_cm_id *id, uint32_t cq_size,
+		      struct rift__vb_qp_caps *caps, struct ibv_pd **pd,
+		      struct ibv_comp_channel **ch, struct ibv_cq **cq,
+		      rift__vb_err err)
+{
+	struct ibv_qp_init_attr qa;
+	int rc;
+
+	*pd = NULL;
+	*ch = NULL;
+	*cq = NULL;
+	COUNT(alloc_pd);
+	*pd = ibv_alloc_pd(id->verbs);
+	if (!*pd) {
+		rc = fail(err, "ibv_alloc_pd", errno);
+		goto fail;
+	}
+	COUNT(create_comp_channel);
+	*ch = ibv_create_comp_channel(id->verbs);
+	if (!*ch) {
+		rc = fail(err, "ibv_create_comp_channel", errno);
+		goto fail;
+	}
+	rc = nonblock((*ch)->fd, "completion channel", err);
+	if (rc)
+		goto fail;
+	COUNT(create_cq);
+	*cq = ibv_create_cq(id->verbs, (int)cq_size, NULL, *ch, 0);
+	if (!*cq) {
+		rc = fail(err, "ibv_create_cq", errno);
+		goto fail;
+	}
+	COUNT(req_notify_cq);
+	rc = ibv_req_notify_cq(*cq, 0);
+	if (rc) {
+		rc = fail(err, "ibv_req_notify_cq", rc);
+		goto fail;
+	}
+	memset(&qa, 0, sizeof(qa));
+	qa.send_cq = *cq;
+	qa.recv_cq = *cq;
+	qa.qp_type = IBV_QPT_RC;
+	qa.sq_sig_all = 0;
+	qa.cap.max_send_wr = caps->sq_depth;
+	qa.cap.max_recv_wr = caps->rq_depth;
+	qa.cap.max_send_sge = caps->max_send_sge;
+	qa.cap.max_recv_sge = caps->max_recv_sge;
+	qa.cap.max_inline_data = caps->inline_max;
+	COUNT(create_qp);
+	if (rdma_create_qp(id, *pd, &qa)) {
+		rc = fail(err, "rdma_create_qp", errno);
+		goto fail;
+	}
+	/* The device may round up; inline may come back smaller. */
+	caps->inline_max = qa.cap.max_inline_data;
+	return 0;
+
+fail:
+	rift__vb_qp_teardown(NULL, *pd, *ch, *cq);
+	*pd = NULL;
+	*ch = NULL;
+	*cq = NULL;
+	return rc;
+}
+
+void rift__vb_qp_teardown(struct rdma_cm_id *id, struct ibv_pd *pd,
+			  struct ibv_comp_channel *ch, struct ibv_cq *cq)
+{
+	COUNT(destroy);
+	if (id && id->qp)
+		rdma_destroy_qp(id);
+	if (cq)
+		ibv_destroy_cq(cq);
+	if (ch)
+		ibv_destroy_comp_channel(ch);
+	if (pd)
+		ibv_dealloc_pd(pd);
+}
+
+int rift__vb_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
+		    struct ibv_mr **out, rift__vb_err err)
+{
+	COUNT(reg_mr);
+	if (rift__fault_hit(RIFT_FAULT_IBV_REG_MR))
+		return fail(err, "ibv_reg_mr (fault point)", ENOMEM);
+	*out = ibv_reg_mr(pd, addr, len,
+			  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
+				  IBV_ACCESS_REMOTE_WRITE);
+	if (!*out)
+		return fail(err, "ibv_reg_mr", errno);
+	return 0;
+}
+
+void rift__vb_dereg_mr(struct ibv_mr *mr)
+{
+	COUNT(destroy);
+	if (mr)
+		ibv_dereg_mr(mr);
+}
+
+int rift__vb_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+		       rift__vb_err err)
+{
+	struct ibv_recv_wr *bad;
+	int rc;
+
+	COUNT(post_recv);
+	rc = ibv_post_recv(qp, wr, &bad);
+	return rc ? fail(err, "ibv_post_recv", rc) : 0;
+}
+
+int rift__vb_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
+		       rift__vb_err err)
+{
+	struct ibv_send_wr *bad;
+	int rc;
+
+	COUNT(post_send);
+	rc = ibv_post_send(qp, wr, &bad);
+	return rc ? fail(err, "ibv_post_send", rc) : 0;
+}
+
+int rift__vb_poll(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+{
+	int rc;
+
+	COUNT(poll_cq);
+	rc = ibv_poll_cq(cq, n, wc);
+	return rc < 0 ? RIFT_EIO : rc;
+}
+
+int rift__vb_cq_event(struct ibv_comp_channel *ch, struct ibv_cq *cq,
+		      rift__vb_err err)
+{
+	struct ibv_cq *ev_cq;
+	void *ev_ctx;
+	int rc;
+
+	COUNT(get_cq_event);
+	if (ibv_get_cq_event(ch, &ev_cq, &ev_ctx)) {
+		if (errno == EAGAIN)
+			return RIFT_EAGAIN;
+		return fail(err, "ibv_get_cq_event", errno);
+	}
+	ibv_ack_cq_events(ev_cq, 1);
+	COUNT(req_notify_cq);
+	rc = ibv_req_notify_cq(cq, 0);
+	return rc ? fail(err, "ibv_req_notify_cq", rc) : 0;
+}
+
+const char *rift__vb_wc_str(enum ibv_wc_status s)
+{
+	return ibv_wc_status_str(s);
+}

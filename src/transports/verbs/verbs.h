@@ -1,0 +1,92 @@
+/*
+ * verbs.h - the one boundary between rift and rdma-core.
+ *
+ * Only verbs.c calls ibv_* and rdma_* functions.  It converts their two
+ * error conventions (libibverbs: positive errno or NULL + errno;
+ * librdmacm: -1 + errno) into negative RIFT_E* codes, fills a readable
+ * message naming the call, counts every call, and hosts the verbs fault
+ * points used by tests.  The rest of the transport may read the fields of
+ * rdma-core's structs but never calls into the libraries itself.
+ */
+#ifndef RIFT_VERBS_H
+#define RIFT_VERBS_H
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include "internal.h"
+
+#define RIFT_VB_CALLS(XX)                                                     \
+	XX(get_device_list) XX(query_port) XX(create_event_channel)           \
+	XX(create_id) XX(resolve_addr) XX(resolve_route) XX(set_option)       \
+	XX(alloc_pd) XX(create_comp_channel) XX(create_cq) XX(create_qp)      \
+	XX(reg_mr) XX(post_recv) XX(post_send) XX(poll_cq) XX(req_notify_cq)  \
+	XX(get_cq_event) XX(connect) XX(accept) XX(reject) XX(bind_addr)      \
+	XX(listen) XX(disconnect) XX(get_cm_event) XX(destroy)
+
+enum rift__vb_call {
+#define XX(name) RIFT_VB_##name,
+	RIFT_VB_CALLS(XX)
+#undef XX
+	RIFT_VB__COUNT
+};
+
+/* Calls made by this process, per wrapper (observability and tests). */
+extern uint64_t rift__vb_calls[RIFT_VB__COUNT];
+
+/* Every wrapper: 0 or RIFT_E*, with "call: reason" in err on failure. */
+typedef char rift__vb_err[160];
+
+/* Is there a device with an active port?  Fills name of the first. */
+rift_fallback_reason rift__vb_probe(char *first, size_t len);
+
+int rift__vb_channel_create(struct rdma_event_channel **out, rift__vb_err err);
+void rift__vb_channel_destroy(struct rdma_event_channel *ch);
+int rift__vb_id_create(struct rdma_event_channel *ch, void *context,
+		       struct rdma_cm_id **out, rift__vb_err err);
+void rift__vb_id_destroy(struct rdma_cm_id *id);
+int rift__vb_resolve_addr(struct rdma_cm_id *id, const struct sockaddr *dst,
+			  int timeout_ms, rift__vb_err err);
+int rift__vb_resolve_route(struct rdma_cm_id *id, int timeout_ms,
+			   rift__vb_err err);
+int rift__vb_set_ack_timeout(struct rdma_cm_id *id, uint8_t timeout,
+			     rift__vb_err err);
+int rift__vb_bind(struct rdma_cm_id *id, const struct sockaddr *sa,
+		  rift__vb_err err);
+int rift__vb_listen(struct rdma_cm_id *id, int backlog, rift__vb_err err);
+int rift__vb_connect(struct rdma_cm_id *id, struct rdma_conn_param *p,
+		     rift__vb_err err);
+int rift__vb_accept(struct rdma_cm_id *id, struct rdma_conn_param *p,
+		    rift__vb_err err);
+void rift__vb_reject(struct rdma_cm_id *id, const void *pdata, uint8_t len);
+void rift__vb_disconnect(struct rdma_cm_id *id);
+/* Next CM event or RIFT_EAGAIN; ack it with rift__vb_cm_ack. */
+int rift__vb_cm_get(struct rdma_event_channel *ch, struct rdma_cm_event **ev);
+void rift__vb_cm_ack(struct rdma_cm_event *ev);
+const char *rift__vb_cm_event_str(enum rdma_cm_event_type t);
+
+struct rift__vb_qp_caps {
+	uint32_t sq_depth, rq_depth, max_send_sge, max_recv_sge, inline_max;
+};
+/* PD, completion channel, CQ (armed) and RC QP on id's device. */
+int rift__vb_qp_setup(struct rdma_cm_id *id, uint32_t cq_size,
+		      struct rift__vb_qp_caps *caps, struct ibv_pd **pd,
+		      struct ibv_comp_channel **ch, struct ibv_cq **cq,
+		      rift__vb_err err);
+void rift__vb_qp_teardown(struct rdma_cm_id *id, struct ibv_pd *pd,
+			  struct ibv_comp_channel *ch, struct ibv_cq *cq);
+int rift__vb_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
+		    struct ibv_mr **out, rift__vb_err err);
+void rift__vb_dereg_mr(struct ibv_mr *mr);
+int rift__vb_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+		       rift__vb_err err);
+int rift__vb_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
+		       rift__vb_err err);
+/* Completions (>= 0) or RIFT_E*. */
+int rift__vb_poll(struct ibv_cq *cq, int n, struct ibv_wc *wc);
+/* Take the channel's event and re-arm the CQ; 0 or RIFT_EAGAIN. */
+int rift__vb_cq_event(struct ibv_comp_channel *ch, struct ibv_cq *cq,
+		      rift__vb_err err);
+const char *rift__vb_wc_str(enum ibv_wc_status s);
+
+#endif
