@@ -20,9 +20,9 @@ TST_CF  := $(BASE) -O2 -DRIFT_FAULT_INJECTION
 SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer \
            -fno-sanitize-recover=undefined
 ASAN_CF := $(BASE) -O1 -DRIFT_FAULT_INJECTION $(SAN)
-LIBS    := -lpthread
+LIBS    := -lrdmacm -libverbs -lpthread
 
-LIB_SRCS  := $(sort $(wildcard src/*/*.c))
+LIB_SRCS  := $(sort $(wildcard src/*/*.c src/*/*/*.c))
 TEST_SRCS := tests/runner.c $(sort $(wildcard tests/unit/*.c tests/integration/*.c))
 TOOL_SRCS := $(sort $(wildcard tools/*.c))
 

@@ -102,6 +102,15 @@ static inline bool rift__fault_hit(rift__fault_point p)
 }
 #endif
 
+/* ---- logging: RIFT_LOG=debug in the environment, to stderr ---- */
+extern int rift__log_level; /* 0 off, 1 debug */
+void rift__log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define RIFT_DEBUG(...)                                                       \
+	do {                                                                  \
+		if (rift__log_level)                                          \
+			rift__log(__VA_ARGS__);                               \
+	} while (0)
+
 /* ---- loop ---- */
 typedef struct rift__io rift__io;
 typedef void (*rift__io_cb)(rift__io *io, uint32_t revents);
@@ -197,6 +206,7 @@ struct rift__path {
 	uint32_t pending;       /* rift__path_pending bits */
 	int error_code;         /* ERROR frame to send */
 	char error_text[96];    /* ERROR frame text */
+	rift_fallback_reason fb_reason; /* why setup failed, for auto:// */
 	uint64_t last_rx_us;    /* last byte received */
 	uint64_t last_tx_us;    /* last byte sent */
 	char peer[80];          /* "tcp://127.0.0.1:7788" */
@@ -286,8 +296,11 @@ struct rift_ctx {
 	struct rift__list closing_listeners; /* awaiting close callback */
 	struct rift__list dead_paths; /* failed paths to destroy */
 	rift_ctx_stats stats;
+	struct rift__rdma_ctx *rdma; /* verbs transport state, lazily made */
 	char errmsg[RIFT_ERRMSG_LEN];
 };
+
+void rift__rdma_ctx_destroy(rift_ctx *ctx);
 
 /* Run deferred work: flushes, close callbacks, dead paths. */
 void rift__ctx_deferred(rift_ctx *ctx);
@@ -304,6 +317,9 @@ struct rift_listener {
 	int port;
 	int fd;
 	rift__io io;
+	void *transport_state;  /* backend's listening state */
+	rift_listener *twin;    /* auto://: the TCP listener beside RDMA */
+	rift_listener *main;    /* set on a twin: the listener users hold */
 	struct rift__list node; /* ctx->listeners, then closing_listeners */
 };
 

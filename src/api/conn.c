@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/random.h>
 
 #include "session/session.h"
@@ -231,6 +233,7 @@ static int conn_setup_client(rift_ctx *ctx, rift_conn *conn,
 		conn->ops = &rift__rdma_ops;
 		break;
 	case RIFT_SCHEME_AUTO:
+		conn->auto_scheme = true;
 		why = rift__rdma_ops.available(ctx);
 		if (why == RIFT_FALLBACK_NONE) {
 			conn->ops = &rift__rdma_ops;
@@ -464,6 +467,34 @@ int rift_conn_stats_get(const rift_conn *conn, rift_conn_stats *st)
 
 /* ---- listeners ---- */
 
+/* The TCP listener that stands beside an auto:// RDMA listener. */
+static int listen_twin(rift_listener *l, struct sockaddr_storage *sa,
+		       socklen_t len)
+{
+	rift_listener *t = calloc(1, sizeof(*t));
+	int rc;
+
+	if (!t)
+		return rift__ctx_fail(l->ctx, RIFT_ENOMEM, "listen: out of memory");
+	*t = *l;
+	t->fd = -1;
+	t->transport_state = NULL;
+	t->ops = &rift__tcp_ops;
+	t->main = l;
+	rift__list_init(&t->node);
+	if (sa->ss_family == AF_INET6)
+		((struct sockaddr_in6 *)sa)->sin6_port = htons((uint16_t)l->port);
+	else
+		((struct sockaddr_in *)sa)->sin_port = htons((uint16_t)l->port);
+	rc = t->ops->listen(t, (struct sockaddr *)sa, len);
+	if (rc) {
+		free(t);
+		return rc;
+	}
+	l->twin = t;
+	return 0;
+}
+
 int rift_listen(rift_ctx *ctx, const char *url, const rift_conn_callbacks *cbs,
 		void *user, rift_accept_cb on_accept, rift_listener **out)
 {
@@ -495,25 +526,33 @@ int rift_listen(rift_ctx *ctx, const char *url, const rift_conn_callbacks *cbs,
 	l->user = user;
 	l->on_accept = on_accept;
 	l->fd = -1;
-	/* rdma:// listeners need the RDMA transport; auto:// and tcp://
-	 * accept TCP (auto also RDMA once it is available). */
-	if (u.scheme == RIFT_SCHEME_RDMA) {
+	/* rdma:// listens on RDMA only, tcp:// on TCP only; auto:// on both,
+	 * at the same port number, so clients that fell back find it. */
+	l->ops = &rift__tcp_ops;
+	if (u.scheme != RIFT_SCHEME_TCP) {
 		rift_fallback_reason why = rift__rdma_ops.available(ctx);
 
-		if (why != RIFT_FALLBACK_NONE) {
+		if (why == RIFT_FALLBACK_NONE)
+			l->ops = &rift__rdma_ops;
+		else if (u.scheme == RIFT_SCHEME_RDMA) {
 			free(l);
 			return rift__ctx_fail(ctx, RIFT_ENOTSUP,
 					      "rdma:// unavailable: %s",
 					      rift_fallback_reason_str(why));
 		}
-		l->ops = &rift__rdma_ops;
-	} else {
-		l->ops = &rift__tcp_ops;
 	}
 	rc = l->ops->listen(l, (struct sockaddr *)&sa, len);
 	if (rc) {
 		free(l);
 		return rc; /* the transport set ctx->errmsg */
+	}
+	if (u.scheme == RIFT_SCHEME_AUTO && l->ops == &rift__rdma_ops) {
+		rc = listen_twin(l, &sa, len);
+		if (rc) {
+			l->ops->listen_close(l);
+			free(l);
+			return rc;
+		}
 	}
 	rift__list_add_tail(&ctx->listeners, &l->node);
 	ctx->stats.listeners_active++;
@@ -533,7 +572,7 @@ void *rift_listener_user(const rift_listener *l)
 
 void rift__listener_path(rift_listener *l, rift__path *p)
 {
-	p->lst = l;
+	p->lst = l->main ? l->main : l;
 }
 
 void rift_listener_close(rift_listener *l, void (*close_cb)(rift_listener *l))
@@ -547,6 +586,11 @@ void rift_listener_close(rift_listener *l, void (*close_cb)(rift_listener *l))
 	l->closing = true;
 	l->close_cb = close_cb;
 	l->ops->listen_close(l);
+	if (l->twin) {
+		l->twin->ops->listen_close(l->twin);
+		free(l->twin);
+		l->twin = NULL;
+	}
 	/* Handshakes in progress on this listener have nobody to go to. */
 	for (it = ctx->paths.next; it != &ctx->paths; it = next) {
 		rift__path *p = rift__list_entry(it, rift__path, ctx_node);

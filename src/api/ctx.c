@@ -20,6 +20,20 @@
 
 static __thread char create_err[RIFT_ERRMSG_LEN];
 
+int rift__log_level;
+
+void rift__log(const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "rift[%d] %.6f %s\n", (int)getpid(),
+		(double)rift__clock_us() / 1e6, line);
+}
+
 uint64_t rift__clock_us(void)
 {
 	struct timespec ts;
@@ -228,6 +242,8 @@ int rift_ctx_create(rift_ctx **out, const rift_config *cfg)
 	int rc;
 
 	create_err[0] = '\0';
+	if (getenv("RIFT_LOG") && strcmp(getenv("RIFT_LOG"), "debug") == 0)
+		rift__log_level = 1;
 	if (!out)
 		return rift__ctx_fail(NULL, RIFT_EINVAL, "rift_ctx_create: out is NULL");
 	rift_config_init(&def);
@@ -312,6 +328,7 @@ int rift_ctx_destroy(rift_ctx *ctx)
 						 ctx_node);
 		rift__path_destroy(p);
 	}
+	rift__rdma_ctx_destroy(ctx);
 	close(ctx->tfd);
 	close(ctx->evfd);
 	close(ctx->epfd);

@@ -256,6 +256,26 @@ static void grace_expired(rift_timer *t, void *user)
 }
 
 /* An attempt of a client conn failed: try again, next address, or give up. */
+/*
+ * auto://: every RDMA attempt failed, so continue over TCP.  An explicit
+ * state change with a reason, counted once, never a silent switch.
+ */
+static bool fall_back(rift_conn *conn, rift_fallback_reason why)
+{
+	rift_ctx *ctx = conn->ctx;
+
+	if (!conn->auto_scheme || conn->ops != &rift__rdma_ops ||
+	    !ctx->cfg.fallback)
+		return false;
+	conn->ops = &rift__tcp_ops;
+	conn->fallback = why;
+	ctx->stats.fallbacks[why]++;
+	conn->addr_idx = 0;
+	conn->attempts = 0;
+	rift_timer_start(&conn->retry_timer, 0, 0);
+	return true;
+}
+
 void rift__conn_attempt_failed(rift_conn *conn, int err)
 {
 	rift_ctx *ctx = conn->ctx;
@@ -269,6 +289,11 @@ void rift__conn_attempt_failed(rift_conn *conn, int err)
 			conn->addr_idx++;
 			delay = 0;
 		}
+		if (conn->addr_idx >= conn->n_addrs &&
+		    fall_back(conn, conn->setup_fb != RIFT_FALLBACK_NONE
+					    ? conn->setup_fb
+					    : RIFT_FALLBACK_TIMEOUT))
+			return;
 		if (conn->addr_idx >= conn->n_addrs) {
 			char msg[RIFT_ERRMSG_LEN];
 
@@ -287,6 +312,11 @@ void rift__conn_attempt_failed(rift_conn *conn, int err)
 			return;
 		}
 		conn->addr_idx = (conn->addr_idx + 1) % conn->n_addrs;
+		/* Every RDMA address failed once: a live auto:// session
+		 * moves to TCP rather than wait out its grace on RDMA. */
+		if (conn->addr_idx == 0 &&
+		    fall_back(conn, RIFT_FALLBACK_PATH_LOST))
+			return;
 		if (conn->addr_idx != 0)
 			delay = 0;
 	}
@@ -342,6 +372,7 @@ void rift__path_failed(rift__path *p, int err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	RIFT_DEBUG("%s: path failed: %s: %s", p->peer, rift_err_name(err), msg);
 	if (err == RIFT_EPROTO)
 		p->ctx->stats.protocol_errors++;
 	if (!conn) {
@@ -350,6 +381,8 @@ void rift__path_failed(rift__path *p, int err, const char *fmt, ...)
 	}
 	snprintf(conn->last_error, sizeof(conn->last_error), "%s: %s", p->peer,
 		 msg);
+	if (p->fb_reason != RIFT_FALLBACK_NONE)
+		conn->setup_fb = p->fb_reason;
 	path_lost(conn, p, err);
 }
 
@@ -576,6 +609,10 @@ int rift__path_on_frame(rift__path *p, const struct rift__hdr *h,
 		free(owned);
 		return RIFT_ECLOSED;
 	}
+	if (h->type != RIFT_FRAME_DATA)
+		RIFT_DEBUG("%s: frame %s len %u ack %llu", p->peer,
+			   rift__frame_name(h->type), h->len,
+			   (unsigned long long)h->ack);
 	if (p->state == RIFT_PATH_HANDSHAKE) {
 		int rc;
 

@@ -32,6 +32,8 @@ struct rift_conn {
 	bool closing;
 	bool recv_stopped;
 	bool want_writable;     /* a send got RIFT_EAGAIN */
+	bool auto_scheme;       /* auto://: RDMA may fall back to TCP */
+	rift_fallback_reason setup_fb; /* last RDMA setup failure reason */
 
 	/* Client addressing: every resolved address of the URL, in order. */
 	const struct rift__transport_ops *ops;

@@ -1,11 +1,9 @@
 /*
- * transport.c - the default ops table every backend starts from, and the
- * RDMA slot until the verbs transport lands.
+ * transport.c - the default ops table every backend starts from.
  *
  * Each slot of the default table answers "not supported", so the session
  * layer calls through any table without testing for NULL.
  */
-#include <dirent.h>
 #include <string.h>
 
 #include "internal.h"
@@ -63,32 +61,4 @@ static void nosup_destroy(rift__path *p)
 
 const struct rift__transport_ops rift__transport_default = {
 	RIFT_TRANSPORT_DEFAULTS,
-};
-
-/*
- * Until the verbs transport is built, rdma:// and auto:// still tell the
- * truth about why RDMA is not used: no device on this machine (nothing in
- * /sys/class/infiniband), or devices present but no verbs support here.
- */
-static rift_fallback_reason rdma_available(rift_ctx *ctx)
-{
-	DIR *d = opendir("/sys/class/infiniband");
-	struct dirent *e;
-	bool any = false;
-
-	RIFT_UNUSED(ctx);
-	if (!d)
-		return RIFT_FALLBACK_NO_DEVICE;
-	while ((e = readdir(d)) != NULL)
-		if (e->d_name[0] != '.')
-			any = true;
-	closedir(d);
-	return any ? RIFT_FALLBACK_NOT_BUILT : RIFT_FALLBACK_NO_DEVICE;
-}
-
-const struct rift__transport_ops rift__rdma_ops = {
-	RIFT_TRANSPORT_DEFAULTS,
-	.name = "rdma",
-	.kind = RIFT_TRANSPORT_RDMA,
-	.available = rdma_available,
 };

@@ -251,3 +251,12 @@ void h_teardown(rift_ctx *ctx, rift_listener *l, rift_conn **conns, int n)
 		FAIL("leak check: rift_ctx_destroy: %s: %s", rift_err_name(rc),
 		     rift_ctx_last_error(ctx));
 }
+
+void h_connected(rift_ctx *ctx, struct side *s)
+{
+	if (!h_wait(ctx, &s->connected, 10000))
+		FAIL("not connected after 10 s: errors %d, last event \"%s\", "
+		     "last error \"%s\"",
+		     s->errors, s->last_message,
+		     s->conn ? rift_conn_last_error(s->conn) : "(no conn)");
+}

@@ -48,6 +48,8 @@ rift_conn *h_connect(rift_ctx *ctx, int port, struct side *client);
 bool h_wait(rift_ctx *ctx, const int *flag, int timeout_ms);
 bool h_wait_u64(rift_ctx *ctx, const uint64_t *v, uint64_t target,
 		int timeout_ms);
+/* Wait up to 10 s for CONNECTED; fail with the connection's last error. */
+void h_connected(rift_ctx *ctx, struct side *s);
 /* Send message i of the side's own stream; returns rift_conn_send's code. */
 int h_send(rift_conn *conn, uint64_t seed, uint64_t i, size_t max_size);
 /* Close conns/listener, run until the close callbacks ran, destroy ctx and

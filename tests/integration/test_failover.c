@@ -34,7 +34,7 @@ TEST_TIMEOUT(path_cut_mid_stream_loses_and_doubles_nothing, 300)
 	ctx = h_ctx(&cfg);
 	l = h_listen(ctx, &srv);
 	c = h_connect(ctx, rift_listener_port(l), &cli);
-	CHECK(h_wait(ctx, &cli.connected, 5000));
+	h_connected(ctx, &cli);
 	CHECK(h_wait(ctx, &srv.connected, 5000));
 	next_cut = h_now_us() + 20000;
 	end = h_now_us() + 240000000u;
@@ -210,7 +210,7 @@ TEST(client_survivor_gives_up_after_grace)
 	CHECK_EQ(read(pipefd[0], &port, sizeof(port)), (ssize_t)sizeof(port));
 	ctx = h_ctx(&cfg);
 	h_connect(ctx, port, &cli);
-	CHECK(h_wait(ctx, &cli.connected, 5000));
+	h_connected(ctx, &cli);
 	CHECK_EQ(rift_conn_send(cli.conn, "x", 1), 0);
 	CHECK(h_wait_u64(ctx, &cli.recv_count, 1, 5000));
 	kill(pid, SIGKILL);

@@ -17,7 +17,7 @@ static void echo_run(rift_ctx *ctx, uint64_t n, size_t max_size)
 	uint64_t sent = 0, end = h_now_us() + 60000000u;
 	rift_conn *conns[2];
 
-	CHECK(h_wait(ctx, &cli.connected, 5000));
+	h_connected(ctx, &cli);
 	CHECK_EQ(rift_conn_transport(c), strcmp(rt_transport(), "rdma")
 						 ? RIFT_TRANSPORT_TCP
 						 : RIFT_TRANSPORT_RDMA);
@@ -88,7 +88,7 @@ static void big_message(size_t len)
 	CHECK(buf != NULL);
 	h_fill(buf, len, 5, 0);
 	sum = h_mix(0, buf, len);
-	CHECK(h_wait(ctx, &cli.connected, 5000));
+	h_connected(ctx, &cli);
 	CHECK_EQ(rift_conn_send_buf(c, buf, len), 0);
 	CHECK(h_wait_u64(ctx, &cli.recv_count, 1, 60000));
 	CHECK_EQ(srv.recv_count, 1);
@@ -113,7 +113,7 @@ TEST_T(zero_byte_messages)
 	rift_conn *c = h_connect(ctx, rift_listener_port(l), &cli);
 	rift_conn *conns[2];
 
-	CHECK(h_wait(ctx, &cli.connected, 5000));
+	h_connected(ctx, &cli);
 	for (int i = 0; i < 100; i++)
 		CHECK_EQ(rift_conn_send(c, NULL, 0), 0);
 	CHECK(h_wait_u64(ctx, &cli.recv_count, 100, 10000));
@@ -139,7 +139,7 @@ TEST_T(close_tells_peer_and_runs_callback_once)
 	rift_conn *c = h_connect(ctx, rift_listener_port(l), &cli);
 	rift_conn *conns[1];
 
-	CHECK(h_wait(ctx, &cli.connected, 5000));
+	h_connected(ctx, &cli);
 	CHECK(h_wait(ctx, &srv.connected, 5000));
 	CHECK_EQ(rift_conn_send(c, "bye", 3), 0);
 	rift_conn_close(c, on_closed);
@@ -201,7 +201,7 @@ TEST_T(multi_address_url_uses_the_next_address)
 		 dead_port, rt_host(), rift_listener_port(l));
 	CHECK_EQ(rift_connect(ctx, url, &h_callbacks, &cli, &c), 0);
 	cli.conn = c;
-	CHECK(h_wait(ctx, &cli.connected, 5000));
+	h_connected(ctx, &cli);
 	CHECK_EQ(rift_conn_send(c, "hi", 2), 0);
 	CHECK(h_wait_u64(ctx, &cli.recv_count, 1, 5000));
 	conns[0] = c;
@@ -248,7 +248,7 @@ TEST(auto_falls_back_to_tcp_with_reason_and_rdma_refuses)
 	snprintf(url, sizeof(url), "auto://127.0.0.1:%d", rift_listener_port(l));
 	CHECK_EQ(rift_connect(ctx, url, &h_callbacks, &cli, &c), 0);
 	cli.conn = c;
-	CHECK(h_wait(ctx, &cli.connected, 5000));
+	h_connected(ctx, &cli);
 	CHECK_EQ(rift_conn_transport(c), RIFT_TRANSPORT_TCP);
 	why = rift_conn_fallback_reason(c);
 	CHECK(why == RIFT_FALLBACK_NO_DEVICE || why == RIFT_FALLBACK_NOT_BUILT);
@@ -391,7 +391,7 @@ TEST_T(stream_64k_messages_zero_copy_threaded)
 	while (!__atomic_load_n(&ts.ready, __ATOMIC_ACQUIRE))
 		usleep(1000);
 	c = h_connect(ctx, ts.port, &cli);
-	CHECK(h_wait(ctx, &cli.connected, 5000));
+	h_connected(ctx, &cli);
 	while (sent < n && h_now_us() < end && !cli.disconnected) {
 		uint8_t *b = rift_buf_alloc(ctx, BIGMSG);
 		int rc;
@@ -437,7 +437,7 @@ TEST(ipv6_loopback_session)
 	snprintf(url, sizeof(url), "tcp://[::1]:%d", rift_listener_port(l));
 	CHECK_EQ(rift_connect(ctx, url, &h_callbacks, &cli, &c), 0);
 	cli.conn = c;
-	CHECK(h_wait(ctx, &cli.connected, 5000));
+	h_connected(ctx, &cli);
 	CHECK_EQ(rift_conn_send(c, "six", 3), 0);
 	CHECK(h_wait_u64(ctx, &cli.recv_count, 1, 5000));
 	conns[0] = c;

@@ -1,0 +1,958 @@
+/*
+ * rdma.c - the verbs transport: one RC QP per path, set up with rdma_cm.
+ *
+ * Frames travel as a byte stream cut into SENDs of at most buf_size bytes,
+ * so the session layer and the frame parser are the ones TCP uses.  Flow
+ * control is by credits: the receiver posts rq_depth buffers and returns
+ * one credit per buffer it re-posts, in the immediate data of its own
+ * SENDs, so a sender never sends into a missing buffer (no RNR retries in
+ * normal operation).  One credit is kept back for credit-only updates, so
+ * two busy peers can never both wait for credits.
+ *
+ * Sends are copied into registered slots (post lists, inline below the
+ * device's inline limit, a completion requested only every quarter queue).
+ * Received buffers are copied into the stream buffer and re-posted at once;
+ * zero-copy delivery and RDMA READ rendezvous for large messages are the
+ * next steps (issue 4).
+ *
+ * Connection setup: the client's rdma_connect carries a small hello in its
+ * private data (magic, version, receive depth, buffer size); the server
+ * checks it and answers with its own in rdma_accept, or rejects with a
+ * reason.  Both set a short ack timeout and a retry count below 7 so a dead
+ * peer is noticed (rxe treats 7 as infinite).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+
+#include "session/session.h"
+#include "session/stream.h"
+#include "transports/verbs/verbs.h"
+
+#define HELLO_MAGIC 0x52494654u /* "RIFT" */
+#define HELLO_VERSION 1u
+#define CTRL_CAP 1024
+#define RECV_FLAG (1ull << 63)
+#define MAX_POLL 64
+
+/* rdma_cm private data: fits the 56 bytes a connect request may carry. */
+struct cm_hello {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t reserved;
+	uint32_t rq_depth; /* receive buffers posted = initial credits */
+	uint32_t buf_size; /* bytes per receive buffer */
+} __attribute__((packed));
+
+/* Reject reasons carried back in rdma_reject's private data. */
+enum { REJ_BAD_HELLO = 1, REJ_RESOURCES = 2, REJ_CLOSING = 3 };
+
+/* The id context says whether an event is for a path or a listener. */
+enum owner_kind { OWNER_PATH = 1, OWNER_LISTENER = 2 };
+
+struct rdma_listener {
+	enum owner_kind kind;
+	rift_listener *l;
+	struct rdma_cm_id *id;
+};
+
+/* Per-context state: one CM event channel for every id of the context. */
+struct rift__rdma_ctx {
+	struct rdma_event_channel *ch;
+	rift__io io;
+	rift_fallback_reason probed; /* cached device probe */
+	bool probe_done;
+	char device[RIFT_DEVICE_NAME_MAX];
+};
+
+struct send_slot {
+	uint32_t covers; /* slots freed when this signaled send completes */
+};
+
+struct rdma_path {
+	rift__path base;
+	enum owner_kind kind;
+	struct rdma_cm_id *id;
+	struct ibv_pd *pd;
+	struct ibv_comp_channel *cch;
+	struct ibv_cq *cq;
+	rift__io cq_io;
+	bool cq_io_on;
+	bool established;
+
+	/* one registered region: rq_depth receive buffers, sq_depth slots */
+	uint8_t *mem;
+	size_t mem_len;
+	struct ibv_mr *mr;
+	uint32_t buf_size, rq_depth, sq_depth, inline_max;
+
+	/* receive side */
+	uint32_t *pend;        /* completed receives not yet consumed (ring) */
+	uint32_t *pend_len;
+	uint32_t pend_head, pend_n;
+	uint32_t pend_off;     /* bytes of pend[head] already consumed */
+	uint32_t to_return;    /* credits re-posted, not yet announced */
+	struct rift__stream rx;
+	bool reading;
+
+	/* send side */
+	uint32_t credits;      /* peer receive buffers we may fill */
+	uint32_t peer_buf;     /* peer's buffer size */
+	uint32_t slot_next;    /* next slot to fill */
+	uint32_t slots_free;
+	uint32_t unsignaled;   /* slots posted since the last signaled one */
+	struct send_slot *slots;
+	struct rift__omsg *cur; /* message being copied, and how far */
+	size_t cur_off;
+	uint8_t ctrl[CTRL_CAP];
+	size_t ctrl_len, ctrl_off;
+};
+
+static struct rdma_path *rp_of(rift__path *p)
+{
+	return rift__container_of(p, struct rdma_path, base);
+}
+
+static void cm_io_cb(rift__io *io, uint32_t revents);
+
+/* ---- context state ---- */
+
+static struct rift__rdma_ctx *rctx(rift_ctx *ctx, rift__vb_err err)
+{
+	struct rift__rdma_ctx *r = ctx->rdma;
+
+	if (r && r->ch)
+		return r;
+	if (!r) {
+		r = calloc(1, sizeof(*r));
+		if (!r) {
+			snprintf(err, sizeof(rift__vb_err), "out of memory");
+			return NULL;
+		}
+		ctx->rdma = r;
+	}
+	if (rift__vb_channel_create(&r->ch, err))
+		return NULL;
+	if (rift__io_start(ctx, &r->io, r->ch->fd, EPOLLIN, cm_io_cb)) {
+		snprintf(err, sizeof(rift__vb_err), "epoll: cannot watch the "
+						    "rdma_cm channel");
+		rift__vb_channel_destroy(r->ch);
+		r->ch = NULL;
+		return NULL;
+	}
+	return r;
+}
+
+void rift__rdma_ctx_destroy(rift_ctx *ctx)
+{
+	struct rift__rdma_ctx *r = ctx->rdma;
+
+	if (!r)
+		return;
+	if (r->ch) {
+		rift__io_stop(ctx, &r->io);
+		rift__vb_channel_destroy(r->ch);
+	}
+	free(r);
+	ctx->rdma = NULL;
+}
+
+static rift_fallback_reason rdma_available(rift_ctx *ctx)
+{
+	struct rift__rdma_ctx *r = ctx->rdma;
+
+	if (!r) {
+		r = calloc(1, sizeof(*r));
+		if (!r)
+			return RIFT_FALLBACK_NO_DEVICE;
+		ctx->rdma = r;
+	}
+	if (!r->probe_done) {
+		r->probed = rift__vb_probe(r->device, sizeof(r->device));
+		r->probe_done = true;
+	}
+	return r->probed;
+}
+
+/* ---- memory ---- */
+
+static uint64_t locked_kib(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[128];
+	unsigned long long v = 0;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmLck: %llu", &v) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return v;
+}
+
+/*
+ * Registering pins memory against RLIMIT_MEMLOCK.  Say what is needed,
+ * what the limit is and how to raise it, before the kernel says ENOMEM.
+ */
+static int memlock_check(rift__path *p, size_t need)
+{
+	struct rlimit rl;
+	uint64_t have;
+
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) || rl.rlim_cur == RLIM_INFINITY)
+		return 0;
+	have = locked_kib() * 1024u;
+	if (have + need <= rl.rlim_cur)
+		return 0;
+	p->fb_reason = RIFT_FALLBACK_REG_MR;
+	rift__path_failed(p, RIFT_EMEMLOCK,
+			  "registering %zu KiB would exceed the locked-memory "
+			  "limit (RLIMIT_MEMLOCK %llu KiB, %llu KiB locked "
+			  "already): raise it with 'ulimit -l unlimited', "
+			  "LimitMEMLOCK=infinity in a systemd unit or "
+			  "/etc/security/limits.conf, or lower rq_depth, "
+			  "sq_depth or the block size",
+			  need / 1024, (unsigned long long)rl.rlim_cur / 1024,
+			  (unsigned long long)have / 1024);
+	return RIFT_EMEMLOCK;
+}
+
+static uint8_t *recv_buf(struct rdma_path *rp, uint32_t i)
+{
+	return rp->mem + (size_t)i * rp->buf_size;
+}
+
+static uint8_t *slot_buf(struct rdma_path *rp, uint32_t i)
+{
+	return rp->mem + (size_t)(rp->rq_depth + i) * rp->buf_size;
+}
+
+static int post_recv(struct rdma_path *rp, uint32_t i)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)recv_buf(rp, i),
+			       .length = rp->buf_size,
+			       .lkey = rp->mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = RECV_FLAG | i, .sg_list = &sge,
+				  .num_sge = 1 };
+	rift__vb_err err;
+	int rc = rift__vb_post_recv(rp->id->qp, &wr, err);
+
+	if (rc)
+		rift__path_failed(&rp->base, rc, "%s", err);
+	return rc;
+}
+
+static void cq_io_cb(rift__io *io, uint32_t revents);
+
+/*
+ * QP, CQ, registered buffers and posted receives: everything a path needs
+ * before rdma_connect / rdma_accept.
+ */
+static int path_resources(struct rdma_path *rp)
+{
+	rift__path *p = &rp->base;
+	rift_config *cfg = &p->ctx->cfg;
+	struct rift__vb_qp_caps caps = {
+		.sq_depth = cfg->sq_depth,
+		.rq_depth = cfg->rq_depth,
+		.max_send_sge = cfg->max_send_sge,
+		.max_recv_sge = cfg->max_recv_sge,
+		.inline_max = cfg->inline_threshold,
+	};
+	rift__vb_err err;
+	int rc;
+
+	rp->buf_size = cfg->block_size[0];
+	rp->rq_depth = cfg->rq_depth;
+	rp->sq_depth = cfg->sq_depth;
+	rp->mem_len = (size_t)(rp->rq_depth + rp->sq_depth) * rp->buf_size;
+	rc = memlock_check(p, rp->mem_len);
+	if (rc)
+		return rc;
+	rc = rift__vb_qp_setup(rp->id, cfg->cq_size < rp->rq_depth + rp->sq_depth
+					       ? rp->rq_depth + rp->sq_depth
+					       : cfg->cq_size,
+			       &caps, &rp->pd, &rp->cch, &rp->cq, err);
+	if (rc) {
+		rift__path_failed(p, rc, "%s", err);
+		return rc;
+	}
+	rp->inline_max = caps.inline_max;
+	rp->mem = aligned_alloc(4096, rp->mem_len);
+	rp->slots = calloc(rp->sq_depth, sizeof(*rp->slots));
+	rp->pend = calloc(rp->rq_depth, sizeof(*rp->pend));
+	rp->pend_len = calloc(rp->rq_depth, sizeof(*rp->pend_len));
+	if (!rp->mem || !rp->slots || !rp->pend || !rp->pend_len) {
+		rift__path_failed(p, RIFT_ENOMEM, "out of memory for buffers");
+		return RIFT_ENOMEM;
+	}
+	rc = rift__vb_reg_mr(rp->pd, rp->mem, rp->mem_len, &rp->mr, err);
+	if (rc) {
+		p->fb_reason = RIFT_FALLBACK_REG_MR;
+		rift__path_failed(p, rc, "%s", err);
+		return rc;
+	}
+	rp->slots_free = rp->sq_depth;
+	for (uint32_t i = 0; i < rp->rq_depth; i++) {
+		rc = post_recv(rp, i);
+		if (rc)
+			return rc;
+	}
+	rc = rift__io_start(p->ctx, &rp->cq_io, rp->cch->fd, EPOLLIN, cq_io_cb);
+	if (rc) {
+		rift__path_failed(p, rc, "epoll: cannot watch the CQ channel");
+		return rc;
+	}
+	rp->cq_io_on = true;
+	return 0;
+}
+
+static void hello_fill(struct rdma_path *rp, struct cm_hello *h)
+{
+	h->magic = htonl(HELLO_MAGIC);
+	h->version = htons(HELLO_VERSION);
+	h->reserved = 0;
+	h->rq_depth = htonl(rp->rq_depth);
+	h->buf_size = htonl(rp->buf_size);
+}
+
+/* Check the peer's hello; a peer that advertises nonsense is refused. */
+static const char *hello_check(struct rdma_path *rp, const void *data,
+			       uint8_t len)
+{
+	struct cm_hello h;
+
+	if (!data || len < sizeof(h))
+		return "connection without rift's hello";
+	memcpy(&h, data, sizeof(h));
+	if (ntohl(h.magic) != HELLO_MAGIC)
+		return "hello with a bad magic number";
+	if (ntohs(h.version) != HELLO_VERSION)
+		return "hello of an unsupported version";
+	if (ntohl(h.rq_depth) < 2 || ntohl(h.rq_depth) > 65536)
+		return "hello advertises an impossible receive depth";
+	if (ntohl(h.buf_size) < 64 || ntohl(h.buf_size) > (64u << 20))
+		return "hello advertises an impossible buffer size";
+	rp->credits = ntohl(h.rq_depth);
+	rp->peer_buf = ntohl(h.buf_size);
+	return NULL;
+}
+
+static struct rdma_path *path_new(rift_ctx *ctx, bool is_client)
+{
+	struct rdma_path *rp = calloc(1, sizeof(*rp));
+
+	if (!rp)
+		return NULL;
+	if (rift__stream_init(&rp->rx, ctx->cfg.tcp_read_buffer)) {
+		free(rp);
+		return NULL;
+	}
+	rp->kind = OWNER_PATH;
+	rp->reading = true;
+	rift__path_init(&rp->base, ctx, &rift__rdma_ops, is_client);
+	return rp;
+}
+
+/* ---- receive side ---- */
+
+/*
+ * Feed completed receive buffers into the stream in order, re-posting each
+ * as soon as its bytes are taken (that is when its credit comes back).
+ */
+static int drain_recvs(struct rdma_path *rp)
+{
+	rift__path *p = &rp->base;
+
+	while (rp->pend_n) {
+		uint32_t i = rp->pend[rp->pend_head];
+		uint32_t len = rp->pend_len[rp->pend_head];
+		uint8_t *dst;
+		size_t room, n;
+		int rc;
+
+		if (rp->pend_off < len) {
+			rift__stream_space(&rp->rx, &dst, &room);
+			if (room == 0)
+				return 1; /* held */
+			n = len - rp->pend_off;
+			if (n > room)
+				n = room;
+			memcpy(dst, recv_buf(rp, i) + rp->pend_off, n);
+			rp->pend_off += (uint32_t)n;
+			rc = rift__stream_commit(p, &rp->rx, n);
+			if (rc < 0)
+				return -1;
+			if (rp->pend_off < len)
+				continue; /* the stream took part; more room now */
+		}
+		rp->pend_head = (rp->pend_head + 1) % rp->rq_depth;
+		rp->pend_n--;
+		rp->pend_off = 0;
+		if (post_recv(rp, i))
+			return -1;
+		rp->to_return++;
+		if (rp->rx.held)
+			return 1;
+	}
+	return 0;
+}
+
+/* ---- send side ---- */
+
+/* Copy stream bytes (owed control frames, then messages) into buf. */
+static size_t fill(struct rdma_path *rp, uint8_t *buf, size_t cap)
+{
+	rift__path *p = &rp->base;
+	size_t used = 0;
+
+	while (used < cap) {
+		size_t n;
+
+		if (rp->ctrl_off < rp->ctrl_len) {
+			n = rp->ctrl_len - rp->ctrl_off;
+			if (n > cap - used)
+				n = cap - used;
+			memcpy(buf + used, rp->ctrl + rp->ctrl_off, n);
+			rp->ctrl_off += n;
+			used += n;
+			continue;
+		}
+		if (!rp->cur) {
+			/* Control frames go between messages, never inside. */
+			if (p->pending) {
+				rp->ctrl_len = rift__sess_control(p, rp->ctrl,
+								  sizeof(rp->ctrl));
+				rp->ctrl_off = 0;
+				if (rp->ctrl_len)
+					continue;
+			}
+			rp->cur = rift__sess_next(p, NULL);
+			rp->cur_off = 0;
+			if (!rp->cur)
+				break;
+		}
+		if (rp->cur_off < RIFT_HDR_SIZE) {
+			n = RIFT_HDR_SIZE - rp->cur_off;
+			if (n > cap - used)
+				n = cap - used;
+			memcpy(buf + used, rp->cur->hdr + rp->cur_off, n);
+		} else {
+			size_t off = rp->cur_off - RIFT_HDR_SIZE;
+
+			n = rp->cur->len - off;
+			if (n > cap - used)
+				n = cap - used;
+			memcpy(buf + used, (uint8_t *)rp->cur->data + off, n);
+		}
+		rp->cur_off += n;
+		used += n;
+		if (rp->cur_off == RIFT_HDR_SIZE + rp->cur->len) {
+			rift__sess_written(p, rp->cur);
+			rp->cur = NULL;
+		}
+	}
+	return used;
+}
+
+static bool has_output(struct rdma_path *rp)
+{
+	return rp->ctrl_off < rp->ctrl_len || rp->cur ||
+	       rift__sess_has_output(&rp->base);
+}
+
+static void rdma_flush(rift__path *p)
+{
+	struct rdma_path *rp = rp_of(p);
+	struct ibv_send_wr wrs[32], *first = NULL, *last = NULL;
+	struct ibv_sge sges[32];
+	uint32_t cap, credit_only = rp->rq_depth / 4;
+	rift__vb_err err;
+	int nwr = 0, rc;
+
+	if (!rp->established || p->state == RIFT_PATH_DEAD)
+		return;
+	if (rp->rx.held == false && rp->pend_n) {
+		if (drain_recvs(rp) < 0)
+			return;
+	}
+	if (rift__fault_hit(RIFT_FAULT_RDMA_SEND)) {
+		rift__path_failed(p, RIFT_ECONNRESET,
+				  "send: link dropped (fault point)");
+		return;
+	}
+	cap = rp->buf_size < rp->peer_buf ? rp->buf_size : rp->peer_buf;
+	for (;;) {
+		bool data = rp->credits >= 2 && has_output(rp);
+		/* The last credit only carries credits back. */
+		bool update = !data && rp->credits >= 1 &&
+			      rp->to_return >= (credit_only ? credit_only : 1);
+		struct ibv_send_wr *wr;
+		uint32_t slot, len = 0;
+
+		if ((!data && !update) || rp->slots_free == 0 || nwr == 32)
+			break;
+		slot = rp->slot_next;
+		if (data)
+			len = (uint32_t)fill(rp, slot_buf(rp, slot), cap);
+		if (data && len == 0)
+			break;
+		wr = &wrs[nwr];
+		memset(wr, 0, sizeof(*wr));
+		sges[nwr] = (struct ibv_sge){ .addr = (uintptr_t)slot_buf(rp, slot),
+					      .length = len,
+					      .lkey = rp->mr->lkey };
+		wr->wr_id = slot;
+		wr->sg_list = len ? &sges[nwr] : NULL;
+		wr->num_sge = len ? 1 : 0;
+		wr->opcode = IBV_WR_SEND_WITH_IMM;
+		wr->imm_data = htonl(rp->to_return);
+		if (len <= rp->inline_max)
+			wr->send_flags |= IBV_SEND_INLINE;
+		rp->to_return = 0;
+		rp->credits--;
+		rp->slots_free--;
+		rp->slot_next = (slot + 1) % rp->sq_depth;
+		rp->unsignaled++;
+		/* Ask for a completion every quarter queue, or when slots run
+		 * low, so slots come back without a completion per send. */
+		if (rp->unsignaled >= rp->sq_depth / 4 || rp->slots_free < 2) {
+			wr->send_flags |= IBV_SEND_SIGNALED;
+			rp->slots[slot].covers = rp->unsignaled;
+			rp->unsignaled = 0;
+		}
+		if (last)
+			last->next = wr;
+		else
+			first = wr;
+		last = wr;
+		nwr++;
+		if (update)
+			break;
+	}
+	if (!first)
+		return;
+	/* If the batch ends with unsignaled sends, signal its last one so
+	 * their slots are not held until the next batch. */
+	if (!(last->send_flags & IBV_SEND_SIGNALED)) {
+		last->send_flags |= IBV_SEND_SIGNALED;
+		rp->slots[last->wr_id].covers = rp->unsignaled;
+		rp->unsignaled = 0;
+	}
+	RIFT_DEBUG("%s: post %d sends, credits left %u", p->peer, nwr,
+		   rp->credits);
+	rc = rift__vb_post_send(rp->id->qp, first, err);
+	if (rc) {
+		rift__path_failed(p, rc, "%s", err);
+		return;
+	}
+	p->last_tx_us = p->ctx->now_us;
+	if (has_output(rp) && rp->credits >= 2 && rp->slots_free)
+		rift__path_kick(p); /* batch limit reached: go on next round */
+}
+
+/* ---- completions ---- */
+
+static void cq_io_cb(rift__io *io, uint32_t revents)
+{
+	struct rdma_path *rp = rift__container_of(io, struct rdma_path, cq_io);
+	rift__path *p = &rp->base;
+	struct ibv_wc wc[MAX_POLL];
+	uint32_t batch = p->ctx->cfg.poll_batch;
+	rift__vb_err err;
+	bool progress = false;
+	int n, rc;
+
+	RIFT_UNUSED(revents);
+	if (p->state == RIFT_PATH_DEAD)
+		return;
+	rc = rift__vb_cq_event(rp->cch, rp->cq, err);
+	if (rc && rc != RIFT_EAGAIN) {
+		rift__path_failed(p, rc, "%s", err);
+		return;
+	}
+	if (batch > MAX_POLL)
+		batch = MAX_POLL;
+	/* Poll until empty: the CQ was re-armed before this loop, so
+	 * nothing that completes from now on is missed. */
+	while ((n = rift__vb_poll(rp->cq, (int)batch, wc)) > 0) {
+		for (int k = 0; k < n; k++) {
+			struct ibv_wc *w = &wc[k];
+
+			if (w->status != IBV_WC_SUCCESS) {
+				if (w->status == IBV_WC_WR_FLUSH_ERR)
+					continue; /* follows the first error */
+				rift__path_failed(
+					p, RIFT_ECONNRESET,
+					"%s completion error: %s (vendor error "
+					"0x%x)",
+					(w->wr_id & RECV_FLAG) ? "receive" : "send",
+					rift__vb_wc_str(w->status), w->vendor_err);
+				return;
+			}
+			progress = true;
+			if (w->wr_id & RECV_FLAG) {
+				uint32_t i = (uint32_t)(w->wr_id & ~RECV_FLAG);
+				uint32_t tail = (rp->pend_head + rp->pend_n) %
+						rp->rq_depth;
+
+				if (w->wc_flags & IBV_WC_WITH_IMM)
+					rp->credits += ntohl(w->imm_data);
+				if (rp->credits > 65536) {
+					rift__path_failed(p, RIFT_EPROTO,
+							  "peer returned more "
+							  "credits than it has "
+							  "buffers");
+					return;
+				}
+				rp->pend[tail] = i;
+				rp->pend_len[tail] = w->byte_len;
+				rp->pend_n++;
+				p->last_rx_us = p->ctx->now_us;
+			} else {
+				rp->slots_free += rp->slots[w->wr_id].covers;
+			}
+		}
+	}
+	if (n < 0) {
+		rift__path_failed(p, n, "ibv_poll_cq failed");
+		return;
+	}
+	if (!progress)
+		return;
+	if (!rp->rx.held && drain_recvs(rp) < 0)
+		return;
+	rift__path_kick(p);
+}
+
+/* ---- connection management events ---- */
+
+static void fail_setup(struct rdma_path *rp, int err, rift_fallback_reason why,
+		       const char *what, int status)
+{
+	rp->base.fb_reason = why;
+	rift__path_failed(&rp->base, err, "%s (status %d)", what, status);
+}
+
+static void path_cm_event(struct rdma_path *rp, struct rdma_cm_event *ev)
+{
+	rift__path *p = &rp->base;
+	rift_config *cfg = &p->ctx->cfg;
+	struct rdma_conn_param param;
+	struct cm_hello hello;
+	rift__vb_err err;
+	const char *bad;
+	int rc;
+
+	RIFT_DEBUG("rdma path %p: %s (status %d)", (void *)p,
+		   rift__vb_cm_event_str(ev->event), ev->status);
+	if (p->state == RIFT_PATH_DEAD)
+		return;
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		rc = rift__vb_resolve_route(rp->id, (int)cfg->connect_timeout_ms,
+					    err);
+		if (rc) {
+			p->fb_reason = RIFT_FALLBACK_ROUTE_RESOLVE;
+			rift__path_failed(p, rc, "%s", err);
+		}
+		break;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		/* After route resolution, before connect: see LAB.md. */
+		rc = rift__vb_set_ack_timeout(rp->id, (uint8_t)cfg->rdma_ack_timeout,
+					      err);
+		if (rc) {
+			rift__path_failed(p, rc, "%s", err);
+			break;
+		}
+		if (path_resources(rp))
+			break;
+		hello_fill(rp, &hello);
+		memset(&param, 0, sizeof(param));
+		param.private_data = &hello;
+		param.private_data_len = sizeof(hello);
+		param.retry_count = (uint8_t)cfg->rdma_retry_count;
+		param.rnr_retry_count = 3;
+		rc = rift__vb_connect(rp->id, &param, err);
+		if (rc)
+			rift__path_failed(p, rc, "%s", err);
+		break;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		if (p->is_client) {
+			bad = hello_check(rp, ev->param.conn.private_data,
+					  ev->param.conn.private_data_len);
+			if (bad) {
+				fail_setup(rp, RIFT_EPROTO,
+					   RIFT_FALLBACK_PEER_NO_RDMA, bad, 0);
+				break;
+			}
+		}
+		rp->established = true;
+		if (p->is_client)
+			rift__path_connected(p);
+		rift__path_kick(p);
+		break;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+		fail_setup(rp, RIFT_EHOSTUNREACH, RIFT_FALLBACK_ADDR_RESOLVE,
+			   "rdma_cm: address resolution failed", ev->status);
+		break;
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+		fail_setup(rp, RIFT_EHOSTUNREACH, RIFT_FALLBACK_ROUTE_RESOLVE,
+			   "rdma_cm: route resolution failed", ev->status);
+		break;
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+		fail_setup(rp, RIFT_ETIMEDOUT, RIFT_FALLBACK_TIMEOUT,
+			   ev->event == RDMA_CM_EVENT_UNREACHABLE
+				   ? "rdma_cm: peer unreachable"
+				   : "rdma_cm: connection error",
+			   ev->status);
+		break;
+	case RDMA_CM_EVENT_REJECTED: {
+		uint8_t why = 0;
+
+		if (ev->param.conn.private_data && ev->param.conn.private_data_len)
+			why = *(const uint8_t *)ev->param.conn.private_data;
+		fail_setup(rp, RIFT_ECONNREFUSED, RIFT_FALLBACK_REJECTED,
+			   why == REJ_BAD_HELLO   ? "rejected: peer refused our hello"
+			   : why == REJ_RESOURCES ? "rejected: peer out of resources"
+			   : why == REJ_CLOSING   ? "rejected: listener closing"
+						  : "rejected (no rift listener there?)",
+			   ev->status);
+		break;
+	}
+	case RDMA_CM_EVENT_DISCONNECTED:
+		rift__path_failed(p, RIFT_ECONNRESET, "peer disconnected");
+		break;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		/* The kernel waits for us to free everything on the device. */
+		rift__path_failed(p, RIFT_ENODEV, "RDMA device removed");
+		break;
+	default:
+		break; /* TIMEWAIT_EXIT and friends need nothing */
+	}
+}
+
+static void listener_cm_event(struct rdma_listener *rl, struct rdma_cm_event *ev)
+{
+	rift_listener *l = rl->l;
+	rift_ctx *ctx = l->ctx;
+	struct rdma_cm_id *id = ev->id;
+	struct rdma_conn_param param;
+	struct cm_hello hello;
+	struct rdma_path *rp;
+	rift__vb_err err;
+	const char *bad;
+	uint8_t rej;
+	char addr[64];
+
+	RIFT_DEBUG("rdma listener %p: %s", (void *)l,
+		   rift__vb_cm_event_str(ev->event));
+	if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST)
+		return;
+	if (l->closing) {
+		rej = REJ_CLOSING;
+		goto reject;
+	}
+	rp = path_new(ctx, false);
+	if (!rp) {
+		rej = REJ_RESOURCES;
+		goto reject;
+	}
+	rp->id = id;
+	id->context = &rp->kind; /* ids point at an owner kind */
+	rift__sockaddr_str(&id->route.addr.dst_addr, addr, sizeof(addr));
+	snprintf(rp->base.peer, sizeof(rp->base.peer), "rdma://%s", addr);
+	rift__listener_path(l, &rp->base);
+	bad = hello_check(rp, ev->param.conn.private_data,
+			  ev->param.conn.private_data_len);
+	if (bad) {
+		/* Refused, counted and logged: never trusted. */
+		ctx->stats.protocol_errors++;
+		rp->id = NULL; /* destroyed below, after the reject */
+		rift__path_failed(&rp->base, RIFT_EPROTO, "%s", bad);
+		rej = REJ_BAD_HELLO;
+		goto reject;
+	}
+	if (path_resources(rp)) {
+		/* Tell the client now instead of letting it time out; the
+		 * path's destruction frees the id. */
+		rej = REJ_RESOURCES;
+		rift__vb_reject(id, &rej, sizeof(rej));
+		return;
+	}
+	hello_fill(rp, &hello);
+	memset(&param, 0, sizeof(param));
+	param.private_data = &hello;
+	param.private_data_len = sizeof(hello);
+	param.rnr_retry_count = 3;
+	if (rift__vb_set_ack_timeout(id, (uint8_t)ctx->cfg.rdma_ack_timeout, err) ||
+	    rift__vb_accept(id, &param, err))
+		rift__path_failed(&rp->base, RIFT_ECONNABORTED, "%s", err);
+	return;
+
+reject:
+	rift__vb_reject(id, &rej, sizeof(rej));
+	/* The request's id is ours to destroy, but only after its event is
+	 * acknowledged: the caller does that, then destroys it. */
+	id->context = NULL;
+}
+
+static void cm_io_cb(rift__io *io, uint32_t revents)
+{
+	struct rift__rdma_ctx *r = rift__container_of(io, struct rift__rdma_ctx, io);
+	struct rdma_cm_event *ev;
+
+	RIFT_UNUSED(revents);
+	while (rift__vb_cm_get(r->ch, &ev) == 0) {
+		struct rdma_cm_id *orphan = NULL;
+		void *owner = ev->id ? ev->id->context : NULL;
+
+		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+			struct rdma_listener *rl = rift__container_of(
+				ev->listen_id->context, struct rdma_listener, kind);
+
+			listener_cm_event(rl, ev);
+			if (ev->id->context == NULL)
+				orphan = ev->id;
+		} else if (owner &&
+			   *(enum owner_kind *)owner == OWNER_PATH) {
+			path_cm_event(rift__container_of(owner, struct rdma_path,
+							 kind),
+				      ev);
+		}
+		rift__vb_cm_ack(ev);
+		if (orphan)
+			rift__vb_id_destroy(orphan);
+	}
+}
+
+/* ---- ops ---- */
+
+static int rdma_connect_op(rift_ctx *ctx, const struct sockaddr *sa,
+			   socklen_t len, rift__path **out)
+{
+	struct rift__rdma_ctx *r;
+	struct rdma_path *rp;
+	rift__vb_err err;
+	int rc;
+
+	RIFT_UNUSED(len);
+	r = rctx(ctx, err);
+	if (!r)
+		return rift__ctx_fail(ctx, RIFT_ENODEV, "%s", err);
+	rp = path_new(ctx, true);
+	if (!rp)
+		return RIFT_ENOMEM;
+	rc = rift__vb_id_create(r->ch, &rp->kind, &rp->id, err);
+	if (!rc)
+		rc = rift__vb_resolve_addr(rp->id, sa,
+					   (int)ctx->cfg.connect_timeout_ms, err);
+	if (rc) {
+		rift__path_destroy(&rp->base);
+		return rift__ctx_fail(ctx, rc, "%s", err);
+	}
+	*out = &rp->base;
+	return 0;
+}
+
+static int rdma_listen_op(rift_listener *l, const struct sockaddr *sa,
+			  socklen_t len)
+{
+	rift_ctx *ctx = l->ctx;
+	struct rift__rdma_ctx *r;
+	struct rdma_listener *rl;
+	rift__vb_err err;
+	const struct sockaddr *bound;
+	int rc;
+
+	RIFT_UNUSED(len);
+	r = rctx(ctx, err);
+	if (!r)
+		return rift__ctx_fail(ctx, RIFT_ENODEV, "listen: %s", err);
+	rl = calloc(1, sizeof(*rl));
+	if (!rl)
+		return rift__ctx_fail(ctx, RIFT_ENOMEM, "listen: out of memory");
+	rl->kind = OWNER_LISTENER;
+	rl->l = l;
+	rc = rift__vb_id_create(r->ch, &rl->kind, &rl->id, err);
+	if (!rc)
+		rc = rift__vb_bind(rl->id, sa, err);
+	if (!rc)
+		rc = rift__vb_listen(rl->id, (int)ctx->cfg.listen_backlog, err);
+	if (rc) {
+		rift__vb_id_destroy(rl->id);
+		free(rl);
+		return rift__ctx_fail(ctx, rc, "listen: %s", err);
+	}
+	bound = &rl->id->route.addr.src_addr;
+	l->port = bound->sa_family == AF_INET6
+			  ? ntohs(((const struct sockaddr_in6 *)bound)->sin6_port)
+			  : ntohs(((const struct sockaddr_in *)bound)->sin_port);
+	l->transport_state = rl;
+	return 0;
+}
+
+static void rdma_listen_close(rift_listener *l)
+{
+	struct rdma_listener *rl = l->transport_state;
+
+	if (!rl)
+		return;
+	rift__vb_id_destroy(rl->id);
+	free(rl);
+	l->transport_state = NULL;
+}
+
+static void rdma_set_reading(rift__path *p, bool on)
+{
+	struct rdma_path *rp = rp_of(p);
+
+	rp->reading = on;
+	if (on && (rp->rx.held || rp->pend_n)) {
+		/* Deliver from the loop, not from inside recv_start. */
+		rp->rx.held = false;
+		rift__path_kick(p);
+	}
+}
+
+static void rdma_destroy(rift__path *p)
+{
+	struct rdma_path *rp = rp_of(p);
+
+	if (rp->cq_io_on)
+		rift__io_stop(p->ctx, &rp->cq_io);
+	if (rp->id) {
+		if (rp->established)
+			rift__vb_disconnect(rp->id);
+		rift__vb_qp_teardown(rp->id, NULL, NULL, NULL);
+	}
+	rift__vb_dereg_mr(rp->mr);
+	rift__vb_qp_teardown(NULL, rp->pd, rp->cch, rp->cq);
+	if (rp->id) {
+		rp->id->context = NULL;
+		rift__vb_id_destroy(rp->id);
+	}
+	rift__stream_free(&rp->rx);
+	free(rp->mem);
+	free(rp->slots);
+	free(rp->pend);
+	free(rp->pend_len);
+	free(rp);
+}
+
+const struct rift__transport_ops rift__rdma_ops = {
+	.name = "rdma",
+	.kind = RIFT_TRANSPORT_RDMA,
+	.available = rdma_available,
+	.connect = rdma_connect_op,
+	.listen = rdma_listen_op,
+	.listen_close = rdma_listen_close,
+	.flush = rdma_flush,
+	.set_reading = rdma_set_reading,
+	.destroy = rdma_destroy,
+};
