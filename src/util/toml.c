@@ -89,7 +89,7 @@ static void adv(struct parser *p)
 		p->line++;
 		p->col = 1;
 	} else if ((c & 0xc0) != 0x80) {
-		/* a continuation byte belongs to the character already counted */
+		/* a continuation byte is part of a character already counted */
 		p->col++;
 	}
 }
@@ -157,7 +157,7 @@ static char *arena_put(struct parser *p, const char *s, size_t n)
 	char *out;
 
 	if (d->arena_used + n + 1 > d->arena_cap)
-		return NULL; /* cannot happen: see the sizing in rift__toml_parse */
+		return NULL; /* cannot happen: see rift__toml_parse */
 	out = d->arena + d->arena_used;
 	memcpy(out, s, n);
 	out[n] = '\0';
@@ -323,7 +323,8 @@ static const char *number(const char *t, size_t n, struct rift__toml_val *v)
 		neg = t[0] == '-';
 		i = 1;
 	}
-	if (n - i == 3 && (!strncmp(t + i, "inf", 3) || !strncmp(t + i, "nan", 3))) {
+	if (n - i == 3 &&
+	    (!strncmp(t + i, "inf", 3) || !strncmp(t + i, "nan", 3))) {
 		v->type = RIFT_TOML_FLOAT;
 		v->u.f = t[i] == 'i' ? (neg ? -INFINITY : INFINITY) : NAN;
 		return NULL;
@@ -403,10 +404,9 @@ static const char *number(const char *t, size_t n, struct rift__toml_val *v)
 		return NULL;
 	} else {
 		uint64_t u;
+		uint64_t limit = (uint64_t)INT64_MAX + (neg ? 1 : 0);
 
-		if (!accumulate(t, i, n, 10,
-				neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX,
-				&u))
+		if (!accumulate(t, i, n, 10, limit, &u))
 			return "out of the 64-bit integer range";
 		v->type = RIFT_TOML_INT;
 		v->u.i = neg ? (int64_t)(0 - u) : (int64_t)u;
@@ -453,31 +453,32 @@ static int string(struct parser *p, struct rift__toml_val *v)
 
 		if (c < 0 || at_newline(p))
 			return FAIL_AT(p, start,
-				       "unterminated string (missing closing "
-				       "%c)",
-				       quote);
+				       quote == '"'
+					       ? "unterminated string "
+						 "(missing closing '\"')"
+					       : "unterminated string "
+						 "(missing closing \"'\")");
 		if (c == quote) {
 			adv(p);
 			break;
 		}
 		if (c == '\\' && quote == '"') {
+			static const char esc_in[] = "btnfr\"\\";
+			static const char esc_out[] = "\b\t\n\f\r\"\\";
 			struct pos esc = here(p);
+			const char *hit;
 			int e, ndig;
 			uint32_t cp = 0;
 
 			adv(p);
 			e = peek(p);
-			switch (e) {
-			case 'b': *w++ = '\b'; adv(p); continue;
-			case 't': *w++ = '\t'; adv(p); continue;
-			case 'n': *w++ = '\n'; adv(p); continue;
-			case 'f': *w++ = '\f'; adv(p); continue;
-			case 'r': *w++ = '\r'; adv(p); continue;
-			case '"': *w++ = '"'; adv(p); continue;
-			case '\\': *w++ = '\\'; adv(p); continue;
-			case 'u': ndig = 4; break;
-			case 'U': ndig = 8; break;
-			default:
+			hit = e > 0 ? strchr(esc_in, e) : NULL;
+			if (hit) {
+				*w++ = esc_out[hit - esc_in];
+				adv(p);
+				continue;
+			}
+			if (e != 'u' && e != 'U') {
 				if (e > 0x20 && e < 0x7f)
 					return FAIL_AT(p, esc,
 						       "invalid escape '\\%c' "
@@ -486,6 +487,7 @@ static int string(struct parser *p, struct rift__toml_val *v)
 				return FAIL_AT(p, esc,
 					       "invalid escape in a string");
 			}
+			ndig = e == 'u' ? 4 : 8;
 			adv(p);
 			for (int k = 0; k < ndig; k++) {
 				c = peek(p);
@@ -500,10 +502,11 @@ static int string(struct parser *p, struct rift__toml_val *v)
 				adv(p);
 			}
 			if (cp == 0)
-				return FAIL_AT(p, esc,
-					       "'\\%c%0*X' (NUL) is not allowed "
-					       "in a string",
-					       e, ndig, 0);
+				return FAIL_AT(
+					p, esc,
+					"'\\%c%0*X' (NUL) is not allowed "
+					"in a string",
+					e, ndig, 0);
 			if ((cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
 				return FAIL_AT(p, esc,
 					       "'\\%c%0*X' is not a Unicode "
@@ -547,7 +550,8 @@ static int array(struct parser *p, struct rift__toml_val *v)
 			break;
 		}
 		if (peek(p) < 0) {
-			rc = FAIL_AT(p, start, "unterminated array (missing ']')");
+			rc = FAIL_AT(p, start,
+				     "unterminated array (missing ']')");
 			goto fail;
 		}
 		rc = grow((void **)&items, &cap, n + 1, sizeof(*items));
@@ -569,7 +573,8 @@ static int array(struct parser *p, struct rift__toml_val *v)
 			break;
 		}
 		if (peek(p) < 0) {
-			rc = FAIL_AT(p, start, "unterminated array (missing ']')");
+			rc = FAIL_AT(p, start,
+				     "unterminated array (missing ']')");
 			goto fail;
 		}
 		rc = FAIL(p, "expected ',' or ']' in an array, found %s",
@@ -695,7 +700,8 @@ static int header(struct parser *p)
 			adv(p);
 			break;
 		}
-		return FAIL(p, "expected '.' or ']' in a table header, found %s",
+		return FAIL(p,
+			    "expected '.' or ']' in a table header, found %s",
 			    found(p, buf, sizeof(buf)));
 	}
 	*w++ = '\0';
@@ -735,17 +741,22 @@ static int keyval(struct parser *p)
 	size_t kl = 0;
 	int rc;
 
+	struct pos after;
+
 	while (is_bare(peek(p))) {
 		adv(p);
 		kl++;
 	}
+	after = here(p);
 	skip_ws(p);
 	if (peek(p) == '.')
 		return FAIL(p, "dotted keys are not supported; put '%.*s' "
 			       "under a [table] header",
 			    (int)kl, k);
+	/* point just past the key: that is where the '=' belongs */
 	if (peek(p) != '=')
-		return FAIL(p, "expected '=' after key '%.*s'", (int)kl, k);
+		return FAIL_AT(p, after, "expected '=' after key '%.*s'",
+			       (int)kl, k);
 	adv(p);
 	skip_ws(p);
 	if (peek(p) < 0 || at_newline(p) || peek(p) == '#')
@@ -864,11 +875,14 @@ static int parse(struct parser *p)
 		else if (is_bare(peek(p)))
 			rc = keyval(p);
 		else if (peek(p) == '"' || peek(p) == '\'')
-			rc = FAIL(p, "quoted keys are not supported; use a bare "
-				     "key (A-Z a-z 0-9 _ -)");
+			rc = FAIL(p,
+				  "quoted keys are not supported; use a bare "
+				  "key (A-Z a-z 0-9 _ -)");
 		else
-			rc = FAIL(p, "expected a key or a [table] header, found %s",
-				  found(p, buf, sizeof(buf)));
+			rc = FAIL(
+				p,
+				"expected a key or a [table] header, found %s",
+				found(p, buf, sizeof(buf)));
 		if (rc)
 			return rc;
 	}
@@ -986,7 +1000,7 @@ int rift__toml_size(const char *s, uint64_t *out, const char **why)
 	for (size_t u = 0; u < sizeof(units) / sizeof(units[0]); u++) {
 		if (strcasecmp(s + j, units[u].name) != 0)
 			continue;
-		if (units[u].name[0] == '\0' && j != n) /* only blanks */
+		if (units[u].name[0] == '\0' && i != n) /* only blanks */
 			break;
 		if (units[u].shift && v > (UINT64_MAX >> units[u].shift)) {
 			*why = "too large";
