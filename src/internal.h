@@ -169,7 +169,13 @@ struct rift__transport_ops {
 	void (*set_reading)(rift__path *p, bool on);
 	/* Free the path and its resources; no upcall follows. */
 	void (*destroy)(rift__path *p);
+	/* Break the path for real, as a failing link would (tests):
+	 * TCP shuts the socket down, verbs disconnects the QP. */
+	void (*cut)(rift__path *p);
 };
+
+/* Tests: cut the connection's current path; 0 or RIFT_ENOTCONN. */
+int rift__conn_cut(rift_conn *conn);
 
 extern const struct rift__transport_ops rift__transport_default;
 extern const struct rift__transport_ops rift__tcp_ops;

@@ -410,6 +410,14 @@ void rift_conn_close(rift_conn *conn, void (*close_cb)(rift_conn *conn))
 	ctx->stats.conns_active--;
 }
 
+int rift__conn_cut(rift_conn *conn)
+{
+	if (!conn->path || conn->path->state != RIFT_PATH_ATTACHED)
+		return RIFT_ENOTCONN;
+	conn->path->ops->cut(conn->path);
+	return 0;
+}
+
 void *rift_conn_user(const rift_conn *conn)
 {
 	return conn->user;

@@ -101,7 +101,5 @@ void rift__conn_abandon_path(rift_conn *conn);
 void rift__conn_enqueue(rift_conn *conn, struct rift__buf *b, size_t len);
 
 rift_conn *rift__conn_new_server(rift_listener *l, uint64_t session_id);
-/* For tests: the socket under the current TCP path, or -1. */
-int rift__conn_tcp_fd(const rift_conn *conn);
 
 #endif

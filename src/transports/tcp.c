@@ -435,6 +435,11 @@ static void tcp_listen_close(rift_listener *l)
 	l->fd = -1;
 }
 
+static void tcp_cut(rift__path *p)
+{
+	shutdown(tp_of(p)->fd, SHUT_RDWR);
+}
+
 static rift_fallback_reason tcp_available(rift_ctx *ctx)
 {
 	RIFT_UNUSED(ctx);
@@ -451,12 +456,5 @@ const struct rift__transport_ops rift__tcp_ops = {
 	.flush = tcp_flush,
 	.set_reading = tcp_set_reading,
 	.destroy = tcp_destroy,
+	.cut = tcp_cut,
 };
-
-int rift__conn_tcp_fd(const rift_conn *conn)
-{
-	if (!conn->path || conn->path->ops != &rift__tcp_ops ||
-	    conn->path->state == RIFT_PATH_DEAD)
-		return -1;
-	return tp_of(conn->path)->fd;
-}

@@ -52,12 +52,17 @@ static void nosup_destroy(rift__path *p)
 	RIFT_UNUSED(p);
 }
 
+static void nosup_cut(rift__path *p)
+{
+	RIFT_UNUSED(p);
+}
+
 #define RIFT_TRANSPORT_DEFAULTS                                               \
 	.name = "none", .kind = RIFT_TRANSPORT_NONE,                          \
 	.available = nosup_available, .connect = nosup_connect,               \
 	.listen = nosup_listen, .listen_close = nosup_listen_close,           \
 	.flush = nosup_flush, .set_reading = nosup_set_reading,               \
-	.destroy = nosup_destroy
+	.destroy = nosup_destroy, .cut = nosup_cut
 
 const struct rift__transport_ops rift__transport_default = {
 	RIFT_TRANSPORT_DEFAULTS,

@@ -12,8 +12,8 @@
 
 /*
  * Both sides stream STREAM messages at each other while the path is broken
- * at random moments, alternately by a fault point (writev fails) and by a
- * real shutdown() of the socket on either side.  Each side must receive
+ * at random moments, alternately by a fault point (a send fails) and by a
+ * real break on either side (shutdown() of the socket, rdma_disconnect()).  Each side must receive
  * the other's whole stream exactly once, in order, byte for byte.
  */
 TEST_TIMEOUT(path_cut_mid_stream_loses_and_doubles_nothing, 300)
@@ -66,18 +66,19 @@ TEST_TIMEOUT(path_cut_mid_stream_loses_and_doubles_nothing, 300)
 			rnd ^= rnd >> 7;
 			rnd ^= rnd << 17;
 			if (rnd & 1) {
-				/* Fault point: some coming writev fails. */
-				rift__fault_arm(RIFT_FAULT_TCP_WRITE,
+				/* Fault point: some coming send fails. */
+				rift__fault_arm(strcmp(rt_transport(), "tcp")
+							? RIFT_FAULT_RDMA_SEND
+							: RIFT_FAULT_TCP_WRITE,
 						1 + (rnd >> 8) % 20, 1);
 				faults++;
 			} else {
+				/* A real break: shutdown() of the socket, or
+				 * rdma_disconnect() of the QP. */
 				rift_conn *victim = (rnd & 2) ? c : srv.conn;
-				int fd = rift__conn_tcp_fd(victim);
 
-				if (fd >= 0) {
-					shutdown(fd, SHUT_RDWR);
+				if (rift__conn_cut(victim) == 0)
 					cuts++;
-				}
 			}
 			next_cut = h_now_us() + 5000 + (rnd >> 20) % 60000;
 		}
@@ -95,7 +96,9 @@ TEST_TIMEOUT(path_cut_mid_stream_loses_and_doubles_nothing, 300)
 	CHECK(cli.checksum == sum_s);
 	CHECK(cuts + faults >= 10);
 	CHECK(cli.path_changed >= 5);
-	CHECK_EQ(cli.path_changed, srv.path_changed);
+	/* A break between the server taking a RESUME and the client reading
+	 * RESUME_ACK makes the server re-attach once more than the client. */
+	CHECK(srv.path_changed >= cli.path_changed);
 	CHECK_EQ(cli.disconnected + srv.disconnected, 0);
 	rift_conn_stats_init(&st_c);
 	rift_conn_stats_init(&st_s);

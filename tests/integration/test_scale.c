@@ -34,7 +34,8 @@ TEST_TIMEOUT(thousand_concurrent_connections_on_one_context, 240)
 {
 	static const rift_conn_callbacks cbs = { .on_recv = scale_recv };
 	static rift_conn *conns[2 * NCONN];
-	rift_ctx *ctx = h_ctx(NULL);
+	rift_config cfg = h_config();
+	rift_ctx *ctx;
 	rift_listener *l = NULL;
 	rift_ctx_stats st;
 	struct rlimit rl;
@@ -42,6 +43,15 @@ TEST_TIMEOUT(thousand_concurrent_connections_on_one_context, 240)
 	int total = 0;
 	uint64_t end;
 
+	if (strcmp(rt_transport(), "tcp") != 0)
+		SKIP("1000 RDMA paths need about 8 minutes of setup under the "
+		     "lab's emulated CPU with per-path PD, CQ and registration; "
+		     "waits for the shared per-device pool (issue 4)");
+	/* 2000 paths: keep each one's registered rings small. */
+	cfg.rq_depth = cfg.sq_depth = 16;
+	cfg.block_size[0] = 4096;
+	cfg.cq_size = 32;
+	ctx = h_ctx(&cfg);
 	getrlimit(RLIMIT_NOFILE, &rl);
 	if (rl.rlim_cur < 2 * NCONN + 64)
 		SKIP("RLIMIT_NOFILE too low for 2000 sockets");

@@ -721,7 +721,7 @@ static void path_cm_event(struct rdma_path *rp, struct rdma_cm_event *ev)
 			   why == REJ_BAD_HELLO   ? "rejected: peer refused our hello"
 			   : why == REJ_RESOURCES ? "rejected: peer out of resources"
 			   : why == REJ_CLOSING   ? "rejected: listener closing"
-						  : "rejected (no rift listener there?)",
+						  : "connection refused (no rift listener on that port)",
 			   ev->status);
 		break;
 	}
@@ -945,6 +945,14 @@ static void rdma_destroy(rift__path *p)
 	free(rp);
 }
 
+static void rdma_cut(rift__path *p)
+{
+	struct rdma_path *rp = rp_of(p);
+
+	if (rp->id && rp->established)
+		rift__vb_disconnect(rp->id);
+}
+
 const struct rift__transport_ops rift__rdma_ops = {
 	.name = "rdma",
 	.kind = RIFT_TRANSPORT_RDMA,
@@ -955,4 +963,5 @@ const struct rift__transport_ops rift__rdma_ops = {
 	.flush = rdma_flush,
 	.set_reading = rdma_set_reading,
 	.destroy = rdma_destroy,
+	.cut = rdma_cut,
 };

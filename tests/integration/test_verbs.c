@@ -1,0 +1,242 @@
+/*
+ * Verbs-only behaviour, run in the soft-RoCE lab (--transport rdma):
+ * memlock too low, registration failure under auto://, a peer whose
+ * rdma_cm hello is garbage or lies, and a real link cut in the pair
+ * topology.  On TCP these skip, saying why.
+ */
+#include <arpa/inet.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "transports/verbs/verbs.h"
+#include "harness.h"
+
+static void need_rdma(void)
+{
+	if (strcmp(rt_transport(), "rdma") != 0)
+		SKIP("verbs-only test: run with --transport rdma (the lab)");
+}
+
+TEST_T(memlock_too_low_is_an_actionable_error)
+{
+	rift_ctx *ctx;
+	struct side srv = { 0 }, cli = { 0 };
+	rift_listener *l;
+	struct rlimit rl = { .rlim_cur = 64 * 1024, .rlim_max = 64 * 1024 };
+	rift_config cfg = h_config();
+	rift_conn *conns[1];
+
+	need_rdma();
+	cfg.retries = 0;
+	ctx = h_ctx(&cfg);
+	l = h_listen(ctx, &srv);
+	/* Lowering works even for root; the lab runs tests as root. */
+	CHECK_EQ(setrlimit(RLIMIT_MEMLOCK, &rl), 0);
+	h_connect(ctx, rift_listener_port(l), &cli);
+	CHECK(h_wait(ctx, &cli.errors, 10000));
+	CHECK_EQ(cli.last_status, RIFT_EMEMLOCK);
+	CHECK_CONTAINS(cli.last_message, "RLIMIT_MEMLOCK");
+	CHECK_CONTAINS(cli.last_message, "ulimit -l unlimited");
+	CHECK_CONTAINS(cli.last_message, "KiB");
+	conns[0] = cli.conn;
+	h_teardown(ctx, l, conns, 1);
+}
+
+TEST_T(reg_mr_failure_under_auto_falls_back_with_reason)
+{
+	rift_ctx *ctx = h_ctx(NULL);
+	struct side srv = { .echo = true }, cli = { 0 };
+	rift_listener *l = NULL;
+	rift_ctx_stats st;
+	rift_conn *c = NULL, *conns[2];
+	char url[128];
+
+	need_rdma();
+	snprintf(url, sizeof(url), "auto://%s:0", rt_host());
+	CHECK_EQ(rift_listen(ctx, url, &h_callbacks, &srv, h_accept_side, &l), 0);
+	/* Every client registration fails (1 + retries attempts). */
+	rift__fault_arm(RIFT_FAULT_IBV_REG_MR, 1, 3);
+	snprintf(url, sizeof(url), "auto://%s:%d", rt_host(),
+		 rift_listener_port(l));
+	CHECK_EQ(rift_connect(ctx, url, &h_callbacks, &cli, &c), 0);
+	cli.conn = c;
+	h_connected(ctx, &cli);
+	CHECK_EQ(rift__fault_fired(RIFT_FAULT_IBV_REG_MR), 3);
+	CHECK_EQ(rift_conn_transport(c), RIFT_TRANSPORT_TCP);
+	CHECK_EQ(rift_conn_fallback_reason(c), RIFT_FALLBACK_REG_MR);
+	rift_ctx_stats_init(&st);
+	rift_ctx_stats_get(ctx, &st);
+	CHECK_EQ(st.fallbacks[RIFT_FALLBACK_REG_MR], 1);
+	CHECK_EQ(rift_conn_send(c, "over tcp", 8), 0);
+	CHECK(h_wait_u64(ctx, &cli.recv_count, 1, 5000));
+	rift__fault_clear();
+	conns[0] = c;
+	conns[1] = srv.conn;
+	h_teardown(ctx, l, conns, 2);
+}
+
+/* Connect to the listener with our own rdma_cm id and private data. */
+static enum rdma_cm_event_type raw_cm_connect(rift_ctx *server, int port,
+					      const void *pdata, uint8_t plen,
+					      uint8_t *reject_reason)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_port = htons((uint16_t)port) };
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id;
+	struct rdma_cm_event *ev;
+	struct ibv_pd *pd;
+	struct ibv_comp_channel *cch;
+	struct ibv_cq *cq;
+	struct rift__vb_qp_caps caps = { 16, 16, 1, 1, 0 };
+	struct rdma_conn_param param = { .private_data = pdata,
+					 .private_data_len = plen,
+					 .retry_count = 3 };
+	enum rdma_cm_event_type got = RDMA_CM_EVENT_CONNECT_ERROR;
+	rift__vb_err err;
+	uint64_t end = h_now_us() + 10000000u;
+
+	inet_pton(AF_INET, rt_host(), &sa.sin_addr);
+	CHECK_EQ(rift__vb_channel_create(&ch, err), 0);
+	CHECK_EQ(rift__vb_id_create(ch, NULL, &id, err), 0);
+	CHECK_EQ(rift__vb_resolve_addr(id, (struct sockaddr *)&sa, 2000, err), 0);
+	pd = NULL;
+	cch = NULL;
+	cq = NULL;
+	while (h_now_us() < end) {
+		rift_ctx_run(server, 2);
+		if (rift__vb_cm_get(ch, &ev))
+			continue;
+		got = ev->event;
+		if (ev->event == RDMA_CM_EVENT_ADDR_RESOLVED) {
+			CHECK_EQ(rift__vb_resolve_route(id, 2000, err), 0);
+		} else if (ev->event == RDMA_CM_EVENT_ROUTE_RESOLVED) {
+			CHECK_EQ(rift__vb_qp_setup(id, 64, &caps, &pd, &cch, &cq,
+						   err),
+				 0);
+			CHECK_EQ(rift__vb_connect(id, &param, err), 0);
+		} else {
+			if (ev->event == RDMA_CM_EVENT_REJECTED &&
+			    ev->param.conn.private_data_len)
+				*reject_reason = *(const uint8_t *)
+							 ev->param.conn.private_data;
+			rift__vb_cm_ack(ev);
+			break;
+		}
+		rift__vb_cm_ack(ev);
+	}
+	rift__vb_qp_teardown(id, pd, cch, cq);
+	rift__vb_id_destroy(id);
+	rift__vb_channel_destroy(ch);
+	return got;
+}
+
+static void hostile_hello(const void *pdata, uint8_t len, const char *what)
+{
+	rift_ctx *ctx = h_ctx(NULL);
+	struct side srv = { 0 };
+	rift_listener *l = h_listen(ctx, &srv);
+	rift_ctx_stats st;
+	uint8_t why = 0;
+
+	CHECK_EQ(raw_cm_connect(ctx, rift_listener_port(l), pdata, len, &why),
+		 RDMA_CM_EVENT_REJECTED);
+	if (why != 1)
+		FAIL("%s: reject reason %u, expected 1 (bad hello)", what, why);
+	rift_ctx_stats_init(&st);
+	rift_ctx_stats_get(ctx, &st);
+	CHECK_EQ(st.protocol_errors, 1);
+	CHECK(srv.conn == NULL); /* never trusted with a session */
+	h_teardown(ctx, l, NULL, 0);
+}
+
+TEST_T(garbage_rdma_cm_hello_is_refused_and_counted)
+{
+	static const char junk[24] = "GET / HTTP/1.1\r\n\r\n";
+
+	need_rdma();
+	hostile_hello(junk, sizeof(junk), "garbage");
+}
+
+TEST_T(lying_rdma_cm_hello_is_refused_and_counted)
+{
+	/* Right magic and version, impossible receive depth: a peer that
+	 * claims buffers it cannot have. */
+	uint32_t hello[4] = { htonl(0x52494654u), htonl(1u << 16),
+			      htonl(1u << 30), htonl(8192) };
+
+	need_rdma();
+	hostile_hello(hello, sizeof(hello), "lying");
+}
+
+/*
+ * Pair topology: two links between client and server.  Cut link0 for real
+ * (admin down of the client's netdev) while messages stream both ways;
+ * the QP's retries run out within a second, the session re-attaches
+ * through the server's address on link1, and nothing is lost or doubled.
+ */
+TEST_TIMEOUT(link_cut_mid_stream_reattaches_over_the_other_port, 240)
+{
+	const char *topo = getenv("RIFT_LAB_TOPO");
+	const char *a0 = getenv("RIFT_LAB_SERVER_ADDR0");
+	const char *a1 = getenv("RIFT_LAB_SERVER_ADDR1");
+	rift_config cfg = h_config();
+	rift_ctx *ctx;
+	struct side srv = { .verify = true, .seed = 7, .max_size = 256 };
+	struct side cli = { .verify = true, .seed = 70, .max_size = 256 };
+	rift_listener *l = NULL;
+	rift_conn *c = NULL, *conns[2];
+	uint64_t n = 20000, sent_c = 0, sent_s = 0, end, cut_at = 0;
+	char url[256];
+	int down = 0;
+
+	need_rdma();
+	if (!topo || strcmp(topo, "pair") != 0 || !a0 || !a1)
+		SKIP("needs the lab's pair topology (two links)");
+	cfg.keepalive_interval_ms = 100;
+	cfg.keepalive_timeout_ms = 1500;
+	ctx = h_ctx(&cfg);
+	CHECK_EQ(rift_listen(ctx, "rdma://0.0.0.0:0", &h_callbacks, &srv,
+			     h_accept_side, &l),
+		 0);
+	snprintf(url, sizeof(url), "rdma://%s:%d,%s:%d", a0,
+		 rift_listener_port(l), a1, rift_listener_port(l));
+	CHECK_EQ(rift_connect(ctx, url, &h_callbacks, &cli, &c), 0);
+	cli.conn = c;
+	h_connected(ctx, &cli);
+	CHECK(h_wait(ctx, &srv.connected, 5000));
+	end = h_now_us() + 200000000u;
+	while ((cli.recv_count < n || srv.recv_count < n) && h_now_us() < end &&
+	       !cli.disconnected && !srv.disconnected) {
+		for (int k = 0; k < 32 && sent_c < n; k++, sent_c++)
+			if (h_send(c, 7, sent_c, 256) == RIFT_EAGAIN)
+				break;
+		for (int k = 0; k < 32 && sent_s < n; k++, sent_s++)
+			if (h_send(srv.conn, 70, sent_s, 256) == RIFT_EAGAIN)
+				break;
+		if (!down && srv.recv_count > n / 4) {
+			CHECK_EQ(system("lab-link down link0"), 0);
+			cut_at = h_now_us();
+			down = 1;
+		}
+		rift_ctx_run(ctx, 1);
+	}
+	if (down)
+		CHECK_EQ(system("lab-link up link0"), 0);
+	printf("path_down cli %d srv %d, changed cli %d srv %d, %.2f s after "
+	       "the cut\n",
+	       cli.path_down, srv.path_down, cli.path_changed, srv.path_changed,
+	       (double)(h_now_us() - cut_at) / 1e6);
+	if (cli.disconnected || srv.disconnected)
+		FAIL("session died: %s / %s", cli.last_message, srv.last_message);
+	CHECK(down);
+	CHECK_EQ(cli.recv_count, n);
+	CHECK_EQ(srv.recv_count, n);
+	CHECK_EQ(cli.bad + srv.bad, 0);
+	CHECK(cli.path_changed >= 1);
+	conns[0] = c;
+	conns[1] = srv.conn;
+	h_teardown(ctx, l, conns, 2);
+}
