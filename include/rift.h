@@ -239,6 +239,77 @@ void rift__config_init(rift_config *cfg, size_t size);
  */
 int rift_config_check(const rift_config *cfg);
 
+/*
+ * Config files and environment overrides (docs/config.md lists every key).
+ *
+ * A config file is strict TOML: a [section] per layer ([progress],
+ * [connect], [session], [tcp], [rdma], [pool], [metrics]), the keys RDMA
+ * operators know (sq_depth, cq_size, gid_index, ...), sizes as integers or
+ * as strings with a unit, all powers of 1024 ("64KiB", "64KB", "64k" are
+ * 65536; "1GB" is 2^30).  Unknown keys, wrong types and out-of-range values
+ * are errors with the file, line and column.
+ *
+ * Later calls win, so the intended order gives file < environment < code:
+ *
+ *	rift_config_init(&cfg);                          defaults
+ *	rc = rift_config_load(&cfg, path, err, sizeof(err));   the file
+ *	rc = rift_config_env(&cfg, err, sizeof(err));    RIFT_<SECTION>_<KEY>
+ *	cfg.sq_depth = 1024;                             code overrides both
+ *
+ * Load and env are all-or-nothing: on error *cfg is unchanged.  Both
+ * remember, per struct, where each value they set came from, so that
+ * rift_config_dump can say so.  They may run on different threads for
+ * different structs.
+ */
+#define RIFT_CONFIG_ERRLEN 512 /* holds any message of load/env */
+
+/*
+ * Apply the config file at path on top of *cfg (initialised with
+ * rift_config_init; keys absent from the file keep their value).  The
+ * result must also pass rift_config_check.  Returns 0, or:
+ *   RIFT_EINVAL  err = "path:line:col: message", e.g.
+ *                "rift.toml:12:9: expected '=' after key 'sq_depth'" or
+ *                "rift.toml:4:1: unknown key 'sq_dept' in [rdma]; did you
+ *                mean 'sq_depth'?"  (a cross-field rule points at the key
+ *                of this file it names, or is "path: message")
+ *   RIFT_ENOENT, RIFT_EACCES, ...  the file could not be read;
+ *                err = "path: cannot open: <reason>"
+ *   RIFT_ENOMEM
+ * err (errlen bytes; may be NULL) is always NUL-terminated and is "" on
+ * success.  The file is read and closed before the call returns.
+ */
+int rift_config_load(rift_config *cfg, const char *path, char *err,
+		     size_t errlen);
+
+/*
+ * Apply environment variables RIFT_<SECTION>_<KEY>, upper case, e.g.
+ * RIFT_RDMA_SQ_DEPTH=512, RIFT_PROGRESS_POLLING=busy,
+ * RIFT_POOL_BLOCK_SIZES=8KiB,64KiB,2MiB, RIFT_METRICS_ENABLED=false.
+ * Values are written as in a file without quotes; booleans also take
+ * 1/0, yes/no, on/off.  An unknown variable under a known section prefix
+ * (RIFT_RDMA_SQ_DEPT) is an error, so typos are not silently ignored.
+ * Returns 0, or RIFT_EINVAL with err = "env RIFT_RDMA_SQ_DEPTH: message"
+ * naming the variable.  In a set-user-ID program (secure execution, see
+ * secure_getenv(3)) the environment is ignored and 0 is returned.
+ */
+int rift_config_env(rift_config *cfg, char *err, size_t errlen);
+
+/*
+ * Print the effective configuration as TOML that rift_config_load accepts,
+ * every key with a trailing comment saying where its value came from:
+ *   # default            as set by rift_config_init
+ *   # rift.toml:12       rift_config_load of that file, line 12
+ *   # env RIFT_X_Y       rift_config_env
+ *   # set in code        anything else (assigned after init/load/env)
+ * Origins are remembered for the struct that load/env changed; a copy of
+ * it keeps them while all its values equal the loaded ones, and a value
+ * changed since reads "set in code".
+ * Writes at most len bytes including the NUL (buf may be NULL if len is
+ * 0).  Returns the length of the whole dump, as snprintf does (the output
+ * was cut if that is >= len; about 3 KiB is enough), or RIFT_EINVAL.
+ */
+int rift_config_dump(const rift_config *cfg, char *buf, size_t len);
+
 /* ------------------------------------------------------------------------ */
 /* Context: the event loop                                                  */
 /* ------------------------------------------------------------------------ */
