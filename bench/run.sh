@@ -30,7 +30,7 @@
 #
 # Environment: BENCH_ROUNDS (5), BENCH_LAT_ITERS (20000), BENCH_LAT_WARMUP
 # (2000), BENCH_TPUT_BYTES (2g), BENCH_CPU (0), BENCH_CPUS_SPLIT (0,1),
-# CC (cc).
+# BENCH_BUDGET_S (150: no round starts that would likely end later), CC (cc).
 set -u
 
 cd "$(dirname "$0")/.." || exit 1
@@ -45,6 +45,7 @@ CPU=${BENCH_CPU:-0}
 SPLIT=${BENCH_CPUS_SPLIT:-0,1}
 CC=${CC:-cc}
 OUT=build/bench
+BUDGET=${BENCH_BUDGET_S:-150} # no new round once it would end later, s
 RUN_LIMIT=120 # seconds one program may take before it is killed
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/rift-bench.XXXXXX") || exit 1
@@ -134,7 +135,17 @@ if [ -n "$(git status --porcelain -- src include 2>/dev/null)" ]; then
 	rev="$rev + uncommitted changes in src/ or include/"
 fi
 echo "rift bench: $ROUNDS rounds, interleaved; build/lib/librift.a from $rev"
+done_rounds=0
 for r in $(seq 1 "$ROUNDS"); do
+	# Stay within the time budget on a machine that is slower than
+	# expected: skip a round that would likely end past it.
+	now=$(date +%s)
+	if [ "$done_rounds" -gt 0 ] && [ $((now - start + (now - start) / \
+		done_rounds)) -gt "$BUDGET" ]; then
+		echo "bench: stopping after $done_rounds rounds:" \
+			"the next would pass BENCH_BUDGET_S=$BUDGET s" >&2
+		break
+	fi
 	echo "round $r/$ROUNDS"
 	pair "$r" lat-1cpu "$OUT/lat_plain -a $CPU $LAT" \
 		"$OUT/lat_rift -a $CPU $LAT -P event"
@@ -150,13 +161,14 @@ for r in $(seq 1 "$ROUNDS"); do
 		pair "$r" tput-2cpu "$OUT/tput_plain -a $SPLIT $TPUT" \
 			"$OUT/tput_rift -a $SPLIT $TPUT -P event"
 	fi
+	done_rounds=$r
 done
 elapsed=$(($(date +%s) - start))
 
 # ---- report ---------------------------------------------------------------
 
 echo
-awk -v rounds="$ROUNDS" -v iters="$LAT_ITERS" -v warmup="$LAT_WARMUP" \
+awk -v rounds="$done_rounds" -v iters="$LAT_ITERS" -v warmup="$LAT_WARMUP" \
 	-v size="$LAT_SIZE" -v bytes="$TPUT_BYTES" -v cpu="$CPU" \
 	-v pair_cpus="$SPLIT" -v elapsed="$elapsed" \
 	-f bench/report.awk "$tmp/results"
