@@ -353,7 +353,11 @@ static void path_lost(rift_conn *conn, rift__path *p, int err)
 	if (conn->state != RIFT_CONN_DETACHED)
 		return; /* closed from the callback */
 	if (conn->is_client) {
+		/* Start with the next address: the one whose path just broke
+		 * is the least likely to work now (another port, another
+		 * link), and the rotation comes back to it. */
 		conn->attempts = 0;
+		conn->addr_idx = (conn->addr_idx + 1) % conn->n_addrs;
 		rift_timer_start(&conn->retry_timer, 0, 0);
 	} else {
 		conn->retry_timer.cb = grace_expired;

@@ -771,8 +771,8 @@ static void listener_cm_event(struct rdma_listener *rl, struct rdma_cm_event *ev
 	bad = hello_check(rp, ev->param.conn.private_data,
 			  ev->param.conn.private_data_len);
 	if (bad) {
-		/* Refused, counted and logged: never trusted. */
-		ctx->stats.protocol_errors++;
+		/* Refused, and counted as a protocol error by path_failed:
+		 * never trusted with a session. */
 		rp->id = NULL; /* destroyed below, after the reject */
 		rift__path_failed(&rp->base, RIFT_EPROTO, "%s", bad);
 		rej = REJ_BAD_HELLO;
