@@ -268,6 +268,8 @@ struct rift__omsg *rift__sess_next(rift__path *p, struct rift__omsg *after);
 void rift__sess_written(rift__path *p, struct rift__omsg *m);
 /* Encode the owed control frames into buf (returns bytes used). */
 size_t rift__sess_control(rift__path *p, uint8_t *buf, size_t cap);
+/* After a flush: arm the delayed-ack timer if no frame carried the ack. */
+void rift__sess_after_flush(rift__path *p);
 /* True when the path owes control frames or has unsent data. */
 bool rift__sess_has_output(rift__path *p);
 

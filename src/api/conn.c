@@ -627,6 +627,8 @@ void rift__ctx_deferred(rift_ctx *ctx)
 		p->flush_queued = false;
 		if (p->state != RIFT_PATH_DEAD)
 			p->ops->flush(p);
+		if (p->state != RIFT_PATH_DEAD)
+			rift__sess_after_flush(p);
 	}
 	while (!rift__list_empty(&ctx->dead_paths)) {
 		rift__path *p = rift__list_entry(ctx->dead_paths.next,

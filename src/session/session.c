@@ -587,17 +587,16 @@ static int deliver(rift_conn *conn, const struct rift__hdr *h, void *payload,
 	free(msg.owned); /* NULL if retained or read in place */
 
 	/* Ack soon enough that the peer's window never closes for want of
-	 * one: at a quarter of it at once, otherwise after ack_delay_ms. */
+	 * one: at a quarter of it at once.  Otherwise the ack rides on what
+	 * the application sends back this round; only if nothing carried it
+	 * by the end of the round does rift__sess_after_flush arm the
+	 * ack_delay_ms timer (no timer work per message in request/reply). */
 	conn->rx_unacked += h->len + RIFT_HDR_SIZE;
 	threshold = conn->peer_window / 4;
 	if (conn->path && conn->path->state == RIFT_PATH_ATTACHED) {
-		if (conn->rx_unacked >= threshold) {
+		if (conn->rx_unacked >= threshold)
 			conn->path->pending |= RIFT_PEND_ACK;
-			rift__path_kick(conn->path);
-		} else if (!rift__timer_active(&conn->ack_timer)) {
-			rift_timer_start(&conn->ack_timer,
-					 conn->ctx->cfg.ack_delay_ms, 0);
-		}
+		rift__path_kick(conn->path);
 	}
 	return 0;
 }
@@ -681,6 +680,16 @@ int rift__path_on_frame(rift__path *p, const struct rift__hdr *h,
 
 /* ---- data pull for transports ---- */
 
+void rift__sess_after_flush(rift__path *p)
+{
+	rift_conn *conn = p->conn;
+
+	if (conn && p->state == RIFT_PATH_ATTACHED &&
+	    conn->ack_sent != conn->recv_seq &&
+	    !rift__timer_active(&conn->ack_timer))
+		rift_timer_start(&conn->ack_timer, conn->ctx->cfg.ack_delay_ms, 0);
+}
+
 bool rift__sess_has_output(rift__path *p)
 {
 	return p->pending ||
@@ -705,6 +714,8 @@ size_t rift__sess_control(rift__path *p, uint8_t *buf, size_t cap)
 	rift_conn *conn = p->conn;
 	size_t used = 0;
 
+	if (!p->pending)
+		return 0;
 	for (size_t i = 0; i < RIFT_ARRAY_SIZE(order); i++) {
 		struct rift__hdr h = { .type = order[i].type };
 		struct rift__hello hello;
