@@ -113,7 +113,8 @@ static enum rdma_cm_event_type raw_cm_connect(rift_ctx *server, int port,
 		if (ev->event == RDMA_CM_EVENT_ADDR_RESOLVED) {
 			CHECK_EQ(rift__vb_resolve_route(id, 2000, err), 0);
 		} else if (ev->event == RDMA_CM_EVENT_ROUTE_RESOLVED) {
-			CHECK_EQ(rift__vb_qp_setup(id, 64, &caps, &pd, &cch, &cq,
+			CHECK_EQ(rift__vb_pd_alloc(id->verbs, &pd, err), 0);
+			CHECK_EQ(rift__vb_qp_setup(id, pd, 64, &caps, &cch, &cq,
 						   err),
 				 0);
 			CHECK_EQ(rift__vb_connect(id, &param, err), 0);
@@ -127,7 +128,8 @@ static enum rdma_cm_event_type raw_cm_connect(rift_ctx *server, int port,
 		}
 		rift__vb_cm_ack(ev);
 	}
-	rift__vb_qp_teardown(id, pd, cch, cq);
+	rift__vb_qp_teardown(id, cch, cq);
+	rift__vb_pd_free(pd);
 	rift__vb_id_destroy(id);
 	rift__vb_channel_destroy(ch);
 	return got;

@@ -27,9 +27,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/resource.h>
+#include <pthread.h>
 
 #include "session/session.h"
+#include "memory/pool.h"
 #include "session/stream.h"
 #include "transports/verbs/verbs.h"
 
@@ -64,6 +65,7 @@ struct rdma_listener {
 struct rift__rdma_ctx {
 	struct rdma_event_channel *ch;
 	rift__io io;
+	struct rift__pool *pool; /* reference on the process pool */
 	rift_fallback_reason probed; /* cached device probe */
 	bool probe_done;
 	char device[RIFT_DEVICE_NAME_MAX];
@@ -77,17 +79,17 @@ struct rdma_path {
 	rift__path base;
 	enum owner_kind kind;
 	struct rdma_cm_id *id;
-	struct ibv_pd *pd;
+	struct ibv_pd *pd;     /* the device's, shared: not ours to free */
+	int dev_slot;          /* the device's slot in the block pool */
 	struct ibv_comp_channel *cch;
 	struct ibv_cq *cq;
 	rift__io cq_io;
 	bool cq_io_on;
 	bool established;
 
-	/* one registered region: rq_depth receive buffers, sq_depth slots */
-	uint8_t *mem;
-	size_t mem_len;
-	struct ibv_mr *mr;
+	/* receive buffers and send slots: blocks of the registered pool */
+	uint8_t **rbufs, **sbufs;
+	uint32_t *rlkey, *slkey;
 	uint32_t buf_size, rq_depth, sq_depth, inline_max;
 
 	/* receive side */
@@ -119,6 +121,83 @@ static struct rdma_path *rp_of(rift__path *p)
 
 static void cm_io_cb(rift__io *io, uint32_t revents);
 
+/* ---- memory: devices and the block pool ---- */
+
+/*
+ * One protection domain per device for the whole process, shared by every
+ * path, so the pool registers its regions once per device.  They live as
+ * long as any context uses RDMA.
+ */
+static const struct rift__pool_reg pool_reg = {
+	.reg = rift__vb_pool_reg,
+	.dereg = rift__vb_pool_dereg,
+};
+static pthread_mutex_t dev_mu = PTHREAD_MUTEX_INITIALIZER;
+static int dev_users;
+static struct {
+	struct ibv_context *verbs;
+	struct ibv_pd *pd;
+	int slot;
+} devs[RIFT_POOL_MAX_DEVICES];
+static int n_devs;
+
+/* The device's PD and pool slot; fails the path (with a reason) if not. */
+static int dev_get(struct rdma_path *rp, struct rift__pool *pool)
+{
+	rift__path *p = &rp->base;
+	struct ibv_context *verbs = rp->id->verbs;
+	char err[RIFT_ERRMSG_LEN];
+	rift__vb_err verr;
+	int i, rc = 0;
+
+	pthread_mutex_lock(&dev_mu);
+	for (i = 0; i < n_devs; i++)
+		if (devs[i].verbs == verbs)
+			break;
+	if (i == n_devs) {
+		if (n_devs == RIFT_POOL_MAX_DEVICES) {
+			snprintf(err, sizeof(err), "more than %d RDMA devices",
+				 RIFT_POOL_MAX_DEVICES);
+			rc = RIFT_ENOSPC;
+			goto out;
+		}
+		rc = rift__vb_pd_alloc(verbs, &devs[i].pd, verr);
+		if (rc) {
+			snprintf(err, sizeof(err), "%s", verr);
+			goto out;
+		}
+		rc = rift__pool_add_device(pool, devs[i].pd, err, sizeof(err));
+		if (rc < 0) {
+			rift__vb_pd_free(devs[i].pd);
+			goto out;
+		}
+		devs[i].verbs = verbs;
+		devs[i].slot = rc;
+		n_devs++;
+		rc = 0;
+	}
+	rp->pd = devs[i].pd;
+	rp->dev_slot = devs[i].slot;
+out:
+	pthread_mutex_unlock(&dev_mu);
+	if (rc) {
+		p->fb_reason = RIFT_FALLBACK_REG_MR;
+		rift__path_failed(p, rc, "%s", err);
+	}
+	return rc;
+}
+
+static void dev_users_put(void)
+{
+	pthread_mutex_lock(&dev_mu);
+	if (--dev_users == 0) {
+		for (int i = 0; i < n_devs; i++)
+			rift__vb_pd_free(devs[i].pd);
+		n_devs = 0;
+	}
+	pthread_mutex_unlock(&dev_mu);
+}
+
 /* ---- context state ---- */
 
 static struct rift__rdma_ctx *rctx(rift_ctx *ctx, rift__vb_err err)
@@ -134,6 +213,18 @@ static struct rift__rdma_ctx *rctx(rift_ctx *ctx, rift__vb_err err)
 			return NULL;
 		}
 		ctx->rdma = r;
+	}
+	if (!r->pool) {
+		char perr[RIFT_ERRMSG_LEN];
+
+		if (rift__pool_get(&ctx->cfg, &pool_reg, &r->pool, perr,
+				   sizeof(perr))) {
+			snprintf(err, sizeof(rift__vb_err), "%s", perr);
+			return NULL;
+		}
+		pthread_mutex_lock(&dev_mu);
+		dev_users++;
+		pthread_mutex_unlock(&dev_mu);
 	}
 	if (rift__vb_channel_create(&r->ch, err))
 		return NULL;
@@ -157,6 +248,11 @@ void rift__rdma_ctx_destroy(rift_ctx *ctx)
 		rift__io_stop(ctx, &r->io);
 		rift__vb_channel_destroy(r->ch);
 	}
+	if (r->pool) {
+		/* Last user: the pool deregisters before the PDs go. */
+		rift__pool_put(r->pool);
+		dev_users_put();
+	}
 	free(r);
 	ctx->rdma = NULL;
 }
@@ -178,64 +274,21 @@ static rift_fallback_reason rdma_available(rift_ctx *ctx)
 	return r->probed;
 }
 
-/* ---- memory ---- */
-
-static uint64_t locked_kib(void)
-{
-	FILE *f = fopen("/proc/self/status", "r");
-	char line[128];
-	unsigned long long v = 0;
-
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmLck: %llu", &v) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return v;
-}
-
-/*
- * Registering pins memory against RLIMIT_MEMLOCK.  Say what is needed,
- * what the limit is and how to raise it, before the kernel says ENOMEM.
- */
-static int memlock_check(rift__path *p, size_t need)
-{
-	struct rlimit rl;
-	uint64_t have;
-
-	if (getrlimit(RLIMIT_MEMLOCK, &rl) || rl.rlim_cur == RLIM_INFINITY)
-		return 0;
-	have = locked_kib() * 1024u;
-	if (have + need <= rl.rlim_cur)
-		return 0;
-	p->fb_reason = RIFT_FALLBACK_REG_MR;
-	rift__path_failed(p, RIFT_EMEMLOCK,
-			  "registering %zu KiB would exceed the locked-memory "
-			  "limit (RLIMIT_MEMLOCK %llu KiB, %llu KiB locked "
-			  "already): raise it with 'ulimit -l unlimited', "
-			  "LimitMEMLOCK=infinity in a systemd unit or "
-			  "/etc/security/limits.conf, or lower rq_depth, "
-			  "sq_depth or the block size",
-			  need / 1024, (unsigned long long)rl.rlim_cur / 1024,
-			  (unsigned long long)have / 1024);
-	return RIFT_EMEMLOCK;
-}
-
 static uint8_t *recv_buf(struct rdma_path *rp, uint32_t i)
 {
-	return rp->mem + (size_t)i * rp->buf_size;
+	return rp->rbufs[i];
 }
 
 static uint8_t *slot_buf(struct rdma_path *rp, uint32_t i)
 {
-	return rp->mem + (size_t)(rp->rq_depth + i) * rp->buf_size;
+	return rp->sbufs[i];
 }
 
 static int post_recv(struct rdma_path *rp, uint32_t i)
 {
 	struct ibv_sge sge = { .addr = (uintptr_t)recv_buf(rp, i),
 			       .length = rp->buf_size,
-			       .lkey = rp->mr->lkey };
+			       .lkey = rp->rlkey[i] };
 	struct ibv_recv_wr wr = { .wr_id = RECV_FLAG | i, .sg_list = &sge,
 				  .num_sge = 1 };
 	rift__vb_err err;
@@ -248,9 +301,33 @@ static int post_recv(struct rdma_path *rp, uint32_t i)
 
 static void cq_io_cb(rift__io *io, uint32_t revents);
 
+/* Take n blocks of the pool for one use, with their keys on our device. */
+static int take_blocks(struct rdma_path *rp, uint8_t **bufs, uint32_t *lkeys,
+		       uint32_t n, enum rift__pool_use use)
+{
+	struct rift__pool *pool = rp->base.ctx->rdma->pool;
+	char err[RIFT_ERRMSG_LEN];
+	uint32_t rkey;
+	int rc;
+
+	for (uint32_t i = 0; i < n; i++) {
+		bufs[i] = rift__pool_alloc(pool, rp->buf_size, use, &rc, err,
+					   sizeof(err));
+		if (!bufs[i] ||
+		    !rift__pool_keys(pool, bufs[i], rp->dev_slot, &lkeys[i], &rkey)) {
+			rp->base.fb_reason = RIFT_FALLBACK_REG_MR;
+			rift__path_failed(&rp->base, bufs[i] ? RIFT_EIO : rc,
+					  "%s", bufs[i] ? "pool block without "
+							  "a key" : err);
+			return bufs[i] ? RIFT_EIO : rc;
+		}
+	}
+	return 0;
+}
+
 /*
- * QP, CQ, registered buffers and posted receives: everything a path needs
- * before rdma_connect / rdma_accept.
+ * QP, CQ, buffers from the registered pool and posted receives: everything
+ * a path needs before rdma_connect / rdma_accept.
  */
 static int path_resources(struct rdma_path *rp)
 {
@@ -269,33 +346,37 @@ static int path_resources(struct rdma_path *rp)
 	rp->buf_size = cfg->block_size[0];
 	rp->rq_depth = cfg->rq_depth;
 	rp->sq_depth = cfg->sq_depth;
-	rp->mem_len = (size_t)(rp->rq_depth + rp->sq_depth) * rp->buf_size;
-	rc = memlock_check(p, rp->mem_len);
+	rc = dev_get(rp, p->ctx->rdma->pool);
 	if (rc)
 		return rc;
-	rc = rift__vb_qp_setup(rp->id, cfg->cq_size < rp->rq_depth + rp->sq_depth
-					       ? rp->rq_depth + rp->sq_depth
-					       : cfg->cq_size,
-			       &caps, &rp->pd, &rp->cch, &rp->cq, err);
+	rc = rift__vb_qp_setup(rp->id, rp->pd,
+			       cfg->cq_size < rp->rq_depth + rp->sq_depth
+				       ? rp->rq_depth + rp->sq_depth
+				       : cfg->cq_size,
+			       &caps, &rp->cch, &rp->cq, err);
 	if (rc) {
 		rift__path_failed(p, rc, "%s", err);
 		return rc;
 	}
 	rp->inline_max = caps.inline_max;
-	rp->mem = aligned_alloc(4096, rp->mem_len);
 	rp->slots = calloc(rp->sq_depth, sizeof(*rp->slots));
 	rp->pend = calloc(rp->rq_depth, sizeof(*rp->pend));
 	rp->pend_len = calloc(rp->rq_depth, sizeof(*rp->pend_len));
-	if (!rp->mem || !rp->slots || !rp->pend || !rp->pend_len) {
+	rp->rbufs = calloc(rp->rq_depth, sizeof(*rp->rbufs));
+	rp->rlkey = calloc(rp->rq_depth, sizeof(*rp->rlkey));
+	rp->sbufs = calloc(rp->sq_depth, sizeof(*rp->sbufs));
+	rp->slkey = calloc(rp->sq_depth, sizeof(*rp->slkey));
+	if (!rp->slots || !rp->pend || !rp->pend_len || !rp->rbufs ||
+	    !rp->rlkey || !rp->sbufs || !rp->slkey) {
 		rift__path_failed(p, RIFT_ENOMEM, "out of memory for buffers");
 		return RIFT_ENOMEM;
 	}
-	rc = rift__vb_reg_mr(rp->pd, rp->mem, rp->mem_len, &rp->mr, err);
-	if (rc) {
-		p->fb_reason = RIFT_FALLBACK_REG_MR;
-		rift__path_failed(p, rc, "%s", err);
+	rc = take_blocks(rp, rp->rbufs, rp->rlkey, rp->rq_depth, RIFT_POOL_RECV);
+	if (!rc)
+		rc = take_blocks(rp, rp->sbufs, rp->slkey, rp->sq_depth,
+				 RIFT_POOL_SEND);
+	if (rc)
 		return rc;
-	}
 	rp->slots_free = rp->sq_depth;
 	for (uint32_t i = 0; i < rp->rq_depth; i++) {
 		rc = post_recv(rp, i);
@@ -505,7 +586,7 @@ static void rdma_flush(rift__path *p)
 		memset(wr, 0, sizeof(*wr));
 		sges[nwr] = (struct ibv_sge){ .addr = (uintptr_t)slot_buf(rp, slot),
 					      .length = len,
-					      .lkey = rp->mr->lkey };
+					      .lkey = rp->slkey[slot] };
 		wr->wr_id = slot;
 		wr->sg_list = len ? &sges[nwr] : NULL;
 		wr->num_sge = len ? 1 : 0;
@@ -929,16 +1010,27 @@ static void rdma_destroy(rift__path *p)
 	if (rp->id) {
 		if (rp->established)
 			rift__vb_disconnect(rp->id);
-		rift__vb_qp_teardown(rp->id, NULL, NULL, NULL);
+		rift__vb_qp_teardown(rp->id, NULL, NULL);
 	}
-	rift__vb_dereg_mr(rp->mr);
-	rift__vb_qp_teardown(NULL, rp->pd, rp->cch, rp->cq);
+	rift__vb_qp_teardown(NULL, rp->cch, rp->cq);
 	if (rp->id) {
 		rp->id->context = NULL;
 		rift__vb_id_destroy(rp->id);
 	}
+	/* The QP is gone, so no DMA touches the blocks any more. */
+	for (uint32_t i = 0; rp->rbufs && i < rp->rq_depth; i++)
+		if (rp->rbufs[i])
+			rift__pool_free(p->ctx->rdma->pool, rp->rbufs[i],
+					RIFT_POOL_RECV);
+	for (uint32_t i = 0; rp->sbufs && i < rp->sq_depth; i++)
+		if (rp->sbufs[i])
+			rift__pool_free(p->ctx->rdma->pool, rp->sbufs[i],
+					RIFT_POOL_SEND);
+	free(rp->rbufs);
+	free(rp->sbufs);
+	free(rp->rlkey);
+	free(rp->slkey);
 	rift__stream_free(&rp->rx);
-	free(rp->mem);
 	free(rp->slots);
 	free(rp->pend);
 	free(rp->pend_len);

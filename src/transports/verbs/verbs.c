@@ -190,23 +190,31 @@ const char *rift__vb_cm_event_str(enum rdma_cm_event_type t)
 	return rdma_event_str(t);
 }
 
-int rift__vb_qp_setup(struct rdma_cm_id *id, uint32_t cq_size,
-		      struct rift__vb_qp_caps *caps, struct ibv_pd **pd,
+int rift__vb_pd_alloc(struct ibv_context *verbs, struct ibv_pd **out,
+		      rift__vb_err err)
+{
+	COUNT(alloc_pd);
+	*out = ibv_alloc_pd(verbs);
+	return *out ? 0 : fail(err, "ibv_alloc_pd", errno);
+}
+
+void rift__vb_pd_free(struct ibv_pd *pd)
+{
+	COUNT(destroy);
+	if (pd)
+		ibv_dealloc_pd(pd);
+}
+
+int rift__vb_qp_setup(struct rdma_cm_id *id, struct ibv_pd *pd,
+		      uint32_t cq_size, struct rift__vb_qp_caps *caps,
 		      struct ibv_comp_channel **ch, struct ibv_cq **cq,
 		      rift__vb_err err)
 {
 	struct ibv_qp_init_attr qa;
 	int rc;
 
-	*pd = NULL;
 	*ch = NULL;
 	*cq = NULL;
-	COUNT(alloc_pd);
-	*pd = ibv_alloc_pd(id->verbs);
-	if (!*pd) {
-		rc = fail(err, "ibv_alloc_pd", errno);
-		goto fail;
-	}
 	COUNT(create_comp_channel);
 	*ch = ibv_create_comp_channel(id->verbs);
 	if (!*ch) {
@@ -239,7 +247,7 @@ int rift__vb_qp_setup(struct rdma_cm_id *id, uint32_t cq_size,
 	qa.cap.max_recv_sge = caps->max_recv_sge;
 	qa.cap.max_inline_data = caps->inline_max;
 	COUNT(create_qp);
-	if (rdma_create_qp(id, *pd, &qa)) {
+	if (rdma_create_qp(id, pd, &qa)) {
 		rc = fail(err, "rdma_create_qp", errno);
 		goto fail;
 	}
@@ -248,15 +256,14 @@ int rift__vb_qp_setup(struct rdma_cm_id *id, uint32_t cq_size,
 	return 0;
 
 fail:
-	rift__vb_qp_teardown(NULL, *pd, *ch, *cq);
-	*pd = NULL;
+	rift__vb_qp_teardown(NULL, *ch, *cq);
 	*ch = NULL;
 	*cq = NULL;
 	return rc;
 }
 
-void rift__vb_qp_teardown(struct rdma_cm_id *id, struct ibv_pd *pd,
-			  struct ibv_comp_channel *ch, struct ibv_cq *cq)
+void rift__vb_qp_teardown(struct rdma_cm_id *id, struct ibv_comp_channel *ch,
+			  struct ibv_cq *cq)
 {
 	COUNT(destroy);
 	if (id && id->qp)
@@ -265,8 +272,28 @@ void rift__vb_qp_teardown(struct rdma_cm_id *id, struct ibv_pd *pd,
 		ibv_destroy_cq(cq);
 	if (ch)
 		ibv_destroy_comp_channel(ch);
-	if (pd)
-		ibv_dealloc_pd(pd);
+}
+
+int rift__vb_pool_reg(void *dev, void *addr, size_t len, void **handle,
+		      uint32_t *lkey, uint32_t *rkey, char *err, size_t errlen)
+{
+	rift__vb_err e;
+	struct ibv_mr *mr;
+	int rc = rift__vb_reg_mr(dev, addr, len, &mr, e);
+
+	if (rc) {
+		snprintf(err, errlen, "%s", e);
+		return rc;
+	}
+	*handle = mr;
+	*lkey = mr->lkey;
+	*rkey = mr->rkey;
+	return 0;
+}
+
+void rift__vb_pool_dereg(void *handle)
+{
+	rift__vb_dereg_mr(handle);
 }
 
 int rift__vb_reg_mr(struct ibv_pd *pd, void *addr, size_t len,

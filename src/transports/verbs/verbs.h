@@ -68,13 +68,21 @@ const char *rift__vb_cm_event_str(enum rdma_cm_event_type t);
 struct rift__vb_qp_caps {
 	uint32_t sq_depth, rq_depth, max_send_sge, max_recv_sge, inline_max;
 };
-/* PD, completion channel, CQ (armed) and RC QP on id's device. */
-int rift__vb_qp_setup(struct rdma_cm_id *id, uint32_t cq_size,
-		      struct rift__vb_qp_caps *caps, struct ibv_pd **pd,
+/* A protection domain on a device (shared by every path there). */
+int rift__vb_pd_alloc(struct ibv_context *verbs, struct ibv_pd **out,
+		      rift__vb_err err);
+void rift__vb_pd_free(struct ibv_pd *pd);
+/* Completion channel, CQ (armed) and RC QP on id's device, in pd. */
+int rift__vb_qp_setup(struct rdma_cm_id *id, struct ibv_pd *pd,
+		      uint32_t cq_size, struct rift__vb_qp_caps *caps,
 		      struct ibv_comp_channel **ch, struct ibv_cq **cq,
 		      rift__vb_err err);
-void rift__vb_qp_teardown(struct rdma_cm_id *id, struct ibv_pd *pd,
-			  struct ibv_comp_channel *ch, struct ibv_cq *cq);
+void rift__vb_qp_teardown(struct rdma_cm_id *id, struct ibv_comp_channel *ch,
+			  struct ibv_cq *cq);
+/* Registration in the block pool's shape (dev is a struct ibv_pd *). */
+int rift__vb_pool_reg(void *dev, void *addr, size_t len, void **handle,
+		      uint32_t *lkey, uint32_t *rkey, char *err, size_t errlen);
+void rift__vb_pool_dereg(void *handle);
 int rift__vb_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
 		    struct ibv_mr **out, rift__vb_err err);
 void rift__vb_dereg_mr(struct ibv_mr *mr);

@@ -1,0 +1,530 @@
+/*
+ * pool.c - the registered block pool; see pool.h.
+ *
+ * Layout: the whole of pool_max is reserved as address space once
+ * (PROT_NONE, no memory behind it), and regions of `region` bytes are
+ * committed inside it as the pool grows.  So the region of any block is
+ * (ptr - base) / region: no lookup table, no search on free.  A region
+ * serves one block class, fixed when it is first carved.
+ *
+ * Free blocks form intrusive singly linked lists (the first word of a free
+ * block points at the next).  Allocation tries the thread's cache, then
+ * the thread's bucket, then the other buckets, then grows the pool.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "memory/pool.h"
+
+#define MAX_BUCKETS 256
+
+struct region {
+	uint8_t *base;
+	int cls; /* block class, -1 until carved */
+	void *mr[RIFT_POOL_MAX_DEVICES];
+	uint32_t lkey[RIFT_POOL_MAX_DEVICES];
+	uint32_t rkey[RIFT_POOL_MAX_DEVICES];
+};
+
+struct bucket {
+	pthread_mutex_t mu;
+	void *head[RIFT_BLOCK_CLASSES];
+	uint64_t n[RIFT_BLOCK_CLASSES];
+} __attribute__((aligned(64)));
+
+struct rift__pool {
+	pthread_mutex_t mu; /* growth, devices, refs */
+	int refs;
+	uint64_t gen;
+	struct rift__pool_reg ops;
+	uint32_t block[RIFT_BLOCK_CLASSES];
+	size_t region;       /* bytes per region */
+	size_t max_regions;
+	size_t n_regions;    /* committed; read with acquire */
+	uint64_t limit[2];   /* bytes each use may hold */
+	uint64_t in_use[2];  /* bytes held, atomic */
+	uint64_t blocks_in_use[RIFT_BLOCK_CLASSES]; /* atomic */
+	uint32_t thread_cache;
+	uint32_t n_buckets;
+	bool huge;
+	uint8_t *base;       /* reserved address space */
+	size_t reserved;
+	struct region *regions;
+	void *devs[RIFT_POOL_MAX_DEVICES];
+	int n_devs;          /* read with acquire */
+	struct bucket *buckets;
+};
+
+static pthread_mutex_t global_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct rift__pool *global_pool;
+static uint64_t global_gen;
+
+/* Per-thread cache: a few free blocks per class, no lock. */
+static __thread struct {
+	uint64_t gen; /* pool generation these blocks belong to */
+	void *head[RIFT_BLOCK_CLASSES];
+	uint32_t n[RIFT_BLOCK_CLASSES];
+	uint32_t bucket;
+	bool bucket_set;
+} tc;
+
+/*
+ * RLIMIT_MEMLOCK covers mlock()ed pages (VmLck) and pages pinned by memory
+ * registration (VmPin), which ibv_reg_mr charges.
+ */
+uint64_t rift__locked_bytes(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[128];
+	unsigned long long v, sum = 0;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmLck: %llu", &v) == 1 ||
+		    sscanf(line, "VmPin: %llu", &v) == 1)
+			sum += v;
+	if (f)
+		fclose(f);
+	return (uint64_t)sum * 1024u;
+}
+
+/* Say what is needed, what the limit is and how to raise it. */
+static int memlock_check(size_t need, char *err, size_t errlen)
+{
+	struct rlimit rl;
+	uint64_t have;
+
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) || rl.rlim_cur == RLIM_INFINITY)
+		return 0;
+	have = rift__locked_bytes();
+	if (have + need <= rl.rlim_cur)
+		return 0;
+	snprintf(err, errlen,
+		 "registering %zu KiB would exceed the locked-memory limit "
+		 "(RLIMIT_MEMLOCK %llu KiB, %llu KiB locked already): raise it "
+		 "with 'ulimit -l unlimited', LimitMEMLOCK=infinity in a "
+		 "systemd unit or /etc/security/limits.conf, or lower "
+		 "pool.initial / pool.increment",
+		 need / 1024, (unsigned long long)rl.rlim_cur / 1024,
+		 (unsigned long long)have / 1024);
+	return RIFT_EMEMLOCK;
+}
+
+static int class_of(const struct rift__pool *pool, size_t len)
+{
+	for (int c = 0; c < RIFT_BLOCK_CLASSES; c++)
+		if (len <= pool->block[c])
+			return c;
+	return -1;
+}
+
+static struct region *region_of(struct rift__pool *pool, const void *ptr)
+{
+	const uint8_t *p = ptr;
+	size_t i, n = __atomic_load_n(&pool->n_regions, __ATOMIC_ACQUIRE);
+
+	if (p < pool->base || p >= pool->base + pool->reserved)
+		return NULL;
+	i = (size_t)(p - pool->base) / pool->region;
+	return i < n ? &pool->regions[i] : NULL;
+}
+
+static int reg_region(struct rift__pool *pool, struct region *r, int d,
+		      char *err, size_t errlen)
+{
+	int rc = memlock_check(pool->region, err, errlen);
+
+	if (rc)
+		return rc;
+	return pool->ops.reg(pool->devs[d], r->base, pool->region, &r->mr[d],
+			     &r->lkey[d], &r->rkey[d], err, errlen);
+}
+
+/* Commit one more region (pool->mu held).  Returns its index or < 0. */
+static int commit_region(struct rift__pool *pool, char *err, size_t errlen)
+{
+	size_t i = pool->n_regions;
+	struct region *r = &pool->regions[i];
+	int flags = MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS;
+	void *m;
+	int rc;
+
+	if (i == pool->max_regions) {
+		snprintf(err, errlen,
+			 "pool at its maximum (pool.max = %zu MiB)",
+			 pool->max_regions * pool->region >> 20);
+		return RIFT_ENOBUFS;
+	}
+	if (pool->huge)
+		flags |= MAP_HUGETLB;
+	m = mmap(pool->base + i * pool->region, pool->region,
+		 PROT_READ | PROT_WRITE, flags, -1, 0);
+	if (m == MAP_FAILED) {
+		rc = rift__from_errno(errno);
+		snprintf(err, errlen, "pool: mmap of a %zu MiB region%s: %s",
+			 pool->region >> 20,
+			 pool->huge ? " with huge pages (see /proc/meminfo "
+				      "HugePages_Free; set pool.huge_pages = "
+				      "false to do without)"
+				    : "",
+			 rift_strerror(rc));
+		return rc;
+	}
+	memset(r, 0, sizeof(*r));
+	r->base = m;
+	r->cls = -1;
+	for (int d = 0; d < pool->n_devs; d++) {
+		rc = reg_region(pool, r, d, err, errlen);
+		if (rc) {
+			for (int k = 0; k < d; k++)
+				pool->ops.dereg(r->mr[k]);
+			mmap(r->base, pool->region, PROT_NONE,
+			     MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+			     -1, 0);
+			return rc;
+		}
+	}
+	__atomic_store_n(&pool->n_regions, i + 1, __ATOMIC_RELEASE);
+	return (int)i;
+}
+
+/* Carve region i into blocks of class c onto bucket b (pool->mu held). */
+static void carve(struct rift__pool *pool, size_t i, int c, struct bucket *b)
+{
+	struct region *r = &pool->regions[i];
+	size_t n = pool->region / pool->block[c];
+	void *head = NULL;
+
+	r->cls = c;
+	for (size_t k = n; k-- > 0;) {
+		void *blk = r->base + k * pool->block[c];
+
+		*(void **)blk = head;
+		head = blk;
+	}
+	pthread_mutex_lock(&b->mu);
+	/* Region blocks go in front; the list is rebuilt in order. */
+	if (b->head[c]) {
+		void *last = head;
+
+		while (*(void **)last)
+			last = *(void **)last;
+		*(void **)last = b->head[c];
+	}
+	b->head[c] = head;
+	b->n[c] += n;
+	pthread_mutex_unlock(&b->mu);
+}
+
+int rift__pool_get(const rift_config *cfg, const struct rift__pool_reg *ops,
+		   struct rift__pool **out, char *err, size_t errlen)
+{
+	struct rift__pool *pool;
+	size_t initial;
+	int rc = 0;
+
+	pthread_mutex_lock(&global_mu);
+	if (global_pool) {
+		global_pool->refs++;
+		*out = global_pool;
+		pthread_mutex_unlock(&global_mu);
+		return 0;
+	}
+	pool = calloc(1, sizeof(*pool));
+	if (!pool) {
+		rc = RIFT_ENOMEM;
+		snprintf(err, errlen, "pool: out of memory");
+		goto out;
+	}
+	pthread_mutex_init(&pool->mu, NULL);
+	pool->refs = 1;
+	pool->gen = ++global_gen;
+	pool->ops = *ops;
+	memcpy(pool->block, cfg->block_size, sizeof(pool->block));
+	/* A region holds whole blocks of the largest class. */
+	pool->region = cfg->pool_increment > pool->block[2] ? cfg->pool_increment
+							     : pool->block[2];
+	pool->region = (pool->region + pool->block[2] - 1) / pool->block[2] *
+		       pool->block[2];
+	pool->max_regions = cfg->pool_max / pool->region;
+	if (pool->max_regions == 0)
+		pool->max_regions = 1;
+	pool->reserved = pool->max_regions * pool->region;
+	pool->limit[RIFT_POOL_RECV] = pool->reserved * cfg->recv_reserve_pct / 100;
+	pool->limit[RIFT_POOL_SEND] = pool->reserved - pool->limit[RIFT_POOL_RECV];
+	pool->thread_cache = cfg->pool_thread_cache;
+	pool->n_buckets = cfg->pool_buckets ? cfg->pool_buckets : 1;
+	if (pool->n_buckets > MAX_BUCKETS)
+		pool->n_buckets = MAX_BUCKETS;
+	pool->huge = cfg->huge_pages != 0;
+	pool->regions = calloc(pool->max_regions, sizeof(*pool->regions));
+	pool->buckets = aligned_alloc(64, sizeof(*pool->buckets) * pool->n_buckets);
+	if (!pool->regions || !pool->buckets) {
+		rc = RIFT_ENOMEM;
+		snprintf(err, errlen, "pool: out of memory for %zu regions",
+			 pool->max_regions);
+		goto fail;
+	}
+	memset(pool->buckets, 0, sizeof(*pool->buckets) * pool->n_buckets);
+	for (uint32_t b = 0; b < pool->n_buckets; b++)
+		pthread_mutex_init(&pool->buckets[b].mu, NULL);
+	pool->base = mmap(NULL, pool->reserved, PROT_NONE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (pool->base == MAP_FAILED) {
+		rc = rift__from_errno(errno);
+		snprintf(err, errlen, "pool: cannot reserve %zu MiB of address "
+				      "space (pool.max): %s",
+			 pool->reserved >> 20, rift_strerror(rc));
+		pool->base = NULL;
+		goto fail;
+	}
+	initial = (cfg->pool_initial + pool->region - 1) / pool->region;
+	for (size_t i = 0; i < initial && i < pool->max_regions; i++) {
+		rc = commit_region(pool, err, errlen);
+		if (rc < 0)
+			goto fail;
+	}
+	rc = 0;
+	global_pool = pool;
+	*out = pool;
+	goto out;
+
+fail:
+	if (pool->base)
+		munmap(pool->base, pool->reserved);
+	free(pool->buckets);
+	free(pool->regions);
+	free(pool);
+out:
+	pthread_mutex_unlock(&global_mu);
+	return rc;
+}
+
+void rift__pool_put(struct rift__pool *pool)
+{
+	if (!pool)
+		return;
+	pthread_mutex_lock(&global_mu);
+	if (--pool->refs > 0) {
+		pthread_mutex_unlock(&global_mu);
+		return;
+	}
+	global_pool = NULL;
+	pthread_mutex_unlock(&global_mu);
+	for (size_t i = 0; i < pool->n_regions; i++)
+		for (int d = 0; d < pool->n_devs; d++)
+			pool->ops.dereg(pool->regions[i].mr[d]);
+	munmap(pool->base, pool->reserved);
+	for (uint32_t b = 0; b < pool->n_buckets; b++)
+		pthread_mutex_destroy(&pool->buckets[b].mu);
+	pthread_mutex_destroy(&pool->mu);
+	free(pool->buckets);
+	free(pool->regions);
+	free(pool);
+}
+
+int rift__pool_add_device(struct rift__pool *pool, void *dev, char *err,
+			  size_t errlen)
+{
+	int d, rc = 0;
+
+	pthread_mutex_lock(&pool->mu);
+	for (d = 0; d < pool->n_devs; d++)
+		if (pool->devs[d] == dev)
+			goto out;
+	if (d == RIFT_POOL_MAX_DEVICES) {
+		snprintf(err, errlen, "pool: more than %d devices",
+			 RIFT_POOL_MAX_DEVICES);
+		rc = RIFT_ENOSPC;
+		goto out;
+	}
+	pool->devs[d] = dev;
+	for (size_t i = 0; i < pool->n_regions; i++) {
+		rc = reg_region(pool, &pool->regions[i], d, err, errlen);
+		if (rc) {
+			while (i-- > 0)
+				pool->ops.dereg(pool->regions[i].mr[d]);
+			pool->devs[d] = NULL;
+			goto out;
+		}
+	}
+	__atomic_store_n(&pool->n_devs, d + 1, __ATOMIC_RELEASE);
+out:
+	pthread_mutex_unlock(&pool->mu);
+	return rc ? rc : d;
+}
+
+static struct bucket *my_bucket(struct rift__pool *pool)
+{
+	if (!tc.bucket_set) {
+		tc.bucket = (uint32_t)gettid();
+		tc.bucket_set = true;
+	}
+	return &pool->buckets[tc.bucket % pool->n_buckets];
+}
+
+/* Move up to want blocks of class c from b into the thread cache. */
+static uint32_t refill(struct bucket *b, int c, uint32_t want)
+{
+	uint32_t got = 0;
+
+	pthread_mutex_lock(&b->mu);
+	while (got < want && b->head[c]) {
+		void *blk = b->head[c];
+
+		b->head[c] = *(void **)blk;
+		b->n[c]--;
+		*(void **)blk = tc.head[c];
+		tc.head[c] = blk;
+		tc.n[c]++;
+		got++;
+	}
+	pthread_mutex_unlock(&b->mu);
+	return got;
+}
+
+void *rift__pool_alloc(struct rift__pool *pool, size_t len,
+		       enum rift__pool_use use, int *rc, char *err,
+		       size_t errlen)
+{
+	int c = class_of(pool, len);
+	uint32_t batch;
+	uint64_t held;
+	void *blk;
+
+	if (c < 0) {
+		*rc = RIFT_EMSGSIZE;
+		snprintf(err, errlen, "%zu bytes exceed the largest block class "
+				      "(%u bytes)",
+			 len, pool->block[RIFT_BLOCK_CLASSES - 1]);
+		return NULL;
+	}
+	held = __atomic_add_fetch(&pool->in_use[use], pool->block[c],
+				  __ATOMIC_RELAXED);
+	if (held > pool->limit[use]) {
+		__atomic_sub_fetch(&pool->in_use[use], pool->block[c],
+				   __ATOMIC_RELAXED);
+		*rc = RIFT_ENOBUFS;
+		snprintf(err, errlen, "%s share of the pool is in use (%llu "
+				      "MiB; pool.max and pool.recv_reserve_pct)",
+			 use == RIFT_POOL_RECV ? "receive" : "send",
+			 (unsigned long long)pool->limit[use] >> 20);
+		return NULL;
+	}
+	if (tc.gen != pool->gen) {
+		/* Blocks cached for an earlier pool are gone with it. */
+		memset(tc.head, 0, sizeof(tc.head));
+		memset(tc.n, 0, sizeof(tc.n));
+		tc.gen = pool->gen;
+	}
+	batch = pool->thread_cache / 2 ? pool->thread_cache / 2 : 1;
+	/* Each turn either finds blocks or grows the pool by a region, so
+	 * this ends: with a block, or with the pool at its maximum.  (Other
+	 * threads may take what was just carved before we refill.) */
+	while (!tc.head[c]) {
+		struct bucket *mine = my_bucket(pool);
+		int i = -1;
+
+		if (refill(mine, c, batch))
+			break;
+		for (uint32_t b = 0; b < pool->n_buckets && !tc.head[c]; b++)
+			refill(&pool->buckets[b], c, batch);
+		if (tc.head[c])
+			break;
+		pthread_mutex_lock(&pool->mu);
+		/* Committed but not yet carved (the initial size) first. */
+		for (size_t k = 0; k < pool->n_regions && i < 0; k++)
+			if (pool->regions[k].cls < 0)
+				i = (int)k;
+		if (i < 0)
+			i = commit_region(pool, err, errlen);
+		if (i >= 0)
+			carve(pool, (size_t)i, c, mine);
+		pthread_mutex_unlock(&pool->mu);
+		if (i < 0) {
+			__atomic_sub_fetch(&pool->in_use[use], pool->block[c],
+					   __ATOMIC_RELAXED);
+			*rc = i;
+			return NULL;
+		}
+	}
+	blk = tc.head[c];
+	tc.head[c] = *(void **)blk;
+	tc.n[c]--;
+	__atomic_add_fetch(&pool->blocks_in_use[c], 1, __ATOMIC_RELAXED);
+	*rc = 0;
+	return blk;
+}
+
+void rift__pool_free(struct rift__pool *pool, void *block,
+		     enum rift__pool_use use)
+{
+	struct region *r = region_of(pool, block);
+	int c;
+
+	if (!r || r->cls < 0)
+		abort(); /* not ours: a caller bug that must not go unnoticed */
+	c = r->cls;
+	__atomic_sub_fetch(&pool->in_use[use], pool->block[c], __ATOMIC_RELAXED);
+	__atomic_sub_fetch(&pool->blocks_in_use[c], 1, __ATOMIC_RELAXED);
+	if (tc.gen != pool->gen) {
+		memset(tc.head, 0, sizeof(tc.head));
+		memset(tc.n, 0, sizeof(tc.n));
+		tc.gen = pool->gen;
+	}
+	*(void **)block = tc.head[c];
+	tc.head[c] = block;
+	tc.n[c]++;
+	if (tc.n[c] > pool->thread_cache) {
+		/* Give half back so other threads can use it. */
+		struct bucket *b = my_bucket(pool);
+		uint32_t give = tc.n[c] - pool->thread_cache / 2;
+
+		pthread_mutex_lock(&b->mu);
+		while (give--) {
+			void *blk = tc.head[c];
+
+			tc.head[c] = *(void **)blk;
+			tc.n[c]--;
+			*(void **)blk = b->head[c];
+			b->head[c] = blk;
+			b->n[c]++;
+		}
+		pthread_mutex_unlock(&b->mu);
+	}
+}
+
+size_t rift__pool_block_size(struct rift__pool *pool, const void *ptr)
+{
+	struct region *r = region_of(pool, ptr);
+
+	return r && r->cls >= 0 ? pool->block[r->cls] : 0;
+}
+
+bool rift__pool_keys(struct rift__pool *pool, const void *ptr, int dev,
+		     uint32_t *lkey, uint32_t *rkey)
+{
+	struct region *r = region_of(pool, ptr);
+
+	if (!r || dev < 0 || dev >= __atomic_load_n(&pool->n_devs, __ATOMIC_ACQUIRE))
+		return false;
+	*lkey = r->lkey[dev];
+	*rkey = r->rkey[dev];
+	return true;
+}
+
+void rift__pool_usage(struct rift__pool *pool, struct rift__pool_usage *u)
+{
+	u->regions = __atomic_load_n(&pool->n_regions, __ATOMIC_ACQUIRE);
+	u->registered = u->regions * pool->region;
+	for (int i = 0; i < 2; i++)
+		u->in_use[i] = __atomic_load_n(&pool->in_use[i], __ATOMIC_RELAXED);
+	for (int c = 0; c < RIFT_BLOCK_CLASSES; c++)
+		u->blocks_in_use[c] = __atomic_load_n(&pool->blocks_in_use[c],
+						      __ATOMIC_RELAXED);
+}

@@ -1,0 +1,85 @@
+/*
+ * pool.h - the registered block pool.
+ *
+ * One pool per process, shared by every context: memory is pinned and
+ * registered once, not per connection.  It hands out blocks of three
+ * classes (8 KiB, 64 KiB, 2 MiB by default) carved from regions that are
+ * added a growth step at a time up to a maximum.  Each region is
+ * registered with every device the process uses (a key per device), so a
+ * block stays usable when a session moves to another device.
+ *
+ * Contention: free blocks sit in per-thread caches first, then in one of
+ * `buckets` locked free lists per class.  Receive blocks are reserved apart
+ * from send blocks (recv_reserve_pct of the maximum), so a sender cannot
+ * starve receives of buffers, or the other way round.
+ */
+#ifndef RIFT_MEMORY_POOL_H
+#define RIFT_MEMORY_POOL_H
+
+#include "internal.h"
+
+enum rift__pool_use { RIFT_POOL_SEND = 0, RIFT_POOL_RECV = 1 };
+
+#define RIFT_POOL_MAX_DEVICES 8
+
+/*
+ * How the pool registers memory: the verbs transport fills this in.  reg
+ * returns 0 and the handle/keys, or a RIFT_E* code with err filled.
+ */
+struct rift__pool_reg {
+	int (*reg)(void *dev, void *addr, size_t len, void **handle,
+		   uint32_t *lkey, uint32_t *rkey, char *err, size_t errlen);
+	void (*dereg)(void *handle);
+};
+
+struct rift__pool;
+
+/*
+ * Take a reference on the process pool, creating it from cfg on first use
+ * (later users share it; their pool settings are ignored).  Fails with
+ * RIFT_EMEMLOCK and an actionable message when the initial size cannot be
+ * locked under RLIMIT_MEMLOCK, RIFT_ENOMEM, RIFT_EINVAL.
+ */
+int rift__pool_get(const rift_config *cfg, const struct rift__pool_reg *ops,
+		   struct rift__pool **out, char *err, size_t errlen);
+void rift__pool_put(struct rift__pool *pool);
+
+/*
+ * Register every region with dev (a protection domain) and remember it, so
+ * later regions are registered with it too.  Returns the device slot
+ * (>= 0) for key lookups, or a RIFT_E* code.  Idempotent per dev.
+ */
+int rift__pool_add_device(struct rift__pool *pool, void *dev, char *err,
+			  size_t errlen);
+
+/*
+ * A block of at least len bytes (the smallest class that fits), or NULL
+ * with *rc set: RIFT_EMSGSIZE (larger than the largest class), RIFT_ENOBUFS
+ * (this use's share of pool_max is exhausted), RIFT_EMEMLOCK / RIFT_ENOMEM
+ * (growing failed; err says why).
+ */
+void *rift__pool_alloc(struct rift__pool *pool, size_t len,
+		       enum rift__pool_use use, int *rc, char *err,
+		       size_t errlen);
+/* Give a block back; use must be the one it was allocated for. */
+void rift__pool_free(struct rift__pool *pool, void *block,
+		     enum rift__pool_use use);
+
+/* Usable size of the block holding ptr (0 if ptr is not in the pool). */
+size_t rift__pool_block_size(struct rift__pool *pool, const void *ptr);
+/* Keys of the region holding ptr for device slot dev; false if unknown. */
+bool rift__pool_keys(struct rift__pool *pool, const void *ptr, int dev,
+		     uint32_t *lkey, uint32_t *rkey);
+
+struct rift__pool_usage {
+	uint64_t registered;            /* bytes in regions */
+	uint64_t in_use[2];             /* bytes handed out, by use */
+	uint64_t blocks_in_use[RIFT_BLOCK_CLASSES];
+	uint64_t regions;
+};
+void rift__pool_usage(struct rift__pool *pool, struct rift__pool_usage *u);
+
+/* Memory this process has locked or pinned (VmLck + VmPin), bytes. */
+uint64_t rift__locked_bytes(void);
+
+#endif

@@ -1,0 +1,210 @@
+/*
+ * The block pool on the host: classes, growth, maximum, the send/receive
+ * split, reuse, threads.  No device here, so nothing is registered;
+ * registration is tested on real verbs in the lab (test_verbs.c).
+ */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "memory/pool.h"
+#include "../runner.h"
+
+static int no_reg(void *dev, void *addr, size_t len, void **handle,
+		  uint32_t *lkey, uint32_t *rkey, char *err, size_t errlen)
+{
+	(void)dev, (void)addr, (void)len, (void)handle, (void)lkey, (void)rkey;
+	snprintf(err, errlen, "no device in host tests");
+	return RIFT_ENODEV;
+}
+
+static void no_dereg(void *handle)
+{
+	(void)handle;
+}
+
+static const struct rift__pool_reg ops = { no_reg, no_dereg };
+
+static struct rift__pool *pool_with(uint64_t initial, uint64_t inc,
+				    uint64_t max)
+{
+	rift_config cfg;
+	struct rift__pool *p = NULL;
+	char err[256];
+
+	rift_config_init(&cfg);
+	cfg.pool_initial = initial;
+	cfg.pool_increment = inc;
+	cfg.pool_max = max;
+	if (rift__pool_get(&cfg, &ops, &p, err, sizeof(err)))
+		FAIL("pool: %s", err);
+	return p;
+}
+
+TEST(pool_classes_by_size)
+{
+	struct rift__pool *p = pool_with(0, 2u << 20, 64u << 20);
+	char err[256];
+	int rc;
+	void *a = rift__pool_alloc(p, 1, RIFT_POOL_SEND, &rc, err, sizeof(err));
+	void *b = rift__pool_alloc(p, 8193, RIFT_POOL_SEND, &rc, err, sizeof(err));
+	void *c = rift__pool_alloc(p, 2u << 20, RIFT_POOL_RECV, &rc, err,
+				   sizeof(err));
+	struct rift__pool_usage u;
+
+	CHECK(a && b && c);
+	CHECK_EQ(rift__pool_block_size(p, a), 8192);
+	CHECK_EQ(rift__pool_block_size(p, b), 65536);
+	CHECK_EQ(rift__pool_block_size(p, c), 2u << 20);
+	CHECK_EQ(rift__pool_block_size(p, &rc), 0); /* not pool memory */
+	CHECK(rift__pool_alloc(p, (2u << 20) + 1, RIFT_POOL_SEND, &rc, err,
+			       sizeof(err)) == NULL);
+	CHECK_EQ(rc, RIFT_EMSGSIZE);
+	CHECK_CONTAINS(err, "largest block class");
+	memset(c, 0xab, 2u << 20); /* really usable memory */
+	rift__pool_usage(p, &u);
+	CHECK_EQ(u.in_use[RIFT_POOL_SEND], 8192 + 65536);
+	CHECK_EQ(u.in_use[RIFT_POOL_RECV], 2u << 20);
+	CHECK_EQ(u.regions, 3); /* one region per class in use */
+	rift__pool_free(p, a, RIFT_POOL_SEND);
+	rift__pool_free(p, b, RIFT_POOL_SEND);
+	rift__pool_free(p, c, RIFT_POOL_RECV);
+	rift__pool_usage(p, &u);
+	CHECK_EQ(u.in_use[0] + u.in_use[1], 0);
+	CHECK_EQ(u.blocks_in_use[0] + u.blocks_in_use[1] + u.blocks_in_use[2], 0);
+	rift__pool_put(p);
+}
+
+TEST(pool_grows_to_its_maximum_and_splits_send_from_receive)
+{
+	/* 4 regions of 2 MiB at most; half for sends, half for receives. */
+	struct rift__pool *p = pool_with(2u << 20, 2u << 20, 8u << 20);
+	struct rift__pool_usage u;
+	void *s[3], *r[3];
+	char err[256];
+	int rc;
+
+	rift__pool_usage(p, &u);
+	CHECK_EQ(u.regions, 1); /* the initial size is there from the start */
+	s[0] = rift__pool_alloc(p, 2u << 20, RIFT_POOL_SEND, &rc, err, sizeof(err));
+	s[1] = rift__pool_alloc(p, 2u << 20, RIFT_POOL_SEND, &rc, err, sizeof(err));
+	CHECK(s[0] && s[1]);
+	s[2] = rift__pool_alloc(p, 1, RIFT_POOL_SEND, &rc, err, sizeof(err));
+	CHECK(s[2] == NULL);
+	CHECK_EQ(rc, RIFT_ENOBUFS);
+	CHECK_CONTAINS(err, "send share");
+	/* Sends used their half; receives still have theirs. */
+	r[0] = rift__pool_alloc(p, 2u << 20, RIFT_POOL_RECV, &rc, err, sizeof(err));
+	r[1] = rift__pool_alloc(p, 2u << 20, RIFT_POOL_RECV, &rc, err, sizeof(err));
+	CHECK(r[0] && r[1]);
+	r[2] = rift__pool_alloc(p, 1, RIFT_POOL_RECV, &rc, err, sizeof(err));
+	CHECK(r[2] == NULL);
+	CHECK_EQ(rc, RIFT_ENOBUFS);
+	rift__pool_usage(p, &u);
+	CHECK_EQ(u.regions, 4);
+	CHECK_EQ(u.registered, 8u << 20);
+	rift__pool_free(p, s[0], RIFT_POOL_SEND);
+	s[2] = rift__pool_alloc(p, 2u << 20, RIFT_POOL_SEND, &rc, err, sizeof(err));
+	CHECK(s[2] == s[0]); /* reused, not grown */
+	rift__pool_free(p, s[1], RIFT_POOL_SEND);
+	rift__pool_free(p, s[2], RIFT_POOL_SEND);
+	rift__pool_free(p, r[0], RIFT_POOL_RECV);
+	rift__pool_free(p, r[1], RIFT_POOL_RECV);
+	rift__pool_put(p);
+}
+
+TEST(pool_is_shared_by_reference)
+{
+	struct rift__pool *a = pool_with(0, 2u << 20, 16u << 20);
+	struct rift__pool *b = pool_with(0, 4u << 20, 64u << 20);
+
+	CHECK(a == b); /* one pool per process; later settings are ignored */
+	rift__pool_put(b);
+	rift__pool_put(a);
+}
+
+struct worker {
+	struct rift__pool *pool;
+	unsigned seed;
+	int failures;
+};
+
+static void *churn(void *arg)
+{
+	struct worker *w = arg;
+	void *held[64] = { 0 };
+	size_t sizes[64] = { 0 };
+	char err[256];
+
+	for (int i = 0; i < 100000; i++) {
+		int k = (int)(rand_r(&w->seed) % 64), rc;
+
+		if (held[k]) {
+			/* Still our pattern: nobody else got this block. */
+			if (((uint8_t *)held[k])[sizes[k] - 1] != (uint8_t)k ||
+			    ((uint8_t *)held[k])[8] != (uint8_t)k)
+				w->failures++;
+			rift__pool_free(w->pool, held[k], RIFT_POOL_SEND);
+			held[k] = NULL;
+			continue;
+		}
+		sizes[k] = 9 + rand_r(&w->seed) % 70000;
+		held[k] = rift__pool_alloc(w->pool, sizes[k], RIFT_POOL_SEND, &rc,
+					   err, sizeof(err));
+		if (!held[k]) {
+			w->failures++;
+			continue;
+		}
+		((uint8_t *)held[k])[8] = (uint8_t)k;
+		((uint8_t *)held[k])[sizes[k] - 1] = (uint8_t)k;
+	}
+	for (int k = 0; k < 64; k++)
+		if (held[k])
+			rift__pool_free(w->pool, held[k], RIFT_POOL_SEND);
+	return NULL;
+}
+
+TEST(pool_threads_never_share_a_block)
+{
+	struct rift__pool *p = pool_with(4u << 20, 4u << 20, 512u << 20);
+	struct worker w[4];
+	pthread_t th[4];
+	struct rift__pool_usage u;
+
+	for (int i = 0; i < 4; i++) {
+		w[i] = (struct worker){ .pool = p, .seed = 17u + (unsigned)i };
+		CHECK_EQ(pthread_create(&th[i], NULL, churn, &w[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		CHECK_EQ(w[i].failures, 0);
+	}
+	rift__pool_usage(p, &u);
+	CHECK_EQ(u.in_use[RIFT_POOL_SEND], 0);
+	CHECK_EQ(u.blocks_in_use[0] + u.blocks_in_use[1], 0);
+	rift__pool_put(p);
+}
+
+TEST(pool_huge_pages_failure_says_what_to_do)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[128], err[512];
+	long free_huge = -1;
+	rift_config cfg;
+	struct rift__pool *p = NULL;
+	int rc;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "HugePages_Free: %ld", &free_huge) == 1)
+			break;
+	if (f)
+		fclose(f);
+	if (free_huge != 0)
+		SKIP("huge pages are available here: no failure to provoke");
+	rift_config_init(&cfg);
+	cfg.huge_pages = 1;
+	cfg.pool_initial = 2u << 20;
+	rc = rift__pool_get(&cfg, &ops, &p, err, sizeof(err));
+	CHECK(rc != 0);
+	CHECK_CONTAINS(err, "huge pages");
+	CHECK_CONTAINS(err, "HugePages_Free");
+}
