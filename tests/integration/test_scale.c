@@ -6,6 +6,11 @@
 
 #define NCONN 1000
 
+static int nconn(void)
+{
+	return NCONN;
+}
+
 static rift_conn *accepted[NCONN];
 static int n_accepted;
 
@@ -43,28 +48,30 @@ TEST_TIMEOUT(thousand_concurrent_connections_on_one_context, 240)
 	int total = 0;
 	uint64_t end;
 
-	if (strcmp(rt_transport(), "tcp") != 0)
-		SKIP("1000 RDMA paths need about 8 minutes of setup under the "
-		     "lab's emulated CPU with per-path PD, CQ and registration; "
-		     "waits for the shared per-device pool (issue 4)");
 	/* 2000 paths: keep each one's registered rings small. */
 	cfg.rq_depth = cfg.sq_depth = 16;
 	cfg.block_size[0] = 4096;
 	cfg.cq_size = 32;
+	/* 1000 handshakes start at once on one thread: under the lab's
+	 * emulated CPU the last ones finish after about 10 s, far past the
+	 * 2 s the other tests allow (which made most of them time out and
+	 * retry: 262 of 1000 in two minutes). */
+	cfg.connect_timeout_ms = 60000;
 	ctx = h_ctx(&cfg);
 	getrlimit(RLIMIT_NOFILE, &rl);
 	if (rl.rlim_cur < 2 * NCONN + 64)
 		SKIP("RLIMIT_NOFILE too low for 2000 sockets");
 	CHECK_EQ(rift_listen(ctx, rt_url(0), &cbs, NULL, scale_accept, &l), 0);
-	for (int i = 0; i < NCONN; i++)
+	printf("%d connections\n", nconn());
+	for (int i = 0; i < nconn(); i++)
 		CHECK_EQ(rift_connect(ctx, rt_url(rift_listener_port(l)), &cbs,
 				      &got[i], &conns[i]),
 			 0);
 	end = h_now_us() + 120000000u;
-	while (n_accepted < NCONN && h_now_us() < end)
+	while (n_accepted < nconn() && h_now_us() < end)
 		rift_ctx_run(ctx, 10);
-	CHECK_EQ(n_accepted, NCONN);
-	for (int i = 0; i < NCONN; i++) {
+	CHECK_EQ(n_accepted, nconn());
+	for (int i = 0; i < nconn(); i++) {
 		int rc;
 
 		/* Connected once the server accepted; retry until then. */
@@ -75,20 +82,20 @@ TEST_TIMEOUT(thousand_concurrent_connections_on_one_context, 240)
 	}
 	while (h_now_us() < end) {
 		total = 0;
-		for (int i = 0; i < NCONN; i++)
+		for (int i = 0; i < nconn(); i++)
 			total += got[i];
-		if (total == NCONN)
+		if (total == nconn())
 			break;
 		rift_ctx_run(ctx, 10);
 	}
-	CHECK_EQ(total, NCONN);
+	CHECK_EQ(total, nconn());
 	rift_ctx_stats_init(&st);
 	rift_ctx_stats_get(ctx, &st);
-	CHECK_EQ(st.conns_active, 2 * NCONN);
-	CHECK_EQ(st.paths_active, 2 * NCONN);
-	for (int i = 0; i < NCONN; i++)
-		conns[NCONN + i] = accepted[i];
-	h_teardown(ctx, l, conns, 2 * NCONN);
+	CHECK_EQ(st.conns_active, 2 * nconn());
+	CHECK_EQ(st.paths_active, 2 * nconn());
+	for (int i = 0; i < nconn(); i++)
+		conns[nconn() + i] = accepted[i];
+	h_teardown(ctx, l, conns, 2 * nconn());
 }
 
 static long rss_kib(void)
