@@ -104,6 +104,8 @@ test-lab: $(BUILD)/tst/rift-tests
 	tests/lab/lab smoke
 	RIFT_LAB_MEM_MB=$(LAB_MEM_MB) tests/lab/lab run --topo loop --timeout 900 -- \
 	  sh -c 'build/tst/rift-tests --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200'
+	tests/lab/lab run --topo pair --timeout 400 -- \
+	  sh -c 'build/tst/rift-tests --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 link_cut'
 
 # Install into a staging dir and build an example the way users will:
 # pkg-config and the shared library, nothing from the source tree.
