@@ -1,0 +1,442 @@
+/*
+ * rift-perf as a user runs it: build/bin/rift-perf (built by `make all`)
+ * in loopback mode with --json, checked for sane numbers; bad options,
+ * a closed port, bad configuration; a server and a client as two
+ * processes.  The TCP checks are TEST; the one that runs on the suite's
+ * transport (rdma in the lab) is TEST_T and uses rt_transport()/rt_host().
+ */
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../runner.h"
+
+#define OUT_MAX (256 * 1024)
+#define RUN_TIMEOUT_S 90
+
+struct run {
+	int status;   /* exit status, or -1 if killed */
+	char out[OUT_MAX];
+	char err[OUT_MAX];
+};
+
+static const char *perf_path(void)
+{
+	static char path[4096];
+	char exe[4096];
+	ssize_t n;
+	char *slash;
+
+	if (access("build/bin/rift-perf", X_OK) == 0)
+		return "build/bin/rift-perf";
+	/* build/<flavour>/rift-tests -> build/bin/rift-perf */
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		slash = strrchr(exe, '/');
+		if (slash) {
+			*slash = '\0';
+			snprintf(path, sizeof(path), "%s/../bin/rift-perf", exe);
+			if (access(path, X_OK) == 0)
+				return path;
+		}
+	}
+	SKIP("build/bin/rift-perf is missing: run `make all` first");
+	return NULL;
+}
+
+static void slurp(int fd, char *buf)
+{
+	ssize_t n, len = 0;
+
+	lseek(fd, 0, SEEK_SET);
+	while (len < OUT_MAX - 1 && (n = read(fd, buf + len, OUT_MAX - 1 - len)) > 0)
+		len += n;
+	buf[len] = '\0';
+	close(fd);
+}
+
+static int tmpfile_fd(void)
+{
+	char path[] = "/tmp/rift-perf-test-XXXXXX";
+	int fd = mkstemp(path);
+
+	CHECK(fd >= 0);
+	unlink(path);
+	return fd;
+}
+
+/* Start rift-perf with args (NULL-terminated) and env ("K=V" or NULL). */
+static pid_t perf_start(const char *const *args, const char *env, int out, int err)
+{
+	const char *argv[64];
+	int n = 0;
+	pid_t pid;
+
+	argv[n++] = perf_path();
+	for (; *args && n < 63; args++)
+		argv[n++] = *args;
+	argv[n] = NULL;
+	fflush(NULL);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		dup2(out, STDOUT_FILENO);
+		dup2(err, STDERR_FILENO);
+		if (env)
+			putenv((char *)env);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+static int perf_wait(pid_t pid)
+{
+	time_t end = time(NULL) + RUN_TIMEOUT_S;
+	int status;
+
+	for (;;) {
+		pid_t r = waitpid(pid, &status, WNOHANG);
+
+		if (r == pid)
+			return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+		if (time(NULL) > end) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			FAIL("rift-perf did not finish within %d s", RUN_TIMEOUT_S);
+		}
+		usleep(5000);
+	}
+}
+
+static void perf_run(struct run *r, const char *env, const char *const *args)
+{
+	int out = tmpfile_fd(), err = tmpfile_fd();
+
+	r->status = perf_wait(perf_start(args, env, out, err));
+	slurp(out, r->out);
+	slurp(err, r->err);
+	printf("$ rift-perf");
+	for (; *args; args++)
+		printf(" %s", *args);
+	printf("\n-> exit %d\n--- stdout\n%s--- stderr\n%s---\n", r->status, r->out,
+	       r->err);
+}
+
+static struct run *new_run(void)
+{
+	struct run *r = calloc(1, sizeof(*r));
+
+	CHECK(r);
+	return r;
+}
+
+/* The number after "key": in json, the first one after the text from. */
+static double jnum_from(const char *json, const char *from, const char *key)
+{
+	char pat[128];
+	const char *p = json;
+	char *end;
+	double v;
+
+	if (from) {
+		p = strstr(p, from);
+		if (!p)
+			FAIL("no '%s' in the JSON", from);
+	}
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	p = strstr(p, pat);
+	if (!p)
+		FAIL("no \"%s\" in the JSON", key);
+	p += strlen(pat);
+	v = strtod(p, &end);
+	if (end == p)
+		FAIL("\"%s\" is not a number", key);
+	return v;
+}
+
+static double jnum(const char *json, const char *key)
+{
+	return jnum_from(json, NULL, key);
+}
+
+static int count(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+static void check_lat(const char *json)
+{
+	double min = jnum(json, "min"), p50 = jnum(json, "p50"),
+	       p90 = jnum(json, "p90"), p99 = jnum(json, "p99"),
+	       p999 = jnum(json, "p99_9"), max = jnum(json, "max"),
+	       mean = jnum(json, "mean");
+
+	CHECK(p50 > 0);
+	CHECK(min <= p50);
+	CHECK(p50 <= p90);
+	CHECK(p90 <= p99);
+	CHECK(p99 <= p999);
+	CHECK(p999 <= max);
+	CHECK(mean >= min && mean <= max);
+	CHECK(jnum(json, "client") >= 0);
+	CHECK(jnum(json, "server") >= 0);
+}
+
+static void check_bw(const char *json)
+{
+	double gbs = jnum(json, "gbytes_per_s"), gbits = jnum(json, "gbits_per_s");
+
+	CHECK(gbs > 0);
+	CHECK(gbits > 7.99 * gbs && gbits < 8.01 * gbs);
+	CHECK(jnum(json, "mmsg_per_s") > 0);
+	CHECK(jnum(json, "seconds") > 0);
+}
+
+/* A TCP port nobody listens on (bound and closed again). */
+static int closed_port(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+
+	CHECK(fd >= 0);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	CHECK_EQ(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	CHECK_EQ(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+	port = ntohs(sa.sin_port);
+	close(fd);
+	return port;
+}
+
+TEST(rift_perf_lat_json_over_tcp)
+{
+	struct run *r = new_run();
+	const char *args[] = { "--loopback", "--transport", "tcp", "--json",
+			       "-n", "2000", "-s", "64", NULL };
+
+	perf_run(r, NULL, args);
+	CHECK_EQ(r->status, 0);
+	CHECK_CONTAINS(r->out, "\"transport\": \"tcp\"");
+	CHECK_CONTAINS(r->out, "\"test\": \"lat\"");
+	CHECK_CONTAINS(r->out, "\"fallback\": null");
+	CHECK_CONTAINS(r->out, "\"error\": null");
+	CHECK_EQ(jnum(r->out, "size"), 64);
+	CHECK_EQ(jnum(r->out, "iterations"), 2000);
+	CHECK_EQ(jnum(r->out, "messages"), 2000);
+	check_lat(r->out);
+	free(r);
+}
+
+TEST(rift_perf_bw_json_over_tcp)
+{
+	struct run *r = new_run();
+	const char *args[] = { "--loopback", "--transport", "tcp", "--json",
+			       "--test", "bw", "-n", "3000", "-s", "65536",
+			       "-q", "2", NULL };
+
+	perf_run(r, NULL, args);
+	CHECK_EQ(r->status, 0);
+	CHECK_CONTAINS(r->out, "\"transport\": \"tcp\"");
+	CHECK_CONTAINS(r->out, "\"test\": \"bw\"");
+	CHECK_EQ(jnum(r->out, "iterations"), 3000);
+	CHECK_EQ(jnum(r->out, "messages"), 6000);
+	CHECK_EQ(jnum_from(r->out, "\"results\"", "bytes"), 6000.0 * 65536);
+	check_bw(r->out);
+	free(r);
+}
+
+TEST(rift_perf_sweep_and_duration)
+{
+	struct run *r = new_run();
+	const char *sweep[] = { "--loopback", "--transport", "tcp", "--json", "-a",
+				"--max-size", "256", "-n", "200", NULL };
+	const char *dur[] = { "--loopback", "--transport", "tcp", "--json",
+			      "--test", "bw", "-D", "0.3", "-s", "4K", "-t", "64",
+			      "--fill", NULL };
+
+	perf_run(r, NULL, sweep);
+	CHECK_EQ(r->status, 0);
+	/* 2, 4, ... 256: eight sizes, each with its own percentiles */
+	CHECK_EQ(count(r->out, "\"p50\":"), 8);
+	CHECK_CONTAINS(r->out, "\"sizes\": [2, 4, 8, 16, 32, 64, 128, 256]");
+	CHECK_EQ(jnum_from(r->out, "\"size\": 256", "iterations"), 200);
+	check_lat(strstr(r->out, "\"size\": 256"));
+
+	perf_run(r, NULL, dur);
+	CHECK_EQ(r->status, 0);
+	CHECK(jnum(r->out, "iterations") > 0);
+	CHECK(jnum(r->out, "seconds") >= 0.3);
+	CHECK_EQ(jnum(r->out, "qd"), 64);
+	check_bw(r->out);
+	free(r);
+}
+
+TEST(rift_perf_human_table)
+{
+	struct run *r = new_run();
+	const char *lat[] = { "--loopback", "--transport", "tcp", "-n", "300", NULL };
+	const char *bw[] = { "--loopback", "--transport", "tcp", "--test", "bw",
+			     "-n", "300", NULL };
+
+	perf_run(r, NULL, lat);
+	CHECK_EQ(r->status, 0);
+	CHECK_CONTAINS(r->out, "Transport       : tcp (as requested)");
+	CHECK_CONTAINS(r->out, "p99.9[us]");
+	CHECK_CONTAINS(r->out, "CPU_srv%");
+	perf_run(r, NULL, bw);
+	CHECK_EQ(r->status, 0);
+	CHECK_CONTAINS(r->out, "BW[Gb/s]");
+	CHECK_CONTAINS(r->out, "MsgRate[Mmsg/s]");
+	CHECK_CONTAINS(r->out, " 65536    300 ");
+	free(r);
+}
+
+TEST(rift_perf_bad_options_exit_2_naming_the_option)
+{
+	static const struct {
+		const char *args[6];
+		const char *says[2];
+	} cases[] = {
+		{ { "--loopback", "-s", "lots" }, { "-s/--size", "lots" } },
+		{ { "--loopback", "--qd", "x" }, { "-t/--qd", "'x'" } },
+		{ { "--loopback", "-q", "0" }, { "-q/--conns", "out of range" } },
+		{ { "--loopback", "--transport", "ib" }, { "--transport", "'ib'" } },
+		{ { "--loopback", "--op", "write" }, { "--op", "not yet supported" } },
+		{ { "--loopback", "--op", "read" }, { "--op", "not yet supported" } },
+		{ { "--loopback", "--test", "rr" }, { "--test", "lat or bw" } },
+		{ { "--loopback", "-D", "-1" }, { "-D/--duration", "seconds" } },
+		{ { "--loopback", "-n", "5", "-D", "1" }, { "-n/--iters", "-D/--duration" } },
+		{ { "--loopback", "-a", "-s", "8" }, { "-s/--size", "--max-size" } },
+		{ { "--loopback", "--plot", "out.png" }, { "--plot", ".svg" } },
+		{ { "--loopback", "--no-such-option" }, { "no-such-option", "--help" } },
+	};
+	struct run *r = new_run();
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		perf_run(r, NULL, cases[i].args);
+		CHECK_EQ(r->status, 2);
+		CHECK_CONTAINS(r->err, cases[i].says[0]);
+		CHECK_CONTAINS(r->err, cases[i].says[1]);
+		CHECK_STR(r->out, "");
+	}
+	free(r);
+}
+
+TEST(rift_perf_config_file_and_environment)
+{
+	struct run *r = new_run();
+	const char *big[] = { "--loopback", "--transport", "tcp", "-s", "4096", NULL };
+	const char *plain[] = { "--loopback", "--transport", "tcp", "-n", "100",
+				"--json", NULL };
+	char path[] = "/tmp/rift-perf-test-XXXXXX";
+	const char *file[] = { "--loopback", "--config", path, NULL };
+	int fd;
+
+	/* The environment applies: max_msg_size 1 KiB refuses -s 4096. */
+	perf_run(r, "RIFT_SESSION_MAX_MSG_SIZE=1KiB", big);
+	CHECK_EQ(r->status, 2);
+	CHECK_CONTAINS(r->err, "-s/--size");
+	CHECK_CONTAINS(r->err, "max_msg_size 1024");
+	/* ... and a typo in it is an error naming the variable. */
+	perf_run(r, "RIFT_RDMA_SQ_DEPT=64", plain);
+	CHECK_EQ(r->status, 2);
+	CHECK_CONTAINS(r->err, "RIFT_RDMA_SQ_DEPT");
+	/* The polling mode from the environment shows in the parameters. */
+	perf_run(r, "RIFT_PROGRESS_POLLING=busy", plain);
+	CHECK_EQ(r->status, 0);
+	CHECK_CONTAINS(r->out, "\"polling\": \"busy\"");
+	/* A config file with a mistake: file, line and key. */
+	fd = mkstemp(path);
+	CHECK(fd >= 0);
+	CHECK(write(fd, "[rdma]\nsq_dept = 64\n", 20) == 20);
+	close(fd);
+	perf_run(r, NULL, file);
+	unlink(path);
+	CHECK_EQ(r->status, 2);
+	CHECK_CONTAINS(r->err, "--config");
+	CHECK_CONTAINS(r->err, ":2:1:");
+	CHECK_CONTAINS(r->err, "sq_depth");
+	free(r);
+}
+
+TEST(rift_perf_client_to_a_closed_port_fails_readably)
+{
+	struct run *r = new_run();
+	char port[16];
+	const char *args[] = { "--transport", "tcp", "-p", port, "127.0.0.1", NULL };
+
+	snprintf(port, sizeof(port), "%d", closed_port());
+	perf_run(r, NULL, args);
+	CHECK_EQ(r->status, 1);
+	CHECK_CONTAINS(r->err, "cannot connect to tcp://127.0.0.1:");
+	CHECK_CONTAINS(r->err, "connection refused");
+	CHECK_STR(r->out, "");
+	free(r);
+}
+
+TEST(rift_perf_server_and_client_processes)
+{
+	struct run *r = new_run();
+	char port[16];
+	const char *srv_args[] = { "-S", "--transport", "tcp", "-p", port,
+				   "127.0.0.1", NULL };
+	const char *cli_args[] = { "--transport", "tcp", "-p", port, "--json",
+				   "-n", "500", "127.0.0.1", NULL };
+	int out = tmpfile_fd(), err = tmpfile_fd(), srv_status;
+	pid_t srv;
+
+	snprintf(port, sizeof(port), "%d", closed_port());
+	srv = perf_start(srv_args, NULL, out, err);
+	/* The client retries while the server starts listening. */
+	perf_run(r, "RIFT_CONNECT_RETRIES=100", cli_args);
+	CHECK_EQ(r->status, 0);
+	check_lat(r->out);
+	CHECK_CONTAINS(r->out, "\"mode\": \"client\"");
+	/* Without --persistent the server exits after its one client. */
+	srv_status = perf_wait(srv);
+	slurp(out, r->out);
+	slurp(err, r->err);
+	printf("server: exit %d\n%s", srv_status, r->err);
+	CHECK_EQ(srv_status, 0);
+	CHECK_CONTAINS(r->err, "listening on tcp://127.0.0.1:");
+	CHECK_CONTAINS(r->err, "client: lat test, 1 connection(s), transport tcp");
+	CHECK_CONTAINS(r->err, "client done");
+	free(r);
+}
+
+/* On the suite's transport and host: rdma in the lab, tcp otherwise. */
+TEST_T(rift_perf_loopback_on_the_test_transport)
+{
+	struct run *r = new_run();
+	const char *lat[] = { "--loopback", "--transport", rt_transport(), "--json",
+			      "-n", "1000", "-s", "32", rt_host(), NULL };
+	const char *bw[] = { "--loopback", "--transport", rt_transport(), "--json",
+			     "--test", "bw", "-n", "500", "-s", "64K", "-q", "2",
+			     "--fill", rt_host(), NULL };
+	char want[64];
+
+	snprintf(want, sizeof(want), "\"transport\": \"%s\"", rt_transport());
+	perf_run(r, NULL, lat);
+	CHECK_EQ(r->status, 0);
+	CHECK_CONTAINS(r->out, want);
+	CHECK_EQ(jnum(r->out, "iterations"), 1000);
+	check_lat(r->out);
+	perf_run(r, NULL, bw);
+	CHECK_EQ(r->status, 0);
+	CHECK_CONTAINS(r->out, want);
+	CHECK_EQ(jnum(r->out, "iterations"), 500);
+	check_bw(r->out);
+	free(r);
+}
