@@ -379,6 +379,28 @@ typedef struct rift_ctx_stats {
 	uint64_t sessions_expired;     /* sessions that ran out of grace */
 	uint64_t fallbacks[RIFT_FALLBACK__COUNT]; /* by reason, count */
 	uint64_t progress_calls;       /* rift_ctx_progress calls, count */
+	/* Metrics (docs/metrics.md); all connections, closed ones too. */
+	uint64_t msgs_sent;            /* accepted by rift_conn_send*, count */
+	uint64_t bytes_sent;           /* payload bytes of msgs_sent */
+	uint64_t msgs_recv;            /* delivered to on_recv, count */
+	uint64_t bytes_recv;           /* payload bytes of msgs_recv */
+	uint64_t rdma_reads;           /* one-sided READs (reserved, 0) */
+	uint64_t rdma_read_bytes;      /* bytes of rdma_reads (reserved, 0) */
+	uint64_t rdma_writes;          /* one-sided WRITEs (reserved, 0) */
+	uint64_t rdma_write_bytes;     /* bytes of rdma_writes (reserved, 0) */
+	uint64_t wc_errors[33];        /* failed completions by ibv_wc_status
+					  0..31, [RIFT_WC_STATUS_OTHER] other */
+	uint64_t connect_attempts;     /* client transport connects, count */
+	uint64_t connect_retries;      /* attempts after a failed one, count */
+	uint64_t credit_stalls;        /* rdma: sender out of peer credits
+					  with data waiting, episodes */
+	uint64_t failovers;            /* re-attaches, both roles, count */
+	uint64_t failbacks;            /* back from TCP to RDMA (reserved) */
+	uint64_t path_downs;           /* PATH_DOWN events, count */
+	uint64_t keepalive_timeouts;   /* paths failed for silence, count */
+	uint64_t pool_registered_bytes; /* block pool (reserved, 0), bytes */
+	uint64_t pool_blocks_in_use[RIFT_BLOCK_CLASSES]; /* by class
+					  (reserved, 0), count */
 } rift_ctx_stats;
 
 void rift__ctx_stats_init(rift_ctx_stats *st, size_t size);
@@ -568,11 +590,87 @@ typedef struct rift_conn_stats {
 	uint64_t unacked_bytes;    /* held for replay now, bytes */
 	uint64_t write_calls;      /* writev calls on TCP paths, count */
 	uint64_t read_calls;       /* read calls on TCP paths, count */
+	/* Metrics (docs/metrics.md). */
+	uint64_t rdma_reads;       /* one-sided READs (reserved, 0) */
+	uint64_t rdma_read_bytes;  /* bytes of rdma_reads (reserved, 0) */
+	uint64_t rdma_writes;      /* one-sided WRITEs (reserved, 0) */
+	uint64_t rdma_write_bytes; /* bytes of rdma_writes (reserved, 0) */
+	uint64_t connect_attempts; /* transport connects (client), count */
+	uint64_t connect_retries;  /* attempts after a failed one, count */
+	uint64_t credit_stalls;    /* rdma: out of peer credits, episodes */
+	uint64_t wc_errors;        /* failed completions, count */
+	uint64_t path_downs;       /* PATH_DOWN events, count */
+	uint64_t keepalive_timeouts; /* paths failed for silence, count */
+	uint64_t failbacks;        /* back from TCP to RDMA (reserved) */
 } rift_conn_stats;
 
 void rift__conn_stats_init(rift_conn_stats *st, size_t size);
 #define rift_conn_stats_init(st) rift__conn_stats_init((st), sizeof(*(st)))
 int rift_conn_stats_get(const rift_conn *conn, rift_conn_stats *st);
+
+/* ------------------------------------------------------------------------ */
+/* Metrics                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Counters are the fields of rift_ctx_stats and rift_conn_stats; they are
+ * always kept.  With cfg.metrics set (the default) rift also keeps latency
+ * histograms, per context (every connection it ever had) and per
+ * connection; with cfg.metrics = 0 it records none, and the renderers
+ * below leave out the histograms and the per-connection series.
+ * docs/metrics.md lists every metric.
+ *
+ * Latencies are taken from the loop time, refreshed once per progress
+ * round (no clock call per message), in microseconds.  A message sent
+ * from outside progress after a long idle stretch is stamped with the
+ * time of the last round, so its latency reads long by that stretch.
+ */
+typedef enum rift_latency {
+	RIFT_LATENCY_ACK = 0,      /* rift_conn_send* to the peer's ack */
+	RIFT_LATENCY_REATTACH = 1, /* PATH_DOWN to PATH_CHANGED */
+	RIFT_LATENCY__COUNT
+} rift_latency;
+
+/* Index of rift_ctx_stats.wc_errors for statuses outside 0..31. */
+#define RIFT_WC_STATUS_OTHER 32
+
+/*
+ * Read a latency histogram: the connection's if conn is not NULL (it must
+ * belong to ctx), else the context's.  *value_us (may be NULL) gets the
+ * q-quantile, 0 <= q <= 1 (0.5 the median, 0.99, 1 the maximum), accurate
+ * to 1/16 of the value (the histogram has 16 buckets per power of two),
+ * or 0 if there are no samples; *count (may be NULL) the number of
+ * samples.  Returns 0, or RIFT_EINVAL (bad argument, q outside 0..1).
+ */
+int rift_metrics_latency(rift_ctx *ctx, const rift_conn *conn,
+			 rift_latency which, double q, uint64_t *value_us,
+			 uint64_t *count);
+
+/*
+ * Render every metric of ctx in the Prometheus text exposition format
+ * 0.0.4 (what a /metrics endpoint serves with Content-Type
+ * "text/plain; version=0.0.4"): metric names rift_*, counters ending in
+ * _total, latency histograms in seconds as _bucket{le="..."} (cumulative,
+ * powers of two from 1 us to 134 s, then +Inf), _sum and _count.
+ * Connection series carry conn="<session id in hex>" and role="client"
+ * or "server".
+ * Writes at most len bytes including the NUL (buf may be NULL if len is
+ * 0); nothing is allocated.  Returns the length of the whole text, as
+ * snprintf does (the output was cut if that is >= len: call again with a
+ * larger buffer), RIFT_EINVAL, or RIFT_ERANGE past INT_MAX bytes.  Runs
+ * on the context's thread; the text is about 8 KiB plus 7.5 KiB per open
+ * connection with metrics on.
+ */
+int rift_metrics_prometheus(rift_ctx *ctx, char *buf, size_t len);
+
+/*
+ * A one-shot dump like Redis INFO: "# Section" lines (Server,
+ * Connections, Sessions, Traffic, Transport, Errors, Latency, Pool) each
+ * followed by "key:value" lines, every line ending in "\r\n", a blank line
+ * between sections.  Same buffer and return rules as
+ * rift_metrics_prometheus; context-wide figures only.
+ */
+int rift_metrics_info(rift_ctx *ctx, char *buf, size_t len);
 
 /* ------------------------------------------------------------------------ */
 /* Received messages                                                        */

@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 
 #include "rift.h"
+#include "util/hist.h"
 #include "util/list.h"
 #include "session/wire.h"
 
@@ -254,6 +255,7 @@ struct rift__omsg {
 	uint64_t len;
 	void *data;        /* payload */
 	bool user_buf;     /* data came from rift_buf_alloc (freed apart) */
+	uint64_t enq_us;   /* loop time when enqueued (ack latency), us */
 	uint8_t hdr[RIFT_HDR_SIZE]; /* encoded when handed to a path */
 };
 
@@ -304,6 +306,8 @@ struct rift_ctx {
 	struct rift__list closing_listeners; /* awaiting close callback */
 	struct rift__list dead_paths; /* failed paths to destroy */
 	rift_ctx_stats stats;
+	struct rift__hist ack_hist;      /* enqueue to cumulative ack, us */
+	struct rift__hist reattach_hist; /* PATH_DOWN to PATH_CHANGED, us */
 	struct rift__rdma_ctx *rdma; /* verbs transport state, lazily made */
 	char errmsg[RIFT_ERRMSG_LEN];
 };

@@ -195,6 +195,7 @@ void rift__conn_attempt(rift_conn *conn)
 	}
 	rift__sockaddr_str((const struct sockaddr *)&conn->addrs[i], addr,
 			   sizeof(addr));
+	rift__metrics_connect_attempt(conn);
 	if (rift__fault_hit(RIFT_FAULT_TCP_CONNECT) && conn->ops->kind == RIFT_TRANSPORT_TCP)
 		rc = RIFT_ECONNREFUSED;
 	else

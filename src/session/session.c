@@ -144,6 +144,7 @@ void rift__conn_enqueue(rift_conn *conn, struct rift__buf *b, size_t len)
 		conn->cursor = m;
 	conn->unacked_bytes += len;
 	conn->unacked_msgs++;
+	rift__metrics_enqueue(conn, m);
 	conn->stats.msgs_sent++;
 	conn->stats.bytes_sent += len;
 	if (conn->path && conn->path->state == RIFT_PATH_ATTACHED)
@@ -175,6 +176,7 @@ static int conn_ack(rift_conn *conn, uint64_t ack, const char **why)
 			conn->cursor = m->next;
 		conn->unacked_bytes -= m->len;
 		conn->unacked_msgs--;
+		rift__metrics_acked(conn, m);
 		rift__buf_release(m->data);
 	}
 	if (!conn->head)
@@ -349,6 +351,7 @@ static void path_lost(rift_conn *conn, rift__path *p, int err)
 	conn->state = RIFT_CONN_DETACHED;
 	conn->transport = RIFT_TRANSPORT_NONE;
 	conn->detached_us = ctx->now_us;
+	rift__metrics_path_down(conn);
 	rift__conn_emit(conn, RIFT_EVENT_PATH_DOWN, err, conn->last_error);
 	if (conn->state != RIFT_CONN_DETACHED)
 		return; /* closed from the callback */
@@ -422,6 +425,7 @@ static void keepalive_tick(rift_timer *t, void *user)
 	/* A receiver that stopped reading cannot hear the peer: no verdict. */
 	if (silent >= (uint64_t)ctx->cfg.keepalive_timeout_ms * 1000u &&
 	    !(p->conn && p->conn->recv_stopped)) {
+		rift__metrics_keepalive_timeout(p);
 		rift__path_failed(p, RIFT_ETIMEDOUT,
 				  "no frame from peer for %llu ms "
 				  "(keepalive_timeout_ms %u)",
@@ -520,6 +524,7 @@ static int server_handshake(rift__path *p, const struct rift__hdr *h,
 	p->pending |= RIFT_PEND_RESUME_ACK;
 	attach(conn, p);
 	conn->stats.path_changes++;
+	rift__metrics_path_changed(conn);
 	p->ctx->stats.sessions_resumed++;
 	rift__conn_emit(conn, RIFT_EVENT_PATH_CHANGED, 0, "session re-attached");
 	return p->state == RIFT_PATH_DEAD ? RIFT_ECLOSED : 0;
@@ -560,6 +565,7 @@ static int client_handshake(rift__path *p, const struct rift__hdr *h,
 	attach(conn, p);
 	if (resume) {
 		conn->stats.path_changes++;
+		rift__metrics_path_changed(conn);
 		rift__conn_emit(conn, RIFT_EVENT_PATH_CHANGED, 0,
 				"session re-attached");
 	} else {
@@ -582,6 +588,7 @@ static int deliver(rift_conn *conn, const struct rift__hdr *h, void *payload,
 	conn->recv_seq = h->seq;
 	conn->stats.msgs_recv++;
 	conn->stats.bytes_recv += h->len;
+	rift__metrics_recv(conn, h->len);
 	if (conn->cbs.on_recv)
 		conn->cbs.on_recv(conn, &msg);
 	free(msg.owned); /* NULL if retained or read in place */

@@ -69,6 +69,10 @@ struct rift_conn {
 	rift_fallback_reason fallback;
 	char last_error[RIFT_ERRMSG_LEN];
 	rift_conn_stats stats;
+	struct rift__hist ack_hist;      /* enqueue to cumulative ack, us */
+	struct rift__hist reattach_hist; /* PATH_DOWN to PATH_CHANGED, us */
+	uint64_t down_us;       /* loop time of PATH_DOWN (0: none pending) */
+	bool credit_stalled;    /* rdma: last flush stopped for credits */
 };
 
 /* Every outgoing message lives in one of these; data follows it. */

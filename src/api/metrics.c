@@ -1,0 +1,878 @@
+/*
+ * metrics.c - the metrics hooks the layers call, latency queries, and two
+ * renderings of it all: the Prometheus text exposition format 0.0.4 and a
+ * Redis-INFO-like dump.
+ *
+ * Counters live in ctx->stats and conn->stats (the public stats structs),
+ * so rift_*_stats_get and the renderers read the same numbers.  Latency
+ * histograms (util/hist.h) sit in the context and in each connection and
+ * are only written when cfg.metrics is set.  Nothing here allocates: the
+ * renderers write into the caller's buffer and count what did not fit.
+ *
+ * This file knows the ibv_wc_status numbering but does not include the
+ * verbs headers: the transport passes the status as an int.
+ */
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "session/session.h"
+
+_Static_assert(sizeof(((rift_ctx_stats *)0)->wc_errors) ==
+		       (RIFT_WC_STATUS_OTHER + 1) * sizeof(uint64_t),
+	       "wc_errors has a slot per status 0..31 and one for others");
+
+/* ---- hooks ---- */
+
+void rift__metrics_enqueue(rift_conn *conn, struct rift__omsg *m)
+{
+	rift_ctx *ctx = conn->ctx;
+
+	m->enq_us = ctx->now_us;
+	ctx->stats.msgs_sent++;
+	ctx->stats.bytes_sent += m->len;
+}
+
+void rift__metrics_acked(rift_conn *conn, const struct rift__omsg *m)
+{
+	rift_ctx *ctx = conn->ctx;
+	uint64_t us;
+
+	if (!ctx->cfg.metrics)
+		return;
+	us = ctx->now_us > m->enq_us ? ctx->now_us - m->enq_us : 0;
+	rift__hist_record(&conn->ack_hist, us);
+	rift__hist_record(&ctx->ack_hist, us);
+}
+
+void rift__metrics_recv(rift_conn *conn, uint64_t len)
+{
+	conn->ctx->stats.msgs_recv++;
+	conn->ctx->stats.bytes_recv += len;
+}
+
+void rift__metrics_connect_attempt(rift_conn *conn)
+{
+	rift_ctx *ctx = conn->ctx;
+
+	ctx->stats.connect_attempts++;
+	conn->stats.connect_attempts++;
+	/* total_attempts counts failures since the last attach. */
+	if (conn->total_attempts) {
+		ctx->stats.connect_retries++;
+		conn->stats.connect_retries++;
+	}
+}
+
+void rift__metrics_path_down(rift_conn *conn)
+{
+	conn->ctx->stats.path_downs++;
+	conn->stats.path_downs++;
+	conn->down_us = conn->ctx->now_us;
+	conn->credit_stalled = false;
+}
+
+void rift__metrics_path_changed(rift_conn *conn)
+{
+	rift_ctx *ctx = conn->ctx;
+	uint64_t us;
+
+	ctx->stats.failovers++;
+	conn->credit_stalled = false;
+	/* A server may see the RESUME before it noticed the old path die:
+	 * no PATH_DOWN, so no re-attach time either. */
+	if (!conn->down_us)
+		return;
+	us = ctx->now_us > conn->down_us ? ctx->now_us - conn->down_us : 0;
+	conn->down_us = 0;
+	if (!ctx->cfg.metrics)
+		return;
+	rift__hist_record(&conn->reattach_hist, us);
+	rift__hist_record(&ctx->reattach_hist, us);
+}
+
+void rift__metrics_keepalive_timeout(rift__path *p)
+{
+	p->ctx->stats.keepalive_timeouts++;
+	if (p->conn)
+		p->conn->stats.keepalive_timeouts++;
+}
+
+void rift__metrics_wc_error(rift__path *p, int status)
+{
+	unsigned i = status >= 0 && status < RIFT_WC_STATUS_OTHER
+			     ? (unsigned)status
+			     : RIFT_WC_STATUS_OTHER;
+
+	p->ctx->stats.wc_errors[i]++;
+	if (p->conn)
+		p->conn->stats.wc_errors++;
+}
+
+void rift__metrics_credit_stall(rift__path *p, bool stalled)
+{
+	rift_conn *conn = p->conn;
+
+	if (!conn)
+		return;
+	if (stalled && !conn->credit_stalled) {
+		p->ctx->stats.credit_stalls++;
+		conn->stats.credit_stalls++;
+	}
+	conn->credit_stalled = stalled;
+}
+
+void rift__metrics_failback(rift_conn *conn)
+{
+	conn->ctx->stats.failbacks++;
+	conn->stats.failbacks++;
+}
+
+void rift__metrics_one_sided(rift_conn *conn, bool write, uint64_t bytes)
+{
+	rift_ctx_stats *c = &conn->ctx->stats;
+	rift_conn_stats *s = &conn->stats;
+
+	if (write) {
+		c->rdma_writes++;
+		c->rdma_write_bytes += bytes;
+		s->rdma_writes++;
+		s->rdma_write_bytes += bytes;
+	} else {
+		c->rdma_reads++;
+		c->rdma_read_bytes += bytes;
+		s->rdma_reads++;
+		s->rdma_read_bytes += bytes;
+	}
+}
+
+/* ---- queries ---- */
+
+static const struct rift__hist *hist_of(rift_ctx *ctx, const rift_conn *conn,
+					rift_latency which)
+{
+	if (conn)
+		return which == RIFT_LATENCY_ACK ? &conn->ack_hist
+						 : &conn->reattach_hist;
+	return which == RIFT_LATENCY_ACK ? &ctx->ack_hist : &ctx->reattach_hist;
+}
+
+int rift_metrics_latency(rift_ctx *ctx, const rift_conn *conn,
+			 rift_latency which, double q, uint64_t *value_us,
+			 uint64_t *count)
+{
+	const struct rift__hist *h;
+
+	if (!ctx || (conn && conn->ctx != ctx) ||
+	    (unsigned)which >= RIFT_LATENCY__COUNT || !(q >= 0 && q <= 1))
+		return RIFT_EINVAL;
+	h = hist_of(ctx, conn, which);
+	if (value_us)
+		*value_us = rift__hist_quantile(h, q);
+	if (count)
+		*count = h->count;
+	return 0;
+}
+
+/* ---- output buffer: snprintf semantics over many appends ---- */
+
+struct out {
+	char *buf;
+	size_t cap;
+	size_t len; /* length of the whole text so far, written or not */
+};
+
+static void out_init(struct out *o, char *buf, size_t cap)
+{
+	o->buf = buf;
+	o->cap = cap;
+	o->len = 0;
+	if (cap)
+		buf[0] = '\0';
+}
+
+static void out_write(struct out *o, const char *s, size_t n)
+{
+	if (o->len < o->cap) {
+		size_t room = o->cap - o->len - 1;
+		size_t k = n < room ? n : room;
+
+		memcpy(o->buf + o->len, s, k);
+		o->buf[o->len + k] = '\0';
+	}
+	o->len += n;
+}
+
+static void out_str(struct out *o, const char *s)
+{
+	out_write(o, s, strlen(s));
+}
+
+__attribute__((format(printf, 2, 3))) static void
+out_printf(struct out *o, const char *fmt, ...)
+{
+	bool room = o->len < o->cap;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(room ? o->buf + o->len : NULL, room ? o->cap - o->len : 0,
+		      fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		o->len += (size_t)n;
+}
+
+/*
+ * Write s escaped for the exposition format: in label values \, " and
+ * newline (label = true); in HELP text \ and newline.
+ */
+static void out_escaped(struct out *o, const char *s, bool label)
+{
+	const char *run = s;
+
+	for (; *s; s++) {
+		const char *rep = NULL;
+
+		if (*s == '\\')
+			rep = "\\\\";
+		else if (*s == '\n')
+			rep = "\\n";
+		else if (*s == '"' && label)
+			rep = "\\\"";
+		if (!rep)
+			continue;
+		out_write(o, run, (size_t)(s - run));
+		out_str(o, rep);
+		run = s + 1;
+	}
+	out_write(o, run, (size_t)(s - run));
+}
+
+/* Microseconds as exact decimal seconds: 16 -> 0.000016, 2000000 -> 2. */
+static void out_seconds(struct out *o, uint64_t us)
+{
+	char t[48];
+	int n = snprintf(t, sizeof(t), "%" PRIu64 ".%06" PRIu64, us / 1000000u,
+			 us % 1000000u);
+
+	while (t[n - 1] == '0')
+		n--;
+	if (t[n - 1] == '.')
+		n--;
+	out_write(o, t, (size_t)n);
+}
+
+static int out_done(const struct out *o)
+{
+	return o->len > INT_MAX ? RIFT_ERANGE : (int)o->len;
+}
+
+/* ---- names ---- */
+
+static const char *const fallback_names[RIFT_FALLBACK__COUNT] = {
+#define XX(name, msg) #name,
+	RIFT_FALLBACK_MAP(XX)
+#undef XX
+};
+
+/* "NO_DEVICE" -> "no_device" */
+static void lower(char *dst, size_t cap, const char *src)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < cap && src[i]; i++)
+		dst[i] = (char)(src[i] >= 'A' && src[i] <= 'Z' ? src[i] + 32
+							       : src[i]);
+	dst[i] = '\0';
+}
+
+/* ibv_wc_status values, without the IBV_WC_ prefix, lower case. */
+static const char *const wc_names[] = {
+	"success",         "loc_len_err",       "loc_qp_op_err",
+	"loc_eec_op_err",  "loc_prot_err",      "wr_flush_err",
+	"mw_bind_err",     "bad_resp_err",      "loc_access_err",
+	"rem_inv_req_err", "rem_access_err",    "rem_op_err",
+	"retry_exc_err",   "rnr_retry_exc_err", "loc_rdd_viol_err",
+	"rem_inv_rd_req_err", "rem_abort_err",  "inv_eecn_err",
+	"inv_eec_state_err", "fatal_err",       "resp_timeout_err",
+	"general_err",     "tm_err",            "tm_rndv_incomplete",
+};
+
+static void wc_name(char *dst, size_t cap, unsigned i)
+{
+	if (i < RIFT_ARRAY_SIZE(wc_names))
+		snprintf(dst, cap, "%s", wc_names[i]);
+	else if (i == RIFT_WC_STATUS_OTHER)
+		snprintf(dst, cap, "other");
+	else
+		snprintf(dst, cap, "status_%u", i);
+}
+
+static const char *polling_name(rift_polling p)
+{
+	switch (p) {
+	case RIFT_POLL_BUSY:
+		return "busy";
+	case RIFT_POLL_ADAPTIVE:
+		return "adaptive";
+	default:
+		return "event";
+	}
+}
+
+/* ---- figures computed at render time ---- */
+
+struct live {
+	uint64_t conns[3]; /* by rift_transport: none, tcp, rdma */
+	uint64_t paths[3]; /* attached, by transport */
+	uint64_t unacked_msgs, unacked_bytes;
+	uint64_t wc_errors;
+	uint64_t fallbacks;
+};
+
+static void live_collect(rift_ctx *ctx, struct live *lv)
+{
+	struct rift__list *it;
+
+	memset(lv, 0, sizeof(*lv));
+	for (it = ctx->conns.next; it != &ctx->conns; it = it->next) {
+		rift_conn *c = rift__list_entry(it, rift_conn, node);
+
+		lv->conns[(unsigned)c->transport < 3 ? c->transport : 0]++;
+		lv->unacked_msgs += c->unacked_msgs;
+		lv->unacked_bytes += c->unacked_bytes;
+	}
+	for (it = ctx->paths.next; it != &ctx->paths; it = it->next) {
+		rift__path *p = rift__list_entry(it, rift__path, ctx_node);
+
+		if (p->state == RIFT_PATH_ATTACHED &&
+		    (unsigned)p->ops->kind < 3)
+			lv->paths[p->ops->kind]++;
+	}
+	for (unsigned i = 0; i <= RIFT_WC_STATUS_OTHER; i++)
+		lv->wc_errors += ctx->stats.wc_errors[i];
+	for (unsigned i = 1; i < RIFT_FALLBACK__COUNT; i++)
+		lv->fallbacks += ctx->stats.fallbacks[i];
+}
+
+/* ---- Prometheus text exposition 0.0.4 ---- */
+
+#define CTX_STAT(field) offsetof(rift_ctx_stats, field)
+#define CONN_STAT(field) offsetof(rift_conn_stats, field)
+
+struct family_def {
+	const char *name;
+	const char *help;
+	size_t off; /* of the uint64_t in the stats struct */
+};
+
+static const struct family_def ctx_counters[] = {
+	{ "rift_connections_opened_total",
+	  "Connections opened, by rift_connect and by accepting.",
+	  CTX_STAT(conns_opened) },
+	{ "rift_connect_attempts_total",
+	  "Client transport connect attempts, first ones and retries.",
+	  CTX_STAT(connect_attempts) },
+	{ "rift_connect_retries_total",
+	  "Connect attempts that followed a failed attempt of the same "
+	  "connection setup or re-attach.",
+	  CTX_STAT(connect_retries) },
+	{ "rift_path_downs_total",
+	  "Paths an established session lost (PATH_DOWN events).",
+	  CTX_STAT(path_downs) },
+	{ "rift_failovers_total",
+	  "Sessions re-attached on a new path (PATH_CHANGED), client and "
+	  "server side.",
+	  CTX_STAT(failovers) },
+	{ "rift_failbacks_total",
+	  "Sessions that moved back from TCP to RDMA (reserved, always 0).",
+	  CTX_STAT(failbacks) },
+	{ "rift_keepalive_timeouts_total",
+	  "Paths failed because the peer sent nothing for "
+	  "keepalive_timeout_ms.",
+	  CTX_STAT(keepalive_timeouts) },
+	{ "rift_sessions_resumed_total",
+	  "Sessions a server re-attached (RESUME accepted).",
+	  CTX_STAT(sessions_resumed) },
+	{ "rift_sessions_expired_total",
+	  "Sessions not re-attached within session_grace_ms.",
+	  CTX_STAT(sessions_expired) },
+	{ "rift_protocol_errors_total",
+	  "Paths closed because the peer broke the protocol.",
+	  CTX_STAT(protocol_errors) },
+	{ "rift_credit_stalls_total",
+	  "RDMA: times a sender ran out of peer receive credits with data "
+	  "waiting.",
+	  CTX_STAT(credit_stalls) },
+	{ "rift_progress_calls_total", "Event loop rounds.",
+	  CTX_STAT(progress_calls) },
+};
+
+static const struct family_def conn_counters[] = {
+	{ "rift_conn_replayed_messages_total",
+	  "Messages sent again after a re-attach.", CONN_STAT(msgs_replayed) },
+	{ "rift_conn_duplicates_dropped_total",
+	  "Duplicate messages the receiver discarded.",
+	  CONN_STAT(dups_dropped) },
+	{ "rift_conn_acks_sent_total", "Explicit ack frames sent.",
+	  CONN_STAT(acks_sent) },
+	{ "rift_conn_pings_sent_total", "Keepalive pings sent.",
+	  CONN_STAT(pings_sent) },
+	{ "rift_conn_send_eagain_total",
+	  "Sends refused with RIFT_EAGAIN by a full send window.",
+	  CONN_STAT(send_eagain) },
+	{ "rift_conn_path_downs_total", "Paths this session lost (PATH_DOWN).",
+	  CONN_STAT(path_downs) },
+	{ "rift_conn_path_changes_total",
+	  "Re-attaches of this session (failovers, PATH_CHANGED).",
+	  CONN_STAT(path_changes) },
+	{ "rift_conn_failbacks_total",
+	  "Moves back from TCP to RDMA (reserved, always 0).",
+	  CONN_STAT(failbacks) },
+	{ "rift_conn_connect_attempts_total",
+	  "Transport connect attempts of this client connection.",
+	  CONN_STAT(connect_attempts) },
+	{ "rift_conn_connect_retries_total",
+	  "Connect attempts that followed a failed one.",
+	  CONN_STAT(connect_retries) },
+	{ "rift_conn_keepalive_timeouts_total",
+	  "Paths of this session failed for peer silence.",
+	  CONN_STAT(keepalive_timeouts) },
+	{ "rift_conn_completion_errors_total",
+	  "RDMA work completions that failed on this session's paths.",
+	  CONN_STAT(wc_errors) },
+	{ "rift_conn_credit_stalls_total",
+	  "RDMA: times this session ran out of peer receive credits with "
+	  "data waiting.",
+	  CONN_STAT(credit_stalls) },
+};
+
+static const char *const kinds[4] = { "send", "recv", "read", "write" };
+
+static uint64_t stat_at(const void *st, size_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, (const char *)st + off, sizeof(v));
+	return v;
+}
+
+static void family(struct out *o, const char *name, const char *type,
+		   const char *help)
+{
+	out_printf(o, "# HELP %s ", name);
+	out_escaped(o, help, false);
+	out_printf(o, "\n# TYPE %s %s\n", name, type);
+}
+
+/* name{labels} v, or name v when labels is "". */
+static void sample(struct out *o, const char *name, const char *labels,
+		   uint64_t v)
+{
+	if (*labels)
+		out_printf(o, "%s{%s} %" PRIu64 "\n", name, labels, v);
+	else
+		out_printf(o, "%s %" PRIu64 "\n", name, v);
+}
+
+/*
+ * Buckets at every power of two from 1 us to 2^27 us: each is a sum of
+ * whole histogram buckets (they are upper-inclusive), so the counts are
+ * exact.  Seconds, as Prometheus names want.
+ */
+static void hist_samples(struct out *o, const char *name, const char *labels,
+			 const struct rift__hist *h)
+{
+	const char *sep = *labels ? "," : "";
+	uint64_t cum = 0;
+	unsigned i = 0;
+
+	for (unsigned k = 0; k <= RIFT__HIST_MAX_BITS; k++) {
+		uint64_t bound = 1ull << k;
+
+		while (i < RIFT__HIST_OVERFLOW && rift__hist_upper(i) <= bound)
+			cum += h->b[i++];
+		out_printf(o, "%s_bucket{%s%sle=\"", name, labels, sep);
+		out_seconds(o, bound);
+		out_printf(o, "\"} %" PRIu64 "\n", cum);
+	}
+	out_printf(o, "%s_bucket{%s%sle=\"+Inf\"} %" PRIu64 "\n", name, labels,
+		   sep, h->count);
+	out_printf(o, *labels ? "%s_sum{%s} " : "%s_sum%s ", name, labels);
+	out_seconds(o, h->sum);
+	out_printf(o, *labels ? "\n%s_count{%s} %" PRIu64 "\n"
+			      : "\n%s_count%s %" PRIu64 "\n",
+		   name, labels, h->count);
+}
+
+static const char *role(const rift_conn *c)
+{
+	return c->is_client ? "client" : "server";
+}
+
+/* conn="<session id>",role="client"; no escaping needed. */
+static void conn_labels(const rift_conn *c, char *buf, size_t len)
+{
+	snprintf(buf, len, "conn=\"%016" PRIx64 "\",role=\"%s\"", c->session_id,
+		 role(c));
+}
+
+#define FOR_EACH_CONN(ctx, it, c)                                             \
+	for ((it) = (ctx)->conns.next;                                        \
+	     (it) != &(ctx)->conns &&                                         \
+	     ((c) = rift__list_entry((it), rift_conn, node), 1);              \
+	     (it) = (it)->next)
+
+static void prom_conns(struct out *o, rift_ctx *ctx)
+{
+	struct rift__list *it;
+	rift_conn *c;
+	char lb[128], fb[32];
+
+	family(o, "rift_conn_info", "gauge",
+	       "One per open connection: its current transport, peer and "
+	       "fallback reason; always 1.");
+	FOR_EACH_CONN(ctx, it, c) {
+		conn_labels(c, lb, sizeof(lb));
+		lower(fb, sizeof(fb), fallback_names[c->fallback]);
+		out_printf(o, "rift_conn_info{%s,transport=\"%s\",peer=\"", lb,
+			   rift_transport_name(c->transport));
+		out_escaped(o, c->path ? c->path->peer : "", true);
+		out_printf(o, "\",fallback_reason=\"%s\"} 1\n", fb);
+	}
+	family(o, "rift_conn_ops_total", "counter",
+	       "Messages of this connection by kind: send (accepted by "
+	       "rift_conn_send*), recv (delivered); read and write are "
+	       "one-sided RDMA operations (reserved, 0).");
+	FOR_EACH_CONN(ctx, it, c) {
+		const uint64_t v[4] = { c->stats.msgs_sent, c->stats.msgs_recv,
+					c->stats.rdma_reads,
+					c->stats.rdma_writes };
+
+		conn_labels(c, lb, sizeof(lb));
+		for (int k = 0; k < 4; k++)
+			out_printf(o,
+				   "rift_conn_ops_total{%s,kind=\"%s\"} %" PRIu64
+				   "\n",
+				   lb, kinds[k], v[k]);
+	}
+	family(o, "rift_conn_bytes_total", "counter",
+	       "Payload bytes of rift_conn_ops_total, by kind.");
+	FOR_EACH_CONN(ctx, it, c) {
+		const uint64_t v[4] = { c->stats.bytes_sent, c->stats.bytes_recv,
+					c->stats.rdma_read_bytes,
+					c->stats.rdma_write_bytes };
+
+		conn_labels(c, lb, sizeof(lb));
+		for (int k = 0; k < 4; k++)
+			out_printf(o,
+				   "rift_conn_bytes_total{%s,kind=\"%s\"} %" PRIu64
+				   "\n",
+				   lb, kinds[k], v[k]);
+	}
+	for (size_t f = 0; f < RIFT_ARRAY_SIZE(conn_counters); f++) {
+		const struct family_def *d = &conn_counters[f];
+
+		family(o, d->name, "counter", d->help);
+		FOR_EACH_CONN(ctx, it, c) {
+			conn_labels(c, lb, sizeof(lb));
+			sample(o, d->name, lb, stat_at(&c->stats, d->off));
+		}
+	}
+	family(o, "rift_conn_tcp_syscalls_total", "counter",
+	       "System calls on this connection's TCP paths, by call.");
+	FOR_EACH_CONN(ctx, it, c) {
+		conn_labels(c, lb, sizeof(lb));
+		out_printf(o,
+			   "rift_conn_tcp_syscalls_total{%s,call=\"writev\"} "
+			   "%" PRIu64 "\n"
+			   "rift_conn_tcp_syscalls_total{%s,call=\"read\"} "
+			   "%" PRIu64 "\n",
+			   lb, c->stats.write_calls, lb, c->stats.read_calls);
+	}
+	family(o, "rift_conn_unacked_messages", "gauge",
+	       "Messages held for replay until the peer acknowledges them.");
+	FOR_EACH_CONN(ctx, it, c) {
+		conn_labels(c, lb, sizeof(lb));
+		sample(o, "rift_conn_unacked_messages", lb, c->unacked_msgs);
+	}
+	family(o, "rift_conn_unacked_bytes", "gauge",
+	       "Payload bytes held for replay.");
+	FOR_EACH_CONN(ctx, it, c) {
+		conn_labels(c, lb, sizeof(lb));
+		sample(o, "rift_conn_unacked_bytes", lb, c->unacked_bytes);
+	}
+	family(o, "rift_conn_ack_latency_seconds", "histogram",
+	       "Time from a message's enqueue in rift_conn_send* to its "
+	       "cumulative acknowledgement by the peer.");
+	FOR_EACH_CONN(ctx, it, c) {
+		conn_labels(c, lb, sizeof(lb));
+		hist_samples(o, "rift_conn_ack_latency_seconds", lb,
+			     &c->ack_hist);
+	}
+	family(o, "rift_conn_reattach_seconds", "histogram",
+	       "Time from PATH_DOWN to PATH_CHANGED of this session.");
+	FOR_EACH_CONN(ctx, it, c) {
+		conn_labels(c, lb, sizeof(lb));
+		hist_samples(o, "rift_conn_reattach_seconds", lb,
+			     &c->reattach_hist);
+	}
+}
+
+int rift_metrics_prometheus(rift_ctx *ctx, char *buf, size_t len)
+{
+	static const char *const tnames[3] = { "none", "tcp", "rdma" };
+	const rift_ctx_stats *st;
+	struct live lv;
+	struct out o;
+	char lb[64];
+
+	if (!ctx || (!buf && len))
+		return RIFT_EINVAL;
+	st = &ctx->stats;
+	out_init(&o, buf, len);
+	live_collect(ctx, &lv);
+
+	family(&o, "rift_info", "gauge",
+	       "Library version and configured RDMA device; always 1.");
+	out_printf(&o, "rift_info{version=\"%s\",device=\"",
+		   rift_version_string());
+	out_escaped(&o, ctx->cfg.device, true);
+	out_printf(&o, "\",polling=\"%s\"} 1\n", polling_name(ctx->cfg.polling));
+
+	family(&o, "rift_connections_active", "gauge",
+	       "Open connections by the transport of their current path "
+	       "(none: connecting or re-attaching).");
+	for (int t = 0; t < 3; t++) {
+		snprintf(lb, sizeof(lb), "transport=\"%s\"", tnames[t]);
+		sample(&o, "rift_connections_active", lb, lv.conns[t]);
+	}
+	family(&o, "rift_paths_active", "gauge",
+	       "Paths carrying a session, by transport.");
+	for (int t = 1; t < 3; t++) {
+		snprintf(lb, sizeof(lb), "transport=\"%s\"", tnames[t]);
+		sample(&o, "rift_paths_active", lb, lv.paths[t]);
+	}
+	family(&o, "rift_listeners_active", "gauge", "Open listeners.");
+	sample(&o, "rift_listeners_active", "", st->listeners_active);
+	family(&o, "rift_unacked_messages", "gauge",
+	       "Messages held for replay on all open connections.");
+	sample(&o, "rift_unacked_messages", "", lv.unacked_msgs);
+	family(&o, "rift_unacked_bytes", "gauge",
+	       "Payload bytes held for replay on all open connections.");
+	sample(&o, "rift_unacked_bytes", "", lv.unacked_bytes);
+
+	family(&o, "rift_ops_total", "counter",
+	       "Messages by kind: send (accepted by rift_conn_send*), recv "
+	       "(delivered to on_recv); read and write are one-sided RDMA "
+	       "operations (reserved, 0).");
+	{
+		const uint64_t ops[4] = { st->msgs_sent, st->msgs_recv,
+					  st->rdma_reads, st->rdma_writes };
+		const uint64_t bytes[4] = { st->bytes_sent, st->bytes_recv,
+					    st->rdma_read_bytes,
+					    st->rdma_write_bytes };
+
+		for (int k = 0; k < 4; k++) {
+			snprintf(lb, sizeof(lb), "kind=\"%s\"", kinds[k]);
+			sample(&o, "rift_ops_total", lb, ops[k]);
+		}
+		family(&o, "rift_bytes_total", "counter",
+		       "Payload bytes of rift_ops_total, by kind.");
+		for (int k = 0; k < 4; k++) {
+			snprintf(lb, sizeof(lb), "kind=\"%s\"", kinds[k]);
+			sample(&o, "rift_bytes_total", lb, bytes[k]);
+		}
+	}
+
+	for (size_t f = 0; f < RIFT_ARRAY_SIZE(ctx_counters); f++) {
+		const struct family_def *d = &ctx_counters[f];
+
+		family(&o, d->name, "counter", d->help);
+		sample(&o, d->name, "", stat_at(st, d->off));
+	}
+
+	family(&o, "rift_fallbacks_total", "counter",
+	       "auto:// connections that went to TCP instead of RDMA, by "
+	       "reason.");
+	for (unsigned r = 1; r < RIFT_FALLBACK__COUNT; r++) {
+		char name[32];
+
+		lower(name, sizeof(name), fallback_names[r]);
+		snprintf(lb, sizeof(lb), "reason=\"%s\"", name);
+		sample(&o, "rift_fallbacks_total", lb, st->fallbacks[r]);
+	}
+
+	family(&o, "rift_completion_errors_total", "counter",
+	       "RDMA work completions that failed, by ibv_wc_status (a status "
+	       "appears once it has been seen).");
+	for (unsigned i = 0; i <= RIFT_WC_STATUS_OTHER; i++) {
+		char name[32];
+
+		if (!st->wc_errors[i])
+			continue;
+		wc_name(name, sizeof(name), i);
+		snprintf(lb, sizeof(lb), "status=\"%s\"", name);
+		sample(&o, "rift_completion_errors_total", lb, st->wc_errors[i]);
+	}
+
+	family(&o, "rift_pool_registered_bytes", "gauge",
+	       "Bytes registered in the block pool (reserved, 0).");
+	sample(&o, "rift_pool_registered_bytes", "", st->pool_registered_bytes);
+	family(&o, "rift_pool_blocks_in_use", "gauge",
+	       "Pool blocks handed out, by block class (reserved, 0).");
+	for (int k = 0; k < RIFT_BLOCK_CLASSES; k++) {
+		snprintf(lb, sizeof(lb), "class=\"%d\",block_size=\"%u\"", k,
+			 ctx->cfg.block_size[k]);
+		sample(&o, "rift_pool_blocks_in_use", lb,
+		       st->pool_blocks_in_use[k]);
+	}
+
+	if (ctx->cfg.metrics) {
+		family(&o, "rift_ack_latency_seconds", "histogram",
+		       "Time from a message's enqueue in rift_conn_send* to its "
+		       "cumulative acknowledgement by the peer.");
+		hist_samples(&o, "rift_ack_latency_seconds", "", &ctx->ack_hist);
+		family(&o, "rift_reattach_seconds", "histogram",
+		       "Time from PATH_DOWN to PATH_CHANGED (session "
+		       "re-attach).");
+		hist_samples(&o, "rift_reattach_seconds", "",
+			     &ctx->reattach_hist);
+		prom_conns(&o, ctx);
+	}
+	return out_done(&o);
+}
+
+/* ---- INFO ---- */
+
+/* Values of INFO lines may not break lines: control bytes become '?'. */
+static void out_info_str(struct out *o, const char *key, const char *v)
+{
+	out_printf(o, "%s:", key);
+	for (; *v; v++) {
+		char ch = (unsigned char)*v < 0x20 || *v == 0x7f ? '?' : *v;
+
+		out_write(o, &ch, 1);
+	}
+	out_str(o, "\r\n");
+}
+
+static void kv(struct out *o, const char *key, uint64_t v)
+{
+	out_printf(o, "%s:%" PRIu64 "\r\n", key, v);
+}
+
+static void info_hist(struct out *o, const char *prefix,
+		      const struct rift__hist *h)
+{
+	static const struct {
+		const char *name;
+		double q;
+	} qs[] = { { "p50", 0.5 }, { "p90", 0.9 }, { "p99", 0.99 },
+		   { "p999", 0.999 } };
+	char key[64];
+
+	snprintf(key, sizeof(key), "%s_count", prefix);
+	kv(o, key, h->count);
+	snprintf(key, sizeof(key), "%s_mean_us", prefix);
+	kv(o, key, h->count ? h->sum / h->count : 0);
+	snprintf(key, sizeof(key), "%s_min_us", prefix);
+	kv(o, key, rift__hist_min(h));
+	for (size_t i = 0; i < RIFT_ARRAY_SIZE(qs); i++) {
+		snprintf(key, sizeof(key), "%s_%s_us", prefix, qs[i].name);
+		kv(o, key, rift__hist_quantile(h, qs[i].q));
+	}
+	snprintf(key, sizeof(key), "%s_max_us", prefix);
+	kv(o, key, h->max);
+}
+
+int rift_metrics_info(rift_ctx *ctx, char *buf, size_t len)
+{
+	const rift_ctx_stats *st;
+	struct live lv;
+	struct out o;
+	char key[64], name[32];
+
+	if (!ctx || (!buf && len))
+		return RIFT_EINVAL;
+	st = &ctx->stats;
+	out_init(&o, buf, len);
+	live_collect(ctx, &lv);
+
+	out_str(&o, "# Server\r\n");
+	out_info_str(&o, "rift_version", rift_version_string());
+	out_info_str(&o, "polling", polling_name(ctx->cfg.polling));
+	out_info_str(&o, "device", ctx->cfg.device);
+	kv(&o, "metrics_enabled", ctx->cfg.metrics ? 1 : 0);
+	kv(&o, "progress_calls", st->progress_calls);
+
+	out_str(&o, "\r\n# Connections\r\n");
+	kv(&o, "connections_active", st->conns_active);
+	kv(&o, "connections_tcp", lv.conns[RIFT_TRANSPORT_TCP]);
+	kv(&o, "connections_rdma", lv.conns[RIFT_TRANSPORT_RDMA]);
+	kv(&o, "connections_unattached", lv.conns[RIFT_TRANSPORT_NONE]);
+	kv(&o, "connections_opened", st->conns_opened);
+	kv(&o, "listeners_active", st->listeners_active);
+	kv(&o, "paths_active", st->paths_active);
+	kv(&o, "paths_tcp", lv.paths[RIFT_TRANSPORT_TCP]);
+	kv(&o, "paths_rdma", lv.paths[RIFT_TRANSPORT_RDMA]);
+	kv(&o, "connect_attempts", st->connect_attempts);
+	kv(&o, "connect_retries", st->connect_retries);
+	kv(&o, "unacked_msgs", lv.unacked_msgs);
+	kv(&o, "unacked_bytes", lv.unacked_bytes);
+
+	out_str(&o, "\r\n# Sessions\r\n");
+	kv(&o, "sessions_resumed", st->sessions_resumed);
+	kv(&o, "sessions_expired", st->sessions_expired);
+	kv(&o, "path_downs", st->path_downs);
+	kv(&o, "failovers", st->failovers);
+	kv(&o, "failbacks", st->failbacks);
+	kv(&o, "keepalive_timeouts", st->keepalive_timeouts);
+
+	out_str(&o, "\r\n# Traffic\r\n");
+	kv(&o, "msgs_sent", st->msgs_sent);
+	kv(&o, "bytes_sent", st->bytes_sent);
+	kv(&o, "msgs_recv", st->msgs_recv);
+	kv(&o, "bytes_recv", st->bytes_recv);
+	kv(&o, "rdma_reads", st->rdma_reads);
+	kv(&o, "rdma_read_bytes", st->rdma_read_bytes);
+	kv(&o, "rdma_writes", st->rdma_writes);
+	kv(&o, "rdma_write_bytes", st->rdma_write_bytes);
+
+	out_str(&o, "\r\n# Transport\r\n");
+	kv(&o, "fallbacks", lv.fallbacks);
+	for (unsigned r = 1; r < RIFT_FALLBACK__COUNT; r++) {
+		lower(name, sizeof(name), fallback_names[r]);
+		snprintf(key, sizeof(key), "fallback_%s", name);
+		kv(&o, key, st->fallbacks[r]);
+	}
+	kv(&o, "credit_stalls", st->credit_stalls);
+
+	out_str(&o, "\r\n# Errors\r\n");
+	kv(&o, "protocol_errors", st->protocol_errors);
+	kv(&o, "completion_errors", lv.wc_errors);
+	for (unsigned i = 0; i <= RIFT_WC_STATUS_OTHER; i++) {
+		if (!st->wc_errors[i])
+			continue;
+		wc_name(name, sizeof(name), i);
+		snprintf(key, sizeof(key), "completion_errors_%s", name);
+		kv(&o, key, st->wc_errors[i]);
+	}
+
+	out_str(&o, "\r\n# Latency\r\n");
+	info_hist(&o, "ack_latency", &ctx->ack_hist);
+	info_hist(&o, "reattach", &ctx->reattach_hist);
+
+	out_str(&o, "\r\n# Pool\r\n");
+	kv(&o, "pool_registered_bytes", st->pool_registered_bytes);
+	for (int k = 0; k < RIFT_BLOCK_CLASSES; k++) {
+		snprintf(key, sizeof(key), "pool_class%d_block_size", k);
+		kv(&o, key, ctx->cfg.block_size[k]);
+		snprintf(key, sizeof(key), "pool_class%d_blocks_in_use", k);
+		kv(&o, key, st->pool_blocks_in_use[k]);
+	}
+	return out_done(&o);
+}
