@@ -127,7 +127,8 @@ test: all
 	$(MAKE) --no-print-directory test-lab
 
 demo: all
-	$(BUILD)/bin/rift-demo
+	$(BUILD)/bin/rift-perf --transport auto --loopback --test lat -n 20000
+	$(BUILD)/bin/rift-perf --transport auto --loopback --test bw -D 2
 
 bench: all
 	sh bench/run.sh
