@@ -615,6 +615,7 @@ static void rdma_flush(rift__path *p)
 		if (update)
 			break;
 	}
+	rift__metrics_credit_stall(p, rp->credits < 2 && has_output(rp));
 	if (!first)
 		return;
 	/* If the batch ends with unsignaled sends, signal its last one so
@@ -665,6 +666,7 @@ static void cq_io_cb(rift__io *io, uint32_t revents)
 			struct ibv_wc *w = &wc[k];
 
 			if (w->status != IBV_WC_SUCCESS) {
+				rift__metrics_wc_error(p, w->status);
 				if (w->status == IBV_WC_WR_FLUSH_ERR)
 					continue; /* follows the first error */
 				rift__path_failed(
