@@ -11,6 +11,7 @@
 #include <netinet/in.h>
 #include <sys/random.h>
 
+#include "memory/pool.h"
 #include "session/session.h"
 
 /* ---- buffers ---- */
@@ -24,6 +25,32 @@ struct rift__buf *rift__buf_new(rift_ctx *ctx, size_t len)
 	b->magic = RIFT_BUF_MAGIC;
 	b->ctx = ctx;
 	b->cap = len;
+	b->pool = NULL;
+	b->om.user_buf = false;
+	return b;
+}
+
+/*
+ * A buffer in a registered pool block when it fits one, so the verbs
+ * transport can send it without a copy; malloc'd otherwise.
+ */
+static struct rift__buf *buf_new_registered(rift_ctx *ctx, size_t len)
+{
+	struct rift__pool *pool = rift__ctx_pool(ctx);
+	struct rift__buf *b;
+	char err[RIFT_ERRMSG_LEN];
+	int rc;
+
+	if (!pool || sizeof(*b) + len > ctx->cfg.block_size[RIFT_BLOCK_CLASSES - 1])
+		return rift__buf_new(ctx, len);
+	b = rift__pool_alloc(pool, sizeof(*b) + len, RIFT_POOL_SEND, &rc, err,
+			     sizeof(err));
+	if (!b)
+		return rift__buf_new(ctx, len); /* pool share used up */
+	b->magic = RIFT_BUF_MAGIC;
+	b->ctx = ctx;
+	b->cap = len;
+	b->pool = pool;
 	b->om.user_buf = false;
 	return b;
 }
@@ -43,7 +70,10 @@ void rift__buf_release(void *data)
 	struct rift__buf *b = (struct rift__buf *)data - 1;
 
 	b->magic = 0;
-	free(b);
+	if (b->pool)
+		rift__pool_free(b->pool, b, RIFT_POOL_SEND);
+	else
+		free(b);
 }
 
 void *rift_buf_alloc(rift_ctx *ctx, size_t len)
@@ -52,7 +82,7 @@ void *rift_buf_alloc(rift_ctx *ctx, size_t len)
 
 	if (!ctx || len > ctx->cfg.max_msg_size)
 		return NULL;
-	b = rift__buf_new(ctx, len);
+	b = buf_new_registered(ctx, len);
 	if (!b)
 		return NULL;
 	b->om.user_buf = true;

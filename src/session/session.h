@@ -80,6 +80,7 @@ struct rift__buf {
 	uint64_t magic;         /* RIFT_BUF_MAGIC while owned by someone */
 	rift_ctx *ctx;
 	size_t cap;             /* usable bytes after the header */
+	struct rift__pool *pool; /* registered pool block, or NULL: malloc */
 	struct rift__omsg om;
 };
 #define RIFT_BUF_MAGIC 0x7269667462756621ull
@@ -105,5 +106,7 @@ void rift__conn_abandon_path(rift_conn *conn);
 void rift__conn_enqueue(rift_conn *conn, struct rift__buf *b, size_t len);
 
 rift_conn *rift__conn_new_server(rift_listener *l, uint64_t session_id);
+/* Tests: messages the current verbs path sent without a copy. */
+uint64_t rift__conn_zero_copy_sends(const rift_conn *conn);
 
 #endif

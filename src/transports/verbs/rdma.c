@@ -108,6 +108,7 @@ struct rdma_path {
 	uint32_t slots_free;
 	uint32_t unsignaled;   /* slots posted since the last signaled one */
 	struct send_slot *slots;
+	uint64_t zc_sends;     /* messages sent without a copy */
 	struct rift__omsg *cur; /* message being copied, and how far */
 	size_t cur_off;
 	uint8_t ctrl[CTRL_CAP];
@@ -200,6 +201,29 @@ static void dev_users_put(void)
 
 /* ---- context state ---- */
 
+struct rift__pool *rift__ctx_pool(rift_ctx *ctx)
+{
+	struct rift__rdma_ctx *r = ctx->rdma;
+	char err[RIFT_ERRMSG_LEN];
+
+	if (r && r->pool)
+		return r->pool;
+	if (!r) {
+		r = calloc(1, sizeof(*r));
+		if (!r)
+			return NULL;
+		ctx->rdma = r;
+	}
+	if (rift__pool_get(&ctx->cfg, &pool_reg, &r->pool, err, sizeof(err))) {
+		rift__ctx_fail(ctx, RIFT_ENOMEM, "%s", err);
+		return NULL;
+	}
+	pthread_mutex_lock(&dev_mu);
+	dev_users++;
+	pthread_mutex_unlock(&dev_mu);
+	return r->pool;
+}
+
 static struct rift__rdma_ctx *rctx(rift_ctx *ctx, rift__vb_err err)
 {
 	struct rift__rdma_ctx *r = ctx->rdma;
@@ -214,17 +238,9 @@ static struct rift__rdma_ctx *rctx(rift_ctx *ctx, rift__vb_err err)
 		}
 		ctx->rdma = r;
 	}
-	if (!r->pool) {
-		char perr[RIFT_ERRMSG_LEN];
-
-		if (rift__pool_get(&ctx->cfg, &pool_reg, &r->pool, perr,
-				   sizeof(perr))) {
-			snprintf(err, sizeof(rift__vb_err), "%s", perr);
-			return NULL;
-		}
-		pthread_mutex_lock(&dev_mu);
-		dev_users++;
-		pthread_mutex_unlock(&dev_mu);
+	if (!rift__ctx_pool(ctx)) {
+		snprintf(err, sizeof(rift__vb_err), "%s", ctx->errmsg);
+		return NULL;
 	}
 	if (rift__vb_channel_create(&r->ch, err))
 		return NULL;
@@ -540,6 +556,40 @@ static size_t fill(struct rdma_path *rp, uint8_t *buf, size_t cap)
 	return used;
 }
 
+/*
+ * Send the next message as a two-piece SEND straight from its registered
+ * block (header, then payload: both live in the block), when it starts at
+ * a frame boundary, fits the peer's receive buffer and is larger than what
+ * goes inline anyway.  The block outlives the send: it is freed only when
+ * the peer acknowledges the message, after the NIC has read it.
+ */
+static bool zero_copy(struct rdma_path *rp, struct ibv_sge *sge, uint32_t cap)
+{
+	rift__path *p = &rp->base;
+	struct rift__omsg *m;
+	struct rift__buf *b;
+	uint32_t lkey, rkey;
+
+	if (rp->cur || rp->ctrl_off < rp->ctrl_len || p->pending ||
+	    p->ctx->cfg.max_send_sge < 2)
+		return false;
+	m = rift__sess_next(p, NULL);
+	if (!m || RIFT_HDR_SIZE + m->len > cap ||
+	    RIFT_HDR_SIZE + m->len <= rp->inline_max)
+		return false;
+	b = rift__container_of(m, struct rift__buf, om);
+	if (!b->pool || !rift__pool_keys(b->pool, b, rp->dev_slot, &lkey, &rkey))
+		return false;
+	sge[0] = (struct ibv_sge){ .addr = (uintptr_t)m->hdr,
+				   .length = RIFT_HDR_SIZE,
+				   .lkey = lkey };
+	sge[1] = (struct ibv_sge){ .addr = (uintptr_t)m->data,
+				   .length = (uint32_t)m->len,
+				   .lkey = lkey };
+	rift__sess_written(p, m);
+	return true;
+}
+
 static bool has_output(struct rdma_path *rp)
 {
 	return rp->ctrl_off < rp->ctrl_len || rp->cur ||
@@ -550,7 +600,7 @@ static void rdma_flush(rift__path *p)
 {
 	struct rdma_path *rp = rp_of(p);
 	struct ibv_send_wr wrs[32], *first = NULL, *last = NULL;
-	struct ibv_sge sges[32];
+	struct ibv_sge sges[32][2];
 	uint32_t cap, credit_only = rp->rq_depth / 4;
 	rift__vb_err err;
 	int nwr = 0, rc;
@@ -578,18 +628,28 @@ static void rdma_flush(rift__path *p)
 		if ((!data && !update) || rp->slots_free == 0 || nwr == 32)
 			break;
 		slot = rp->slot_next;
-		if (data)
-			len = (uint32_t)fill(rp, slot_buf(rp, slot), cap);
-		if (data && len == 0)
-			break;
 		wr = &wrs[nwr];
 		memset(wr, 0, sizeof(*wr));
-		sges[nwr] = (struct ibv_sge){ .addr = (uintptr_t)slot_buf(rp, slot),
-					      .length = len,
-					      .lkey = rp->slkey[slot] };
+		if (data && zero_copy(rp, sges[nwr], cap)) {
+			/* Header and payload straight from the registered
+			 * block: the slot only holds the queue entry. */
+			wr->sg_list = sges[nwr];
+			wr->num_sge = 2;
+			len = sges[nwr][0].length + sges[nwr][1].length;
+			rp->zc_sends++;
+		} else {
+			if (data)
+				len = (uint32_t)fill(rp, slot_buf(rp, slot), cap);
+			if (data && len == 0)
+				break;
+			sges[nwr][0] = (struct ibv_sge){
+				.addr = (uintptr_t)slot_buf(rp, slot),
+				.length = len,
+				.lkey = rp->slkey[slot] };
+			wr->sg_list = len ? sges[nwr] : NULL;
+			wr->num_sge = len ? 1 : 0;
+		}
 		wr->wr_id = slot;
-		wr->sg_list = len ? &sges[nwr] : NULL;
-		wr->num_sge = len ? 1 : 0;
 		wr->opcode = IBV_WR_SEND_WITH_IMM;
 		wr->imm_data = htonl(rp->to_return);
 		if (len <= rp->inline_max)
@@ -1037,6 +1097,15 @@ static void rdma_destroy(rift__path *p)
 	free(rp->pend);
 	free(rp->pend_len);
 	free(rp);
+}
+
+uint64_t rift__conn_zero_copy_sends(const rift_conn *conn)
+{
+	rift__path *p = conn->path;
+
+	if (!p || p->ops != &rift__rdma_ops)
+		return 0;
+	return rp_of(p)->zc_sends;
 }
 
 static void rdma_cut(rift__path *p)
