@@ -1574,6 +1574,23 @@ static bool gnuplot_found(void)
 	return false;
 }
 
+/* "64", "2K", "8M": a size in powers of 1024, as the options take it. */
+static const char *size_label(uint64_t v, char *buf, size_t len)
+{
+	static const char units[] = "KMGT";
+	int u = -1;
+
+	while (v >= 1024 && v % 1024 == 0 && u < 3) {
+		v /= 1024;
+		u++;
+	}
+	if (u < 0)
+		snprintf(buf, len, "%" PRIu64, v);
+	else
+		snprintf(buf, len, "%" PRIu64 "%c", v, units[u]);
+	return buf;
+}
+
 /* A gnuplot single-quoted string: '' stands for one quote. */
 static void gp_str(FILE *f, const char *s)
 {
@@ -1607,7 +1624,7 @@ static int plot_svg(const struct client *cl)
 		 o->conns, why);
 	fprintf(gp, "\nset title ");
 	gp_str(gp, title);
-	fprintf(gp, " noenhanced\nset grid\nset key top left\n");
+	fprintf(gp, " noenhanced\nset grid\nset key below\n");
 	if (o->n_sizes > 1) {
 		fprintf(gp, "$d << EOD\n");
 		for (int i = 0; i < cl->n_res; i++) {
@@ -1620,10 +1637,20 @@ static int plot_svg(const struct client *cl)
 				fprintf(gp, "%" PRIu64 " %.6f %.6f\n", r->size, r->gbits,
 					r->mmsgs);
 		}
-		fprintf(gp, "EOD\nset logscale x 2\nset format x '%%.0s%%cB'\n"
-			"set xlabel 'message size'\n");
+		/* tics at the sizes (every other one in a long sweep), in
+		 * the units of -s rather than gnuplot's powers of 1000 */
+		fprintf(gp, "EOD\nset logscale x 2\nset xtics (");
+		for (int i = 0, every = cl->n_res > 12 ? 2 : 1; i < cl->n_res; i += every) {
+			char lbl[32];
+
+			fprintf(gp, "%s'%s' %" PRIu64, i ? ", " : "",
+				size_label(cl->res[i].size, lbl, sizeof(lbl)),
+				cl->res[i].size);
+		}
+		fprintf(gp, ")\nset xlabel 'message size [bytes]'\n");
 		if (o->test == TEST_LAT)
-			fprintf(gp, "set logscale y\nset ylabel 'round trip [us]'\n"
+			fprintf(gp, "set logscale y\nset format y '%%g'\n"
+				"set ylabel 'round trip [us]'\n"
 				"plot $d using 1:2 with linespoints title 'p50', "
 				"$d using 1:3 with linespoints title 'p90', "
 				"$d using 1:4 with linespoints title 'p99', "
@@ -1635,21 +1662,42 @@ static int plot_svg(const struct client *cl)
 				"plot $d using 1:2 axes x1y1 with linespoints title 'Gb/s', "
 				"$d using 1:3 axes x1y2 with linespoints title 'Mmsg/s'\n");
 	} else {
-		/* One size: the distribution of the round trips, as a CDF. */
+		/*
+		 * One size: the round trip at each percentile, the x axis
+		 * stretched as 1/(1 - p) so that the tail (99%, 99.9%,
+		 * 99.99%) gets as much room as the median, the way
+		 * HdrHistogram draws latency.  Points are spaced evenly on
+		 * that axis, so the tail is drawn sample by sample.
+		 */
 		const struct samples *s = &cl->lat;
-		size_t step = s->n > PLOT_POINTS ? s->n / PLOT_POINTS : 1;
+		const struct result *r = &cl->res[0];
+		size_t last = SIZE_MAX;
+		double n = (double)s->n;
 
 		fprintf(gp, "$d << EOD\n");
-		for (size_t i = 0; i < s->n; i += step)
-			fprintf(gp, "%.3f %.5f\n", (double)s->v[i] / 1e3,
-				100.0 * (double)(i + 1) / (double)s->n);
-		if (s->n)
-			fprintf(gp, "%.3f 100\n", (double)s->v[s->n - 1] / 1e3);
-		fprintf(gp, "EOD\nset logscale x\nset xlabel 'round trip [us], %" PRIu64
-			" B messages'\nset ylabel 'percentile'\nset yrange [0:100]\n"
-			"set key bottom right\n"
-			"plot $d using 1:2 with lines lw 2 title 'CDF of %zu round trips'\n",
-			cl->res[0].size, s->n);
+		for (int j = 0; j <= PLOT_POINTS && s->n; j++) {
+			double x = pow(n, (double)j / PLOT_POINTS);
+			size_t i = (size_t)(n - n / x);
+
+			if (i >= s->n)
+				i = s->n - 1;
+			if (i == last)
+				continue;
+			last = i;
+			fprintf(gp, "%.6g %.3f\n", 1.0 / (1.0 - (double)i / n),
+				(double)s->v[i] / 1e3);
+		}
+		fprintf(gp, "EOD\nset logscale xy\nset format y '%%g'\n"
+			/* tic labels are formats to gnuplot: %%%% is one % */
+			"set xtics ('0%%%%' 1, '50%%%%' 2, '90%%%%' 10, '99%%%%' 100, "
+			"'99.9%%%%' 1000, '99.99%%%%' 10000, '99.999%%%%' 100000)\n"
+			"set xrange [1:%g]\nset xlabel 'percentile'\n"
+			"set ylabel 'round trip [us], %" PRIu64 " B messages'\n"
+			"set label 1 'p50 %.1f  p99 %.1f  p99.9 %.1f  max %.1f us' "
+			"at graph 0.02, graph 0.95\n"
+			"plot $d using 1:2 with lines lw 2 title '%zu round trips'\n",
+			n > 1 ? n : 2, r->size, r->lat.p50, r->lat.p99, r->lat.p999,
+			r->lat.max, s->n);
 	}
 	status = pclose(gp);
 	if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
