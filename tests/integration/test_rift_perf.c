@@ -440,3 +440,65 @@ TEST_T(rift_perf_loopback_on_the_test_transport)
 	check_bw(r->out);
 	free(r);
 }
+
+static bool have_gnuplot(void)
+{
+	return system("command -v gnuplot >/dev/null 2>&1") == 0;
+}
+
+TEST(rift_perf_plot_draws_svg_or_says_what_is_missing)
+{
+	struct run *r = new_run();
+	char path[] = "/tmp/rift-perf-plot-XXXXXX.svg";
+	const char *args[] = { "--loopback", "--transport", "tcp", "-n", "500",
+			       "--plot", path, NULL };
+	int fd = mkstemps(path, 4);
+	struct stat st;
+
+	CHECK(fd >= 0);
+	close(fd);
+	unlink(path);
+	/* Without gnuplot: refused before anything runs, naming the package. */
+	perf_run(r, "PATH=/nonexistent", args);
+	CHECK_EQ(r->status, 1);
+	CHECK_CONTAINS(r->err, "gnuplot-nox");
+	CHECK_STR(r->out, "");
+	CHECK(access(path, F_OK) != 0);
+	if (!have_gnuplot()) {
+		free(r);
+		SKIP("gnuplot is not installed: only the error was checked");
+	}
+	perf_run(r, NULL, args);
+	CHECK_EQ(r->status, 0);
+	CHECK_CONTAINS(r->out, "plot: ");
+	CHECK_EQ(stat(path, &st), 0);
+	fd = open(path, O_RDONLY);
+	CHECK(fd >= 0);
+	slurp(fd, r->out);
+	unlink(path);
+	CHECK_CONTAINS(r->out, "<svg");
+	CHECK_CONTAINS(r->out, ">99%<"); /* a percentile tic */
+	free(r);
+}
+
+TEST(rift_perf_sigint_stops_cleanly)
+{
+	struct run *r = new_run();
+	const char *args[] = { "--loopback", "--transport", "tcp", "--json",
+			       "-a", "-D", "2", NULL };
+	int out = tmpfile_fd(), err = tmpfile_fd();
+	pid_t pid = perf_start(args, NULL, out, err);
+
+	/* Let it connect and finish a size or two, then interrupt. */
+	sleep(3);
+	CHECK_EQ(kill(pid, SIGINT), 0);
+	r->status = perf_wait(pid);
+	slurp(out, r->out);
+	slurp(err, r->err);
+	printf("-> exit %d\n%s%s", r->status, r->out, r->err);
+	CHECK_EQ(r->status, 130);
+	CHECK_CONTAINS(r->out, "\"interrupted\": true");
+	CHECK_CONTAINS(r->out, "\"error\": null");
+	CHECK_CONTAINS(r->err, "interrupted after");
+	free(r);
+}
