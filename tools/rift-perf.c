@@ -48,31 +48,31 @@
 
 #include "rift.h"
 
-#define PROG "rift-perf"
-#define DEFAULT_PORT 18515       /* perftest's */
-#define PROTO_MAGIC 0x46525052u  /* "RPRF" */
-#define PROTO_VERSION 1u
-#define CTL_VALUES 8
-#define CTL_HDR 8u               /* magic, type */
-#define CTL_SIZE (CTL_HDR + 8u * CTL_VALUES)
-#define CTL_TEXT 256             /* ERR text, bytes */
-#define REPLY_TIMEOUT_MS 60000   /* control answers, ms */
-#define CLOSE_TIMEOUT_MS 5000    /* waiting for close callbacks, ms */
-#define TICK_MS 100              /* longest sleep between flag checks, ms */
-#define MAX_CONNS 1024
-#define MAX_QD 65536
-#define MAX_SIZES 40
-#define SWEEP_MIN 2
+#define PROG		  "rift-perf"
+#define DEFAULT_PORT	  18515	      /* perftest's */
+#define PROTO_MAGIC	  0x46525052u /* "RPRF" */
+#define PROTO_VERSION	  1u
+#define CTL_VALUES	  8
+#define CTL_HDR		  8u /* magic, type */
+#define CTL_SIZE	  (CTL_HDR + 8u * CTL_VALUES)
+#define CTL_TEXT	  256	/* ERR text, bytes */
+#define REPLY_TIMEOUT_MS  60000 /* control answers, ms */
+#define CLOSE_TIMEOUT_MS  5000	/* waiting for close callbacks, ms */
+#define TICK_MS		  100	/* longest sleep between flag checks, ms */
+#define MAX_CONNS	  1024
+#define MAX_QD		  65536
+#define MAX_SIZES	  40
+#define SWEEP_MIN	  2
 #define SWEEP_MAX_DEFAULT (1ull << 23)
-#define LAT_ITERS_DEFAULT 1000   /* perftest's lat default */
-#define BW_ITERS_DEFAULT 5000    /* perftest's bw default */
-#define LAT_SIZE_DEFAULT 2
-#define BW_SIZE_DEFAULT 65536
-#define PLOT_POINTS 2000         /* CDF points drawn at most */
+#define LAT_ITERS_DEFAULT 1000 /* perftest's lat default */
+#define BW_ITERS_DEFAULT  5000 /* perftest's bw default */
+#define LAT_SIZE_DEFAULT  2
+#define BW_SIZE_DEFAULT	  65536
+#define PLOT_POINTS	  2000 /* CDF points drawn at most */
 
-#define EXIT_FAIL 1
+#define EXIT_FAIL  1
 #define EXIT_USAGE 2
-#define EXIT_INTR 130
+#define EXIT_INTR  130
 
 enum mode { MODE_CLIENT, MODE_SERVER, MODE_LOOPBACK };
 enum test { TEST_LAT = 1, TEST_BW = 2 };
@@ -82,11 +82,11 @@ enum ctl_type {
 	CTL_HELLO_OK,  /* v: token */
 	CTL_JOIN,      /* v: token, index (first message of a data conn) */
 	CTL_JOIN_OK,
-	CTL_BEGIN,     /* v: step, size */
+	CTL_BEGIN, /* v: step, size */
 	CTL_BEGIN_OK,
-	CTL_END,       /* v: messages sent in the step, bytes */
-	CTL_DONE,      /* v: messages, bytes, user us, sys us, wall us */
-	CTL_ERR,       /* text */
+	CTL_END,  /* v: messages sent in the step, bytes */
+	CTL_DONE, /* v: messages, bytes, user us, sys us, wall us */
+	CTL_ERR,  /* text */
 };
 
 struct ctl {
@@ -98,21 +98,21 @@ struct ctl {
 struct opts {
 	enum mode mode;
 	enum test test;
-	const char *transport;  /* "tcp", "rdma" or "auto" */
-	const char *host;       /* client: server; server: bind; loopback: both */
-	int port;               /* listen / connect port, 0 = any (loopback) */
+	const char *transport; /* "tcp", "rdma" or "auto" */
+	const char *host; /* client: server; server: bind; loopback: both */
+	int port;	  /* listen / connect port, 0 = any (loopback) */
 	uint64_t sizes[MAX_SIZES]; /* message sizes to run, bytes */
 	int n_sizes;
-	uint64_t iters;         /* per connection and size; 0 with -D */
-	double duration;        /* seconds per size; 0 = iterations */
-	uint64_t warmup;        /* lat: unmeasured round trips per connection */
-	uint32_t qd;            /* messages in flight per connection, 0 = window */
-	uint32_t conns;         /* data connections */
+	uint64_t iters;	 /* per connection and size; 0 with -D */
+	double duration; /* seconds per size; 0 = iterations */
+	uint64_t warmup; /* lat: unmeasured round trips per connection */
+	uint32_t qd;	 /* messages in flight per connection, 0 = window */
+	uint32_t conns;	 /* data connections */
 	bool json, persistent;
-	bool fill;              /* bw: write every byte of every message */
-	const char *plot;       /* SVG path or NULL */
-	const char *config;     /* config file or NULL */
-	rift_config cfg;        /* defaults < file < env < options */
+	bool fill;	    /* bw: write every byte of every message */
+	const char *plot;   /* SVG path or NULL */
+	const char *config; /* config file or NULL */
+	rift_config cfg;    /* defaults < file < env < options */
 };
 
 static volatile sig_atomic_t interrupted;
@@ -138,8 +138,10 @@ static uint64_t cpu_us(void)
 
 	/* Per thread: in loopback mode each side is a thread of its own. */
 	getrusage(RUSAGE_THREAD, &ru);
-	return (uint64_t)ru.ru_utime.tv_sec * 1000000u + (uint64_t)ru.ru_utime.tv_usec +
-	       (uint64_t)ru.ru_stime.tv_sec * 1000000u + (uint64_t)ru.ru_stime.tv_usec;
+	return (uint64_t)ru.ru_utime.tv_sec * 1000000u +
+	       (uint64_t)ru.ru_utime.tv_usec +
+	       (uint64_t)ru.ru_stime.tv_sec * 1000000u +
+	       (uint64_t)ru.ru_stime.tv_usec;
 }
 
 static void rusage_split(uint64_t *user, uint64_t *sys)
@@ -147,8 +149,10 @@ static void rusage_split(uint64_t *user, uint64_t *sys)
 	struct rusage ru;
 
 	getrusage(RUSAGE_THREAD, &ru);
-	*user = (uint64_t)ru.ru_utime.tv_sec * 1000000u + (uint64_t)ru.ru_utime.tv_usec;
-	*sys = (uint64_t)ru.ru_stime.tv_sec * 1000000u + (uint64_t)ru.ru_stime.tv_usec;
+	*user = (uint64_t)ru.ru_utime.tv_sec * 1000000u +
+		(uint64_t)ru.ru_utime.tv_usec;
+	*sys = (uint64_t)ru.ru_stime.tv_sec * 1000000u +
+	       (uint64_t)ru.ru_stime.tv_usec;
 }
 
 __attribute__((format(printf, 1, 2))) static void errf(const char *fmt, ...)
@@ -219,7 +223,7 @@ static int ctl_send(rift_conn *conn, uint32_t type, const uint64_t *v, int nv,
 		    const char *text)
 {
 	uint8_t buf[CTL_SIZE + CTL_TEXT];
-	struct ctl m = { .type = type };
+	struct ctl m = {.type = type};
 
 	for (int i = 0; i < nv && i < CTL_VALUES; i++)
 		m.v[i] = v[i];
@@ -249,12 +253,14 @@ static int loop_once(struct loop *lp, int max_ms)
 	int wait = 0, t, rc;
 
 	if (lp->polling == RIFT_POLL_EVENT ||
-	    (lp->polling == RIFT_POLL_ADAPTIVE && now - lp->last_work >= lp->busy_ns)) {
+	    (lp->polling == RIFT_POLL_ADAPTIVE &&
+	     now - lp->last_work >= lp->busy_ns)) {
 		t = rift_ctx_timeout(lp->ctx);
 		wait = t < 0 || t > max_ms ? max_ms : t;
 	}
 	if (wait > 0) {
-		struct pollfd pfd = { .fd = rift_ctx_fd(lp->ctx), .events = POLLIN };
+		struct pollfd pfd = {.fd = rift_ctx_fd(lp->ctx),
+				     .events = POLLIN};
 
 		poll(&pfd, 1, wait); /* EINTR: the caller looks at the flags */
 	}
@@ -272,8 +278,8 @@ static void loop_init(struct loop *lp, rift_ctx *ctx, const rift_config *cfg)
 	lp->last_work = now_ns();
 }
 
-static void url_build(char *buf, size_t len, const char *scheme, const char *host,
-		      int port)
+static void url_build(char *buf, size_t len, const char *scheme,
+		      const char *host, int port)
 {
 	bool v6 = strchr(host, ':') && host[0] != '[';
 
@@ -294,43 +300,43 @@ struct sconn {
 	rift_conn *conn;
 	enum sc_kind kind;
 	bool closing;
-	rift_msg **q;        /* lat: echoes refused with RIFT_EAGAIN, in order */
+	rift_msg **q; /* lat: echoes refused with RIFT_EAGAIN, in order */
 	size_t q_head, q_n, q_cap;
-	bool recv_stopped;   /* while q is not empty */
+	bool recv_stopped; /* while q is not empty */
 	struct sconn *next;
 };
 
 struct server {
 	const struct opts *o;
-	const char *who;        /* log prefix */
-	bool quiet;             /* loopback: errors only */
+	const char *who; /* log prefix */
+	bool quiet;	 /* loopback: errors only */
 	rift_ctx *ctx;
 	struct loop lp;
 	rift_listener *lst;
 	char url[300];
-	int port;               /* bound port */
+	int port; /* bound port */
 	struct sconn *conns;
-	int open;               /* handles whose close callback is due */
+	int open; /* handles whose close callback is due */
 	int failed;
 	/* the client being served */
 	struct sconn *ctl;
 	uint64_t token;
 	enum test test;
 	uint32_t want_conns, joined;
-	bool session_end;       /* the main loop ends the session */
+	bool session_end; /* the main loop ends the session */
 	bool session_failed;
-	int served;             /* sessions that said HELLO */
+	int served; /* sessions that said HELLO */
 	/* the current step */
 	uint64_t rmsgs, rbytes;
 	uint64_t want_msgs;
-	bool end_pending;       /* END seen, DONE due once want_msgs arrived */
+	bool end_pending; /* END seen, DONE due once want_msgs arrived */
 	uint64_t t_begin, u_begin, s_begin;
 	/* loopback: 1 listening, -1 failed (atomic) */
 	int ready;
 };
 
 __attribute__((format(printf, 2, 3))) static void slog(struct server *s,
-							 const char *fmt, ...)
+						       const char *fmt, ...)
 {
 	va_list ap;
 
@@ -344,7 +350,7 @@ __attribute__((format(printf, 2, 3))) static void slog(struct server *s,
 }
 
 __attribute__((format(printf, 2, 3))) static void serr(struct server *s,
-							 const char *fmt, ...)
+						       const char *fmt, ...)
 {
 	va_list ap;
 
@@ -429,7 +435,8 @@ static void srv_first(struct sconn *sc, rift_msg *msg)
 	int rc;
 
 	if (ctl_decode(rift_msg_data(msg), rift_msg_len(msg), &m)) {
-		serr(s, "a connection spoke no rift-perf (%zu bytes); ignoring it",
+		serr(s,
+		     "a connection spoke no rift-perf (%zu bytes); ignoring it",
 		     rift_msg_len(msg));
 		sc->kind = SC_DEAD;
 		return;
@@ -437,20 +444,27 @@ static void srv_first(struct sconn *sc, rift_msg *msg)
 	why[0] = '\0';
 	if (m.type == CTL_HELLO) {
 		if (s->ctl)
-			snprintf(why, sizeof(why), "server busy with another client");
+			snprintf(why, sizeof(why),
+				 "server busy with another client");
 		else if (m.v[0] != PROTO_VERSION)
-			snprintf(why, sizeof(why), "protocol version %" PRIu64
-				 " (server speaks %u): use the same rift-perf on both sides",
+			snprintf(why, sizeof(why),
+				 "protocol version %" PRIu64
+				 " (server speaks %u): use the same rift-perf "
+				 "on both sides",
 				 m.v[0], PROTO_VERSION);
 		else if (m.v[1] != TEST_LAT && m.v[1] != TEST_BW)
-			snprintf(why, sizeof(why), "unknown test %" PRIu64, m.v[1]);
+			snprintf(why, sizeof(why), "unknown test %" PRIu64,
+				 m.v[1]);
 		else if (m.v[2] < 1 || m.v[2] > MAX_CONNS)
-			snprintf(why, sizeof(why), "%" PRIu64 " connections: the server "
-				 "takes 1..%d", m.v[2], MAX_CONNS);
+			snprintf(why, sizeof(why),
+				 "%" PRIu64 " connections: the server "
+				 "takes 1..%d",
+				 m.v[2], MAX_CONNS);
 		else if (m.v[4] > s->o->cfg.max_msg_size)
-			snprintf(why, sizeof(why), "message size %" PRIu64 " exceeds the "
-				 "server's max_msg_size %" PRIu64, m.v[4],
-				 (uint64_t)s->o->cfg.max_msg_size);
+			snprintf(why, sizeof(why),
+				 "message size %" PRIu64 " exceeds the "
+				 "server's max_msg_size %" PRIu64,
+				 m.v[4], (uint64_t)s->o->cfg.max_msg_size);
 		if (why[0]) {
 			serr(s, "refusing a client: %s", why);
 			sc->kind = SC_DEAD;
@@ -463,7 +477,8 @@ static void srv_first(struct sconn *sc, rift_msg *msg)
 		s->test = (enum test)m.v[1];
 		s->want_conns = (uint32_t)m.v[2];
 		s->joined = 0;
-		s->token = now_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)sc;
+		s->token = now_ns() ^ ((uint64_t)getpid() << 32) ^
+			   (uint64_t)(uintptr_t)sc;
 		s->end_pending = false;
 		s->rmsgs = s->rbytes = 0;
 		slog(s, "client: %s test, %u connection(s), transport %s",
@@ -472,14 +487,17 @@ static void srv_first(struct sconn *sc, rift_msg *msg)
 		v[0] = s->token;
 		rc = ctl_send(sc->conn, CTL_HELLO_OK, v, 1, NULL);
 		if (rc)
-			srv_session_fail(s, "send HELLO_OK: %s", rift_strerror(rc));
+			srv_session_fail(s, "send HELLO_OK: %s",
+					 rift_strerror(rc));
 		return;
 	}
 	if (m.type == CTL_JOIN) {
 		if (!s->ctl || m.v[0] != s->token)
-			snprintf(why, sizeof(why), "no session with that token");
+			snprintf(why, sizeof(why),
+				 "no session with that token");
 		else if (s->joined >= s->want_conns)
-			snprintf(why, sizeof(why), "more connections than announced");
+			snprintf(why, sizeof(why),
+				 "more connections than announced");
 		if (why[0]) {
 			serr(s, "refusing a data connection: %s", why);
 			sc->kind = SC_DEAD;
@@ -491,7 +509,8 @@ static void srv_first(struct sconn *sc, rift_msg *msg)
 		s->joined++;
 		rc = ctl_send(sc->conn, CTL_JOIN_OK, NULL, 0, NULL);
 		if (rc)
-			srv_session_fail(s, "send JOIN_OK: %s", rift_strerror(rc));
+			srv_session_fail(s, "send JOIN_OK: %s",
+					 rift_strerror(rc));
 		return;
 	}
 	serr(s, "a connection began with message type %u; ignoring it", m.type);
@@ -505,7 +524,8 @@ static void srv_ctl(struct sconn *sc, rift_msg *msg)
 	int rc;
 
 	if (ctl_decode(rift_msg_data(msg), rift_msg_len(msg), &m)) {
-		srv_session_fail(s, "bad control message (%zu bytes)", rift_msg_len(msg));
+		srv_session_fail(s, "bad control message (%zu bytes)",
+				 rift_msg_len(msg));
 		return;
 	}
 	switch (m.type) {
@@ -516,7 +536,8 @@ static void srv_ctl(struct sconn *sc, rift_msg *msg)
 		rusage_split(&s->u_begin, &s->s_begin);
 		rc = ctl_send(sc->conn, CTL_BEGIN_OK, NULL, 0, NULL);
 		if (rc)
-			srv_session_fail(s, "send BEGIN_OK: %s", rift_strerror(rc));
+			srv_session_fail(s, "send BEGIN_OK: %s",
+					 rift_strerror(rc));
 		break;
 	case CTL_END:
 		s->want_msgs = m.v[0];
@@ -524,7 +545,8 @@ static void srv_ctl(struct sconn *sc, rift_msg *msg)
 		srv_check_done(s);
 		break;
 	default:
-		srv_session_fail(s, "unexpected control message type %u", m.type);
+		srv_session_fail(s, "unexpected control message type %u",
+				 m.type);
 		break;
 	}
 }
@@ -554,7 +576,8 @@ static void srv_drain(struct sconn *sc)
 {
 	while (sc->q_n) {
 		rift_msg *m = sc->q[sc->q_head];
-		int rc = rift_conn_send(sc->conn, rift_msg_data(m), rift_msg_len(m));
+		int rc = rift_conn_send(sc->conn, rift_msg_data(m),
+					rift_msg_len(m));
 
 		if (rc == RIFT_EAGAIN)
 			return;
@@ -577,7 +600,8 @@ static void srv_echo(struct sconn *sc, rift_msg *msg)
 	int rc = RIFT_EAGAIN;
 
 	if (!sc->q_n)
-		rc = rift_conn_send(sc->conn, rift_msg_data(msg), rift_msg_len(msg));
+		rc = rift_conn_send(sc->conn, rift_msg_data(msg),
+				    rift_msg_len(msg));
 	if (rc == 0)
 		return;
 	if (rc != RIFT_EAGAIN) {
@@ -629,7 +653,8 @@ static void srv_on_event(rift_conn *conn, const rift_event *ev)
 	case RIFT_EVENT_ERROR:
 		if (sc->kind == SC_CTL || sc->kind == SC_DATA) {
 			if (ev->status)
-				srv_session_fail(s, "%s: %s", rift_event_name(ev->type),
+				srv_session_fail(s, "%s: %s",
+						 rift_event_name(ev->type),
 						 ev->message);
 			s->session_end = true;
 		} else {
@@ -644,8 +669,8 @@ static void srv_on_event(rift_conn *conn, const rift_event *ev)
 		slog(s, "path down: %s", ev->message);
 		break;
 	case RIFT_EVENT_PATH_CHANGED:
-		slog(s, "path changed: now %s via %s", rift_transport_name(ev->transport),
-		     ev->peer);
+		slog(s, "path changed: now %s via %s",
+		     rift_transport_name(ev->transport), ev->peer);
 		break;
 	default:
 		break;
@@ -782,12 +807,12 @@ struct latstats {
 };
 
 struct result {
-	uint64_t size;       /* bytes per message */
-	uint64_t iters;      /* measured messages per connection */
-	uint64_t msgs;       /* measured messages, all connections */
-	uint64_t bytes;      /* bw: bytes streamed */
-	double secs;         /* step wall time, s */
-	struct latstats lat; /* lat */
+	uint64_t size;		     /* bytes per message */
+	uint64_t iters;		     /* measured messages per connection */
+	uint64_t msgs;		     /* measured messages, all connections */
+	uint64_t bytes;		     /* bw: bytes streamed */
+	double secs;		     /* step wall time, s */
+	struct latstats lat;	     /* lat */
 	double gbytes, gbits, mmsgs; /* bw: GB/s, Gb/s, Mmsg/s */
 	double cpu_cli, cpu_srv;     /* % of wall, per side */
 };
@@ -797,13 +822,13 @@ struct client;
 struct cconn {
 	struct client *cl;
 	rift_conn *conn;
-	int idx;                /* -1: control, else data index */
+	int idx; /* -1: control, else data index */
 	bool connected, joined, closing;
-	bool blocked;           /* a send got RIFT_EAGAIN; wait for WRITABLE */
-	void *held;             /* bw: the buffer that was refused */
-	uint64_t *ts;           /* lat: send times in flight, ring of qd, ns */
+	bool blocked; /* a send got RIFT_EAGAIN; wait for WRITABLE */
+	void *held;   /* bw: the buffer that was refused */
+	uint64_t *ts; /* lat: send times in flight, ring of qd, ns */
 	uint32_t ts_head, ts_n;
-	uint64_t sent, recvd;   /* messages this step */
+	uint64_t sent, recvd; /* messages this step */
 };
 
 struct client {
@@ -813,8 +838,8 @@ struct client {
 	char url[300];
 	struct cconn ctl;
 	struct cconn *data;
-	uint32_t n_data;        /* data conns opened */
-	int open;               /* connections whose close callback is due */
+	uint32_t n_data; /* data conns opened */
+	int open;	 /* connections whose close callback is due */
 	bool failed;
 	char err[700];
 	/* control answers */
@@ -827,11 +852,11 @@ struct client {
 	/* the step */
 	bool in_step;
 	uint64_t size;
-	uint32_t qd;            /* lat: ring size */
-	uint64_t total;         /* messages per connection, iterations mode */
-	uint64_t deadline;      /* duration mode, ns */
-	uint32_t batch;         /* bw: sends per loop round */
-	uint8_t *payload;       /* lat: message contents */
+	uint32_t qd;	   /* lat: ring size */
+	uint64_t total;	   /* messages per connection, iterations mode */
+	uint64_t deadline; /* duration mode, ns */
+	uint32_t batch;	   /* bw: sends per loop round */
+	uint8_t *payload;  /* lat: message contents */
 	struct samples lat;
 	uint64_t t0;
 	/* progress line */
@@ -844,7 +869,7 @@ struct client {
 };
 
 __attribute__((format(printf, 2, 3))) static void cl_fail(struct client *cl,
-							   const char *fmt, ...)
+							  const char *fmt, ...)
 {
 	va_list ap;
 
@@ -904,8 +929,9 @@ static void lat_pump(struct cconn *c)
 			return;
 		}
 		if (rc) {
-			cl_fail(cl, "send on data connection %d: %s (%s)", c->idx,
-				rift_strerror(rc), rift_conn_last_error(c->conn));
+			cl_fail(cl, "send on data connection %d: %s (%s)",
+				c->idx, rift_strerror(rc),
+				rift_conn_last_error(c->conn));
 			return;
 		}
 		c->ts[(c->ts_head + c->ts_n) % cl->qd] = t;
@@ -920,7 +946,8 @@ static void lat_recv(struct cconn *c, rift_msg *msg)
 	uint64_t t = now_ns();
 
 	if (!cl->in_step || !c->ts_n || rift_msg_len(msg) != cl->size) {
-		cl_fail(cl, "data connection %d: unexpected message of %zu bytes",
+		cl_fail(cl,
+			"data connection %d: unexpected message of %zu bytes",
 			c->idx, rift_msg_len(msg));
 		return;
 	}
@@ -956,7 +983,9 @@ static void bw_pump(struct cconn *c)
 		if (!buf) {
 			buf = rift_buf_alloc(cl->ctx, cl->size);
 			if (!buf) {
-				cl_fail(cl, "rift_buf_alloc(%" PRIu64 "): out of memory",
+				cl_fail(cl,
+					"rift_buf_alloc(%" PRIu64
+					"): out of memory",
 					cl->size);
 				return;
 			}
@@ -974,14 +1003,16 @@ static void bw_pump(struct cconn *c)
 		c->held = NULL;
 		rc = rift_conn_send_buf(c->conn, buf, cl->size);
 		if (rc == RIFT_EAGAIN) {
-			c->held = buf; /* still ours: sent again after WRITABLE */
+			c->held =
+				buf; /* still ours: sent again after WRITABLE */
 			c->blocked = true;
 			return;
 		}
 		if (rc) {
 			rift_buf_free(cl->ctx, buf);
-			cl_fail(cl, "send on data connection %d: %s (%s)", c->idx,
-				rift_strerror(rc), rift_conn_last_error(c->conn));
+			cl_fail(cl, "send on data connection %d: %s (%s)",
+				c->idx, rift_strerror(rc),
+				rift_conn_last_error(c->conn));
 			return;
 		}
 		c->sent++;
@@ -1005,14 +1036,17 @@ static void cl_on_recv(rift_conn *conn, rift_msg *msg)
 		if (cl->o->test == TEST_LAT)
 			lat_recv(c, msg);
 		else
-			cl_fail(cl, "data connection %d: the server sent data in a "
-				"bw test", c->idx);
+			cl_fail(cl,
+				"data connection %d: the server sent data in a "
+				"bw test",
+				c->idx);
 		return;
 	}
 	if (ctl_decode(rift_msg_data(msg), rift_msg_len(msg), &m)) {
-		cl_fail(cl, "%s: the server does not speak rift-perf (a message "
-			"of %zu bytes)", conn_name(c, name, sizeof(name)),
-			rift_msg_len(msg));
+		cl_fail(cl,
+			"%s: the server does not speak rift-perf (a message "
+			"of %zu bytes)",
+			conn_name(c, name, sizeof(name)), rift_msg_len(msg));
 		return;
 	}
 	if (m.type == CTL_ERR) {
@@ -1043,20 +1077,28 @@ static void cl_on_event(rift_conn *conn, const rift_event *ev)
 	case RIFT_EVENT_ERROR: {
 		rift_fallback_reason fb = rift_conn_fallback_reason(conn);
 		size_t n = strlen(cl->url);
-		bool has_url = !strncmp(ev->message, cl->url, n) && ev->message[n] == ':';
+		bool has_url = !strncmp(ev->message, cl->url, n) &&
+			       ev->message[n] == ':';
 
 		/* rift's message names the URL it tried; do not say it twice */
-		cl_fail(cl, "cannot connect to %s%s%s%s%s%s", has_url ? "" : cl->url,
-			has_url ? "" : ": ", ev->message,
-			fb != RIFT_FALLBACK_NONE ? " (auto:// had fallen back to TCP: " : "",
-			fb != RIFT_FALLBACK_NONE ? rift_fallback_reason_str(fb) : "",
+		cl_fail(cl, "cannot connect to %s%s%s%s%s%s",
+			has_url ? "" : cl->url, has_url ? "" : ": ",
+			ev->message,
+			fb != RIFT_FALLBACK_NONE
+				? " (auto:// had fallen back to TCP: "
+				: "",
+			fb != RIFT_FALLBACK_NONE ? rift_fallback_reason_str(fb)
+						 : "",
 			fb != RIFT_FALLBACK_NONE ? ")" : "");
 		break;
 	}
 	case RIFT_EVENT_DISCONNECTED:
-		cl_fail(cl, "%s: the server ended the session: %s",
-			conn_name(c, name, sizeof(name)),
-			ev->status ? ev->message : "closed by the server");
+		if (ev->status)
+			cl_fail(cl, "%s: session lost: %s",
+				conn_name(c, name, sizeof(name)), ev->message);
+		else
+			cl_fail(cl, "%s: the server closed the session",
+				conn_name(c, name, sizeof(name)));
 		break;
 	case RIFT_EVENT_WRITABLE:
 		c->blocked = false;
@@ -1108,11 +1150,13 @@ static void progress_tick(struct client *cl)
 	if (now - cl->run_start < 1000000000u)
 		return;
 	for (uint32_t i = 0; i < cl->n_data; i++)
-		done += o->test == TEST_LAT ? cl->data[i].recvd : cl->data[i].sent;
-	fprintf(stderr, "\r\033[K" PROG ": %s %" PRIu64 " B", o->test == TEST_LAT ? "lat" : "bw",
-		cl->size);
+		done += o->test == TEST_LAT ? cl->data[i].recvd
+					    : cl->data[i].sent;
+	fprintf(stderr, "\r\033[K" PROG ": %s %" PRIu64 " B",
+		o->test == TEST_LAT ? "lat" : "bw", cl->size);
 	if (o->n_sizes > 1)
-		fprintf(stderr, " (size %d of %d)", cl->step_no + 1, o->n_sizes);
+		fprintf(stderr, " (size %d of %d)", cl->step_no + 1,
+			o->n_sizes);
 	if (o->duration > 0)
 		fprintf(stderr, ": %.1f of %.1f s, %" PRIu64 " messages",
 			(double)(now - cl->t0) / 1e9, o->duration, done);
@@ -1130,8 +1174,9 @@ static int cl_wait(struct client *cl, bool (*done)(struct client *),
 		   void (*work)(struct client *), const char *what,
 		   int timeout_ms)
 {
-	uint64_t end = timeout_ms > 0 ? now_ns() + (uint64_t)timeout_ms * 1000000u
-				      : UINT64_MAX;
+	uint64_t end = timeout_ms > 0
+			       ? now_ns() + (uint64_t)timeout_ms * 1000000u
+			       : UINT64_MAX;
 	int rc;
 
 	for (;;) {
@@ -1142,8 +1187,8 @@ static int cl_wait(struct client *cl, bool (*done)(struct client *),
 		if (done(cl))
 			return 0;
 		if (now_ns() > end) {
-			cl_fail(cl, "%s: no answer from the server within %d s", what,
-				timeout_ms / 1000);
+			cl_fail(cl, "%s: no answer from the server within %d s",
+				what, timeout_ms / 1000);
 			return -1;
 		}
 		if (work)
@@ -1211,7 +1256,8 @@ static int cl_ask(struct client *cl, uint32_t type, const uint64_t *v, int nv,
 	if (rc)
 		return rc;
 	if (cl->reply.type != want) {
-		cl_fail(cl, "%s: unexpected answer type %u", what, cl->reply.type);
+		cl_fail(cl, "%s: unexpected answer type %u", what,
+			cl->reply.type);
 		return -1;
 	}
 	return 0;
@@ -1229,8 +1275,9 @@ static int cl_connect(struct client *cl, struct cconn *c)
 	rc = rift_connect(cl->ctx, cl->url, &cbs, c, &c->conn);
 	if (rc) {
 		cl_fail(cl, "cannot connect to %s: %s", cl->url,
-			*rift_ctx_last_error(cl->ctx) ? rift_ctx_last_error(cl->ctx)
-						     : rift_strerror(rc));
+			*rift_ctx_last_error(cl->ctx)
+				? rift_ctx_last_error(cl->ctx)
+				: rift_strerror(rc));
 		c->conn = NULL;
 		return -1;
 	}
@@ -1305,7 +1352,9 @@ static int cl_step(struct client *cl, uint64_t size, struct result *r)
 	cl->lat.n = 0;
 	cl->total = o->iters + (o->test == TEST_LAT ? o->warmup : 0);
 	/* bw: enough per round to fill a writev, few enough to flush often */
-	cl->batch = size >= (1u << 20) ? 1 : (uint32_t)((1u << 20) / (size ? size : 1));
+	cl->batch = size >= (1u << 20)
+			    ? 1
+			    : (uint32_t)((1u << 20) / (size ? size : 1));
 	if (cl->batch > 1024)
 		cl->batch = 1024;
 	c0 = cpu_us();
@@ -1338,7 +1387,8 @@ static int cl_step(struct client *cl, uint64_t size, struct result *r)
 	t1 = now_ns();
 	c1 = cpu_us();
 	if (cl->reply.v[0] != sent || cl->reply.v[1] != sent * size) {
-		cl_fail(cl, "the server received %" PRIu64 " messages (%" PRIu64
+		cl_fail(cl,
+			"the server received %" PRIu64 " messages (%" PRIu64
 			" bytes) of %" PRIu64 " (%" PRIu64 " bytes)",
 			cl->reply.v[0], cl->reply.v[1], sent, sent * size);
 		return -1;
@@ -1367,10 +1417,11 @@ static int cl_step(struct client *cl, uint64_t size, struct result *r)
 
 /* ---- output ---- */
 
-#define RULE "------------------------------------------------------------" \
-	     "------------------------------------------------------------"
+#define RULE                                                                   \
+	"------------------------------------------------------------"         \
+	"------------------------------------------------------------"
 #define LAT_WIDTH 119 /* of the lat table */
-#define BW_WIDTH 79   /* of the bw table */
+#define BW_WIDTH  79  /* of the bw table */
 
 static const char *fallback_code(rift_fallback_reason r)
 {
@@ -1385,7 +1436,9 @@ static const char *fallback_code(rift_fallback_reason r)
 
 static const char *polling_name(rift_polling p)
 {
-	return p == RIFT_POLL_BUSY ? "busy" : p == RIFT_POLL_ADAPTIVE ? "adaptive" : "event";
+	return p == RIFT_POLL_BUSY	 ? "busy"
+	       : p == RIFT_POLL_ADAPTIVE ? "adaptive"
+					 : "event";
 }
 
 static void transport_why(const struct client *cl, char *buf, size_t len)
@@ -1399,9 +1452,11 @@ static void transport_why(const struct client *cl, char *buf, size_t len)
 	else if (!strcmp(req, "auto"))
 		snprintf(buf, len, "%s (auto:// chose it: RDMA %s)",
 			 rift_transport_name(cl->transport),
-			 cl->transport == RIFT_TRANSPORT_RDMA ? "available" : "not used");
+			 cl->transport == RIFT_TRANSPORT_RDMA ? "available"
+							      : "not used");
 	else
-		snprintf(buf, len, "%s (as requested)", rift_transport_name(cl->transport));
+		snprintf(buf, len, "%s (as requested)",
+			 rift_transport_name(cl->transport));
 }
 
 static void print_header(const struct client *cl)
@@ -1414,23 +1469,29 @@ static void print_header(const struct client *cl)
 	printf("                    rift-perf: send %s test\n",
 	       o->test == TEST_LAT ? "latency" : "bandwidth");
 	printf(" Mode            : %s\n",
-	       o->mode == MODE_LOOPBACK ? "loopback (server and client in one process)"
-					: "client");
+	       o->mode == MODE_LOOPBACK
+		       ? "loopback (server and client in one process)"
+		       : "client");
 	printf(" URL             : %s\n", cl->url);
 	printf(" Transport       : %s\n", why);
 	if (o->test == TEST_LAT)
-		printf(" Connections     : %u          In flight  : %u per connection\n",
+		printf(" Connections     : %u          In flight  : %u per "
+		       "connection\n",
 		       o->conns, o->qd);
 	else if (o->qd)
-		printf(" Connections     : %u          In flight  : at most %u unacknowledged"
-		       " per connection\n", o->conns, o->qd);
+		printf(" Connections     : %u          In flight  : at most %u "
+		       "unacknowledged"
+		       " per connection\n",
+		       o->conns, o->qd);
 	else
-		printf(" Connections     : %u          In flight  : send window (%" PRIu64
-		       " bytes) per connection\n", o->conns, (uint64_t)o->cfg.send_window);
+		printf(" Connections     : %u          In flight  : send "
+		       "window (%" PRIu64 " bytes) per connection\n",
+		       o->conns, (uint64_t)o->cfg.send_window);
 	if (o->duration > 0)
 		printf(" Duration        : %.1f s per size", o->duration);
 	else
-		printf(" Iterations      : %" PRIu64 " per connection and size", o->iters);
+		printf(" Iterations      : %" PRIu64 " per connection and size",
+		       o->iters);
 	if (o->test == TEST_LAT)
 		printf(", warm-up %" PRIu64, o->warmup);
 	printf("\n Polling         : %s\n", polling_name(o->cfg.polling));
@@ -1439,8 +1500,8 @@ static void print_header(const struct client *cl)
 	if (o->test == TEST_LAT)
 		printf(" %-8s %-11s %9s %9s %9s %9s %9s %9s %9s %9s %8s %8s\n",
 		       "#bytes", "#iterations", "min[us]", "p50[us]", "p90[us]",
-		       "p99[us]", "p99.9[us]", "max[us]", "avg[us]", "stdev[us]",
-		       "CPU_cli%", "CPU_srv%");
+		       "p99[us]", "p99.9[us]", "max[us]", "avg[us]",
+		       "stdev[us]", "CPU_cli%", "CPU_srv%");
 	else
 		printf(" %-8s %-11s %10s %10s %15s %8s %8s\n", "#bytes",
 		       "#iterations", "BW[GB/s]", "BW[Gb/s]", "MsgRate[Mmsg/s]",
@@ -1451,15 +1512,17 @@ static void print_header(const struct client *cl)
 static void print_row(const struct client *cl, const struct result *r)
 {
 	if (cl->o->test == TEST_LAT)
-		printf(" %-8" PRIu64 " %-11" PRIu64 " %9.2f %9.2f %9.2f %9.2f %9.2f"
+		printf(" %-8" PRIu64 " %-11" PRIu64
+		       " %9.2f %9.2f %9.2f %9.2f %9.2f"
 		       " %9.2f %9.2f %9.2f %8.1f %8.1f\n",
 		       r->size, r->iters, r->lat.min, r->lat.p50, r->lat.p90,
 		       r->lat.p99, r->lat.p999, r->lat.max, r->lat.mean,
 		       r->lat.stdev, r->cpu_cli, r->cpu_srv);
 	else
-		printf(" %-8" PRIu64 " %-11" PRIu64 " %10.3f %10.3f %15.4f %8.1f %8.1f\n",
-		       r->size, r->iters, r->gbytes, r->gbits, r->mmsgs, r->cpu_cli,
-		       r->cpu_srv);
+		printf(" %-8" PRIu64 " %-11" PRIu64
+		       " %10.3f %10.3f %15.4f %8.1f %8.1f\n",
+		       r->size, r->iters, r->gbytes, r->gbits, r->mmsgs,
+		       r->cpu_cli, r->cpu_srv);
 	fflush(stdout);
 }
 
@@ -1491,31 +1554,42 @@ static void print_json(const struct client *cl, bool was_interrupted)
 
 	fprintf(f, "{\n  \"tool\": \"rift-perf\",\n  \"rift_version\": ");
 	json_str(f, rift_version_string());
-	fprintf(f, ",\n  \"test\": \"%s\",\n  \"op\": \"send\",\n  \"mode\": \"%s\",\n",
+	fprintf(f,
+		",\n  \"test\": \"%s\",\n  \"op\": \"send\",\n  \"mode\": "
+		"\"%s\",\n",
 		o->test == TEST_LAT ? "lat" : "bw",
 		o->mode == MODE_LOOPBACK ? "loopback" : "client");
 	fprintf(f, "  \"url\": ");
 	json_str(f, cl->url);
-	fprintf(f, ",\n  \"transport_requested\": \"%s\",\n  \"transport\": \"%s\",\n",
+	fprintf(f,
+		",\n  \"transport_requested\": \"%s\",\n  \"transport\": "
+		"\"%s\",\n",
 		o->transport, rift_transport_name(cl->transport));
 	if (cl->fallback == RIFT_FALLBACK_NONE)
 		fprintf(f, "  \"fallback\": null,\n");
 	else
-		fprintf(f, "  \"fallback\": { \"code\": \"%s\", \"reason\": \"%s\" },\n",
-			fallback_code(cl->fallback), rift_fallback_reason_str(cl->fallback));
-	fprintf(f, "  \"params\": {\n    \"conns\": %u,\n    \"qd\": %u,\n"
+		fprintf(f,
+			"  \"fallback\": { \"code\": \"%s\", \"reason\": "
+			"\"%s\" },\n",
+			fallback_code(cl->fallback),
+			rift_fallback_reason_str(cl->fallback));
+	fprintf(f,
+		"  \"params\": {\n    \"conns\": %u,\n    \"qd\": %u,\n"
 		"    \"iters\": %" PRIu64 ",\n    \"duration_s\": %g,\n"
 		"    \"warmup\": %" PRIu64 ",\n    \"sizes\": [",
 		o->conns, o->qd, o->iters, o->duration,
 		o->test == TEST_LAT ? o->warmup : 0);
 	for (int i = 0; i < o->n_sizes; i++)
 		fprintf(f, "%s%" PRIu64, i ? ", " : "", o->sizes[i]);
-	fprintf(f, "],\n    \"fill\": %s,\n    \"polling\": \"%s\",\n"
+	fprintf(f,
+		"],\n    \"fill\": %s,\n    \"polling\": \"%s\",\n"
 		"    \"send_window\": %" PRIu64 ",\n    \"device\": ",
 		o->fill ? "true" : "false", polling_name(o->cfg.polling),
 		(uint64_t)o->cfg.send_window);
 	json_str(f, o->cfg.device);
-	fprintf(f, ",\n    \"ib_port\": %u,\n    \"gid_index\": %d,\n    \"config_file\": ",
+	fprintf(f,
+		",\n    \"ib_port\": %u,\n    \"gid_index\": %d,\n    "
+		"\"config_file\": ",
 		o->cfg.port, o->cfg.gid_index);
 	if (o->config)
 		json_str(f, o->config);
@@ -1525,24 +1599,39 @@ static void print_json(const struct client *cl, bool was_interrupted)
 	for (int i = 0; i < cl->n_res; i++) {
 		const struct result *r = &cl->res[i];
 
-		fprintf(f, "%s\n    { \"size\": %" PRIu64 ", \"iterations\": %" PRIu64
-			", \"messages\": %" PRIu64 ", \"seconds\": %.6f,\n      ",
-			i ? "," : "", r->size, r->iters, r->msgs, num_or_0(r->secs));
+		fprintf(f,
+			"%s\n    { \"size\": %" PRIu64
+			", \"iterations\": %" PRIu64 ", \"messages\": %" PRIu64
+			", \"seconds\": %.6f,\n      ",
+			i ? "," : "", r->size, r->iters, r->msgs,
+			num_or_0(r->secs));
 		if (o->test == TEST_LAT)
-			fprintf(f, "\"lat_us\": { \"min\": %.3f, \"p50\": %.3f, \"p90\": %.3f,"
-				" \"p99\": %.3f, \"p99_9\": %.3f, \"max\": %.3f, \"mean\": %.3f,"
+			fprintf(f,
+				"\"lat_us\": { \"min\": %.3f, \"p50\": %.3f, "
+				"\"p90\": %.3f,"
+				" \"p99\": %.3f, \"p99_9\": %.3f, \"max\": "
+				"%.3f, \"mean\": %.3f,"
 				" \"stdev\": %.3f },\n      ",
-				r->lat.min, r->lat.p50, r->lat.p90, r->lat.p99, r->lat.p999,
-				r->lat.max, num_or_0(r->lat.mean), num_or_0(r->lat.stdev));
+				r->lat.min, r->lat.p50, r->lat.p90, r->lat.p99,
+				r->lat.p999, r->lat.max, num_or_0(r->lat.mean),
+				num_or_0(r->lat.stdev));
 		else
-			fprintf(f, "\"bytes\": %" PRIu64 ", \"bw\": { \"gbytes_per_s\": %.6f,"
-				" \"gbits_per_s\": %.6f, \"mmsg_per_s\": %.6f },\n      ",
-				r->bytes, num_or_0(r->gbytes), num_or_0(r->gbits), num_or_0(r->mmsgs));
-		fprintf(f, "\"cpu_pct\": { \"client\": %.1f, \"server\": %.1f } }",
+			fprintf(f,
+				"\"bytes\": %" PRIu64
+				", \"bw\": { \"gbytes_per_s\": %.6f,"
+				" \"gbits_per_s\": %.6f, \"mmsg_per_s\": %.6f "
+				"},\n      ",
+				r->bytes, num_or_0(r->gbytes),
+				num_or_0(r->gbits), num_or_0(r->mmsgs));
+		fprintf(f,
+			"\"cpu_pct\": { \"client\": %.1f, \"server\": %.1f } }",
 			num_or_0(r->cpu_cli), num_or_0(r->cpu_srv));
 	}
-	fprintf(f, "%s],\n  \"path_changes\": %" PRIu64 ",\n  \"interrupted\": %s,\n"
-		"  \"error\": ", cl->n_res ? "\n  " : "", cl->path_changes,
+	fprintf(f,
+		"%s],\n  \"path_changes\": %" PRIu64
+		",\n  \"interrupted\": %s,\n"
+		"  \"error\": ",
+		cl->n_res ? "\n  " : "", cl->path_changes,
 		was_interrupted ? "true" : "false");
 	if (cl->failed)
 		json_str(f, cl->err);
@@ -1564,7 +1653,8 @@ static bool gnuplot_found(void)
 	while (*path) {
 		size_t n = strcspn(path, ":");
 
-		snprintf(buf, sizeof(buf), "%.*s/gnuplot", (int)n, n ? path : ".");
+		snprintf(buf, sizeof(buf), "%.*s/gnuplot", (int)n,
+			 n ? path : ".");
 		if (access(buf, X_OK) == 0)
 			return true;
 		path += n;
@@ -1616,11 +1706,13 @@ static int plot_svg(const struct client *cl)
 		errf("--plot: cannot run gnuplot: %s", strerror(errno));
 		return -1;
 	}
-	fprintf(gp, "set terminal svg size 960,600 dynamic enhanced font 'sans,12' "
+	fprintf(gp,
+		"set terminal svg size 960,600 dynamic enhanced font 'sans,12' "
 		"background rgb 'white'\nset output ");
 	gp_str(gp, o->plot);
 	snprintf(title, sizeof(title), "rift-perf %s, %u connection(s), %s",
-		 o->test == TEST_LAT ? "round-trip latency" : "one-way bandwidth",
+		 o->test == TEST_LAT ? "round-trip latency"
+				     : "one-way bandwidth",
 		 o->conns, why);
 	fprintf(gp, "\nset title ");
 	gp_str(gp, title);
@@ -1631,16 +1723,18 @@ static int plot_svg(const struct client *cl)
 			const struct result *r = &cl->res[i];
 
 			if (o->test == TEST_LAT)
-				fprintf(gp, "%" PRIu64 " %.3f %.3f %.3f %.3f\n", r->size,
-					r->lat.p50, r->lat.p90, r->lat.p99, r->lat.p999);
+				fprintf(gp, "%" PRIu64 " %.3f %.3f %.3f %.3f\n",
+					r->size, r->lat.p50, r->lat.p90,
+					r->lat.p99, r->lat.p999);
 			else
-				fprintf(gp, "%" PRIu64 " %.6f %.6f\n", r->size, r->gbits,
-					r->mmsgs);
+				fprintf(gp, "%" PRIu64 " %.6f %.6f\n", r->size,
+					r->gbits, r->mmsgs);
 		}
 		/* tics at the sizes (every other one in a long sweep), in
 		 * the units of -s rather than gnuplot's powers of 1000 */
 		fprintf(gp, "EOD\nset logscale x 2\nset xtics (");
-		for (int i = 0, every = cl->n_res > 12 ? 2 : 1; i < cl->n_res; i += every) {
+		for (int i = 0, every = cl->n_res > 12 ? 2 : 1; i < cl->n_res;
+		     i += every) {
 			char lbl[32];
 
 			fprintf(gp, "%s'%s' %" PRIu64, i ? ", " : "",
@@ -1649,18 +1743,25 @@ static int plot_svg(const struct client *cl)
 		}
 		fprintf(gp, ")\nset xlabel 'message size [bytes]'\n");
 		if (o->test == TEST_LAT)
-			fprintf(gp, "set logscale y\nset format y '%%g'\n"
+			fprintf(gp,
+				"set logscale y\nset format y '%%g'\n"
 				"set ylabel 'round trip [us]'\n"
-				"plot $d using 1:2 with linespoints title 'p50', "
+				"plot $d using 1:2 with linespoints title "
+				"'p50', "
 				"$d using 1:3 with linespoints title 'p90', "
 				"$d using 1:4 with linespoints title 'p99', "
-				"$d using 1:5 with linespoints title 'p99.9'\n");
+				"$d using 1:5 with linespoints title "
+				"'p99.9'\n");
 		else
-			fprintf(gp, "set ylabel 'bandwidth [Gb/s]'\nset y2label "
-				"'message rate [Mmsg/s]'\nset ytics nomirror\nset y2tics\n"
+			fprintf(gp,
+				"set ylabel 'bandwidth [Gb/s]'\nset y2label "
+				"'message rate [Mmsg/s]'\nset ytics "
+				"nomirror\nset y2tics\n"
 				"set yrange [0:*]\nset y2range [0:*]\n"
-				"plot $d using 1:2 axes x1y1 with linespoints title 'Gb/s', "
-				"$d using 1:3 axes x1y2 with linespoints title 'Mmsg/s'\n");
+				"plot $d using 1:2 axes x1y1 with linespoints "
+				"title 'Gb/s', "
+				"$d using 1:3 axes x1y2 with linespoints title "
+				"'Mmsg/s'\n");
 	} else {
 		/*
 		 * One size: the round trip at each percentile, the x axis
@@ -1687,21 +1788,27 @@ static int plot_svg(const struct client *cl)
 			fprintf(gp, "%.6g %.3f\n", 1.0 / (1.0 - (double)i / n),
 				(double)s->v[i] / 1e3);
 		}
-		fprintf(gp, "EOD\nset logscale xy\nset format y '%%g'\n"
+		fprintf(gp,
+			"EOD\nset logscale xy\nset format y '%%g'\n"
 			/* tic labels are formats to gnuplot: %%%% is one % */
-			"set xtics ('0%%%%' 1, '50%%%%' 2, '90%%%%' 10, '99%%%%' 100, "
-			"'99.9%%%%' 1000, '99.99%%%%' 10000, '99.999%%%%' 100000)\n"
+			"set xtics ('0%%%%' 1, '50%%%%' 2, '90%%%%' 10, "
+			"'99%%%%' 100, "
+			"'99.9%%%%' 1000, '99.99%%%%' 10000, '99.999%%%%' "
+			"100000)\n"
 			"set xrange [1:%g]\nset xlabel 'percentile'\n"
 			"set ylabel 'round trip [us], %" PRIu64 " B messages'\n"
-			"set label 1 'p50 %.1f  p99 %.1f  p99.9 %.1f  max %.1f us' "
+			"set label 1 'p50 %.1f  p99 %.1f  p99.9 %.1f  max %.1f "
+			"us' "
 			"at graph 0.02, graph 0.95\n"
-			"plot $d using 1:2 with lines lw 2 title '%zu round trips'\n",
-			n > 1 ? n : 2, r->size, r->lat.p50, r->lat.p99, r->lat.p999,
-			r->lat.max, s->n);
+			"plot $d using 1:2 with lines lw 2 title '%zu round "
+			"trips'\n",
+			n > 1 ? n : 2, r->size, r->lat.p50, r->lat.p99,
+			r->lat.p999, r->lat.max, s->n);
 	}
 	status = pclose(gp);
 	if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		errf("--plot: gnuplot failed (status %d) writing %s", status, o->plot);
+		errf("--plot: gnuplot failed (status %d) writing %s", status,
+		     o->plot);
 		return -1;
 	}
 	return 0;
@@ -1748,11 +1855,14 @@ static int client_run(const struct opts *o, int port)
 	}
 	if (o->test == TEST_LAT && o->duration <= 0 &&
 	    !(cl->lat.v = malloc(o->iters * o->conns * sizeof(uint64_t)))) {
-		errf("out of memory for %" PRIu64 " samples", o->iters * o->conns);
+		errf("out of memory for %" PRIu64 " samples",
+		     o->iters * o->conns);
 		ret = EXIT_FAIL;
 		goto free_client;
 	}
-	cl->lat.cap = o->duration <= 0 && o->test == TEST_LAT ? o->iters * o->conns : 0;
+	cl->lat.cap = o->duration <= 0 && o->test == TEST_LAT
+			      ? o->iters * o->conns
+			      : 0;
 
 	rc = rift_ctx_create(&cl->ctx, &o->cfg);
 	if (rc) {
@@ -1801,8 +1911,11 @@ static int client_run(const struct opts *o, int port)
 	cl->fallback = rift_conn_fallback_reason(cl->data[0].conn);
 	for (uint32_t i = 1; i < cl->n_data; i++)
 		if (rift_conn_transport(cl->data[i].conn) != cl->transport)
-			errf("note: data connection %u runs over %s, connection 0 over %s",
-			     i, rift_transport_name(rift_conn_transport(cl->data[i].conn)),
+			errf("note: data connection %u runs over %s, "
+			     "connection 0 over %s",
+			     i,
+			     rift_transport_name(
+				     rift_conn_transport(cl->data[i].conn)),
 			     rift_transport_name(cl->transport));
 	if (o->json) {
 		transport_why(cl, why, sizeof(why));
@@ -1813,7 +1926,8 @@ static int client_run(const struct opts *o, int port)
 
 	cl->run_start = now_ns();
 	for (cl->step_no = 0; cl->step_no < o->n_sizes; cl->step_no++) {
-		step_rc = cl_step(cl, o->sizes[cl->step_no], &cl->res[cl->n_res]);
+		step_rc =
+			cl_step(cl, o->sizes[cl->step_no], &cl->res[cl->n_res]);
 		if (step_rc)
 			break;
 		if (!o->json)
@@ -1821,7 +1935,8 @@ static int client_run(const struct opts *o, int port)
 		cl->n_res++;
 	}
 	if (!o->json && !step_rc)
-		printf("%.*s\n", o->test == TEST_LAT ? LAT_WIDTH : BW_WIDTH, RULE);
+		printf("%.*s\n", o->test == TEST_LAT ? LAT_WIDTH : BW_WIDTH,
+		       RULE);
 	if (o->json)
 		print_json(cl, step_rc == -2);
 	if (!step_rc && o->plot) {
@@ -1834,13 +1949,15 @@ static int client_run(const struct opts *o, int port)
 close:
 	progress_clear(cl);
 	if (interrupted) {
-		errf("interrupted after %d of %d size(s)", cl->n_res, o->n_sizes);
+		errf("interrupted after %d of %d size(s)", cl->n_res,
+		     o->n_sizes);
 		ret = EXIT_INTR;
 	} else if (cl->failed) {
 		errf("%s", cl->err);
 		ret = EXIT_FAIL;
 	}
-	/* Orderly end: the server sees DISCONNECTED and finishes the session. */
+	/* Orderly end: the server sees DISCONNECTED and finishes the session.
+	 */
 	for (uint32_t i = 0; i < cl->n_data; i++)
 		if (cl->data[i].conn)
 			rift_conn_close(cl->data[i].conn, cl_closed);
@@ -1886,34 +2003,34 @@ enum {
 };
 
 static const struct option long_opts[] = {
-	{ "server", no_argument, NULL, 'S' },
-	{ "loopback", no_argument, NULL, OPT_LOOPBACK },
-	{ "transport", required_argument, NULL, OPT_TRANSPORT },
-	{ "port", required_argument, NULL, 'p' },
-	{ "ib-dev", required_argument, NULL, 'd' },
-	{ "ib-port", required_argument, NULL, 'i' },
-	{ "gid-index", required_argument, NULL, 'x' },
-	{ "size", required_argument, NULL, 's' },
-	{ "iters", required_argument, NULL, 'n' },
-	{ "all", no_argument, NULL, 'a' },
-	{ "max-size", required_argument, NULL, OPT_MAX_SIZE },
-	{ "duration", required_argument, NULL, 'D' },
-	{ "qd", required_argument, NULL, 't' },
-	{ "tx-depth", required_argument, NULL, 't' },
-	{ "conns", required_argument, NULL, 'q' },
-	{ "qp", required_argument, NULL, 'q' },
-	{ "test", required_argument, NULL, OPT_TEST },
-	{ "op", required_argument, NULL, OPT_OP },
-	{ "json", no_argument, NULL, OPT_JSON },
-	{ "plot", required_argument, NULL, OPT_PLOT },
-	{ "config", required_argument, NULL, OPT_CONFIG },
-	{ "persistent", no_argument, NULL, OPT_PERSISTENT },
-	{ "warmup", required_argument, NULL, OPT_WARMUP },
-	{ "poll", required_argument, NULL, OPT_POLL },
-	{ "fill", no_argument, NULL, OPT_FILL },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, 'V' },
-	{ NULL, 0, NULL, 0 },
+	{"server", no_argument, NULL, 'S'},
+	{"loopback", no_argument, NULL, OPT_LOOPBACK},
+	{"transport", required_argument, NULL, OPT_TRANSPORT},
+	{"port", required_argument, NULL, 'p'},
+	{"ib-dev", required_argument, NULL, 'd'},
+	{"ib-port", required_argument, NULL, 'i'},
+	{"gid-index", required_argument, NULL, 'x'},
+	{"size", required_argument, NULL, 's'},
+	{"iters", required_argument, NULL, 'n'},
+	{"all", no_argument, NULL, 'a'},
+	{"max-size", required_argument, NULL, OPT_MAX_SIZE},
+	{"duration", required_argument, NULL, 'D'},
+	{"qd", required_argument, NULL, 't'},
+	{"tx-depth", required_argument, NULL, 't'},
+	{"conns", required_argument, NULL, 'q'},
+	{"qp", required_argument, NULL, 'q'},
+	{"test", required_argument, NULL, OPT_TEST},
+	{"op", required_argument, NULL, OPT_OP},
+	{"json", no_argument, NULL, OPT_JSON},
+	{"plot", required_argument, NULL, OPT_PLOT},
+	{"config", required_argument, NULL, OPT_CONFIG},
+	{"persistent", no_argument, NULL, OPT_PERSISTENT},
+	{"warmup", required_argument, NULL, OPT_WARMUP},
+	{"poll", required_argument, NULL, OPT_POLL},
+	{"fill", no_argument, NULL, OPT_FILL},
+	{"help", no_argument, NULL, 'h'},
+	{"version", no_argument, NULL, 'V'},
+	{NULL, 0, NULL, 0},
 };
 
 /* "-s/--size" for an option code, as error messages name it. */
@@ -1929,12 +2046,15 @@ static const char *opt_name(int code)
 		}
 	}
 	if (code < 256)
-		snprintf(buf, sizeof(buf), "-%c/--%s", code, lname ? lname : "?");
+		snprintf(buf, sizeof(buf), "-%c/--%s", code,
+			 lname ? lname : "?");
 	else
 		snprintf(buf, sizeof(buf), "--%s", lname ? lname : "?");
 	return buf;
 }
 
+/* The usage text as it prints. */
+/* clang-format off */
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -1980,8 +2100,10 @@ static void usage(FILE *f)
 "Exit status: 0 done, 1 failed (connection, server, gnuplot), 2 bad usage,\n"
 "130 interrupted.\n", DEFAULT_PORT);
 }
+/* clang-format on */
 
-__attribute__((format(printf, 2, 3))) static int bad(int code, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static int bad(int code, const char *fmt,
+						     ...)
 {
 	va_list ap;
 
@@ -2025,7 +2147,8 @@ static int parse_size(const char *s, uint64_t *out)
 		if (!u)
 			return -1;
 		end++;
-		if (!strcmp(end, "") || !strcasecmp(end, "B") || !strcasecmp(end, "iB")) {
+		if (!strcmp(end, "") || !strcasecmp(end, "B") ||
+		    !strcasecmp(end, "iB")) {
 			int shift = 10 * (int)(u - units + 1);
 
 			if (v > (UINT64_MAX >> shift))
@@ -2045,7 +2168,8 @@ static int parse_range(int code, const char *arg, uint64_t lo, uint64_t hi,
 	if (parse_u64(arg, out))
 		return bad(code, "'%s' is not a whole number", arg);
 	if (*out < lo || *out > hi)
-		return bad(code, "%s is out of range %" PRIu64 "..%" PRIu64, arg, lo, hi);
+		return bad(code, "%s is out of range %" PRIu64 "..%" PRIu64,
+			   arg, lo, hi);
 	return 0;
 }
 
@@ -2055,7 +2179,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	const char *dev = NULL, *op = "send";
 	uint64_t v, size = 0, max_size = SWEEP_MAX_DEFAULT;
 	bool server = false, loopback = false, sweep = false;
-	bool size_set = false, max_set = false, iters_set = false, qd_set = false;
+	bool size_set = false, max_set = false, iters_set = false,
+	     qd_set = false;
 	bool warm_set = false, port_set = false;
 	int64_t ib_port = -1, gid = -2;
 	int polling = -1, ch, rc;
@@ -2066,8 +2191,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	o->transport = "auto";
 	o->port = DEFAULT_PORT;
 	o->conns = 1;
-	while ((ch = getopt_long(argc, argv, "Sp:d:i:x:s:n:aD:t:q:hV", long_opts,
-				 NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "Sp:d:i:x:s:n:aD:t:q:hV",
+				 long_opts, NULL)) != -1) {
 		switch (ch) {
 		case 'S':
 			server = true;
@@ -2081,7 +2206,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case OPT_TRANSPORT:
 			if (strcmp(optarg, "rdma") && strcmp(optarg, "tcp") &&
 			    strcmp(optarg, "auto"))
-				return bad(ch, "'%s': use rdma, tcp or auto", optarg);
+				return bad(ch, "'%s': use rdma, tcp or auto",
+					   optarg);
 			o->transport = optarg;
 			break;
 		case 'p':
@@ -2092,7 +2218,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			break;
 		case 'd':
 			if (!*optarg || strlen(optarg) >= RIFT_DEVICE_NAME_MAX)
-				return bad(ch, "'%s': a device name of 1..%d characters",
+				return bad(ch,
+					   "'%s': a device name of 1..%d "
+					   "characters",
 					   optarg, RIFT_DEVICE_NAME_MAX - 1);
 			dev = optarg;
 			break;
@@ -2108,24 +2236,32 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			break;
 		case 's':
 			if (parse_size(optarg, &size))
-				return bad(ch, "'%s' is not a size (bytes, or a number with "
-					   "K, M or G)", optarg);
+				return bad(ch,
+					   "'%s' is not a size (bytes, or a "
+					   "number with "
+					   "K, M or G)",
+					   optarg);
 			size_set = true;
 			break;
 		case OPT_MAX_SIZE:
 			if (parse_size(optarg, &max_size))
-				return bad(ch, "'%s' is not a size (bytes, or a number with "
-					   "K, M or G)", optarg);
+				return bad(ch,
+					   "'%s' is not a size (bytes, or a "
+					   "number with "
+					   "K, M or G)",
+					   optarg);
 			if (max_size < SWEEP_MIN)
-				return bad(ch, "%s: the sweep starts at %d bytes", optarg,
-					   SWEEP_MIN);
+				return bad(ch,
+					   "%s: the sweep starts at %d bytes",
+					   optarg, SWEEP_MIN);
 			max_set = true;
 			break;
 		case 'a':
 			sweep = true;
 			break;
 		case 'n':
-			if ((rc = parse_range(ch, optarg, 1, 1000000000, &o->iters)))
+			if ((rc = parse_range(ch, optarg, 1, 1000000000,
+					      &o->iters)))
 				return rc;
 			iters_set = true;
 			break;
@@ -2134,9 +2270,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
 
 			errno = 0;
 			o->duration = strtod(optarg, &end);
-			if (errno || *end || end == optarg || !(o->duration > 0) ||
-			    o->duration > 86400)
-				return bad(ch, "'%s': seconds, more than 0 and at most 86400",
+			if (errno || *end || end == optarg ||
+			    !(o->duration > 0) || o->duration > 86400)
+				return bad(ch,
+					   "'%s': seconds, more than 0 and at "
+					   "most 86400",
 					   optarg);
 			break;
 		}
@@ -2175,7 +2313,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			o->config = optarg;
 			break;
 		case OPT_WARMUP:
-			if ((rc = parse_range(ch, optarg, 0, 1000000000, &o->warmup)))
+			if ((rc = parse_range(ch, optarg, 0, 1000000000,
+					      &o->warmup)))
 				return rc;
 			warm_set = true;
 			break;
@@ -2187,7 +2326,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			else if (!strcmp(optarg, "adaptive"))
 				polling = RIFT_POLL_ADAPTIVE;
 			else
-				return bad(ch, "'%s': use event, busy or adaptive", optarg);
+				return bad(ch,
+					   "'%s': use event, busy or adaptive",
+					   optarg);
 			break;
 		case 'h':
 			usage(stdout);
@@ -2203,13 +2344,16 @@ static int parse_args(int argc, char **argv, struct opts *o)
 
 	/* What the operation and the mode are. */
 	if (!strcmp(op, "write") || !strcmp(op, "read"))
-		return bad(OPT_OP, "%s is not yet supported: one-sided RDMA %s comes "
-			   "with one-sided access; use --op send", op,
-			   !strcmp(op, "write") ? "WRITE" : "READ");
+		return bad(OPT_OP,
+			   "%s is not yet supported: one-sided RDMA %s comes "
+			   "with one-sided access; use --op send",
+			   op, !strcmp(op, "write") ? "WRITE" : "READ");
 	if (strcmp(op, "send"))
-		return bad(OPT_OP, "'%s': use send (write and read come later)", op);
+		return bad(OPT_OP, "'%s': use send (write and read come later)",
+			   op);
 	if (argc - optind > 1) {
-		errf("one HOST at most, got '%s' and '%s'; try '" PROG " --help'",
+		errf("one HOST at most, got '%s' and '%s'; try '" PROG
+		     " --help'",
 		     argv[optind], argv[optind + 1]);
 		return EXIT_USAGE;
 	}
@@ -2240,43 +2384,53 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		return EXIT_USAGE;
 	}
 	if (sweep && size_set)
-		return bad('s', "with -a/--all the sweep sets the sizes; bound it "
+		return bad('s',
+			   "with -a/--all the sweep sets the sizes; bound it "
 			   "with --max-size");
 	if (max_set && !sweep)
 		return bad(OPT_MAX_SIZE, "only with -a/--all");
 	if (!iters_set && o->duration <= 0)
-		o->iters = o->test == TEST_LAT ? LAT_ITERS_DEFAULT : BW_ITERS_DEFAULT;
+		o->iters = o->test == TEST_LAT ? LAT_ITERS_DEFAULT
+					       : BW_ITERS_DEFAULT;
 	if (!warm_set)
-		o->warmup = o->duration > 0 ? 100
-			    : o->iters / 10 > 1000 ? 1000 : o->iters / 10;
+		o->warmup = o->duration > 0	   ? 100
+			    : o->iters / 10 > 1000 ? 1000
+						   : o->iters / 10;
 	if (warm_set && o->test == TEST_BW)
 		return bad(OPT_WARMUP, "only for --test lat");
 	if (o->fill && o->test != TEST_BW)
 		return bad(OPT_FILL, "only for --test bw (lat messages are "
-			   "copied from one filled buffer)");
+				     "copied from one filled buffer)");
 	if (!qd_set)
 		o->qd = o->test == TEST_LAT ? 1 : 0;
 	else if (o->test == TEST_LAT && o->qd == 0)
-		return bad('t', "0: a latency test needs at least 1 message in flight");
+		return bad(
+			't',
+			"0: a latency test needs at least 1 message in flight");
 	if (sweep) {
-		for (uint64_t s = SWEEP_MIN; s <= max_size && o->n_sizes < MAX_SIZES; s *= 2)
+		for (uint64_t s = SWEEP_MIN;
+		     s <= max_size && o->n_sizes < MAX_SIZES; s *= 2)
 			o->sizes[o->n_sizes++] = s;
 	} else {
 		o->sizes[o->n_sizes++] = size_set ? size
-				       : o->test == TEST_LAT ? LAT_SIZE_DEFAULT
-							     : BW_SIZE_DEFAULT;
+					 : o->test == TEST_LAT
+						 ? LAT_SIZE_DEFAULT
+						 : BW_SIZE_DEFAULT;
 	}
 	if (o->plot) {
 		size_t n = strlen(o->plot);
 
 		if (n < 5 || strcasecmp(o->plot + n - 4, ".svg"))
-			return bad(OPT_PLOT, "'%s': give a file name ending in .svg",
+			return bad(OPT_PLOT,
+				   "'%s': give a file name ending in .svg",
 				   o->plot);
 		if (o->test == TEST_BW && !sweep)
-			return bad(OPT_PLOT, "the bandwidth test draws a size sweep: "
+			return bad(OPT_PLOT,
+				   "the bandwidth test draws a size sweep: "
 				   "add -a/--all");
 		if (o->mode == MODE_SERVER)
-			return bad(OPT_PLOT, "the client draws; the server has no "
+			return bad(OPT_PLOT,
+				   "the client draws; the server has no "
 				   "results");
 		if (!gnuplot_found()) {
 			errf("--plot: gnuplot is not installed (Debian package "
@@ -2287,7 +2441,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 
 	/* Configuration: defaults < file < environment < options. */
 	rift_config_init(&o->cfg);
-	if (o->config && rift_config_load(&o->cfg, o->config, err, sizeof(err))) {
+	if (o->config &&
+	    rift_config_load(&o->cfg, o->config, err, sizeof(err))) {
 		errf("--config: %s", err);
 		return EXIT_USAGE;
 	}
@@ -2309,10 +2464,12 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	}
 	for (int i = 0; i < o->n_sizes; i++)
 		if (o->sizes[i] > o->cfg.max_msg_size)
-			return bad(sweep ? OPT_MAX_SIZE : 's', "%" PRIu64 " bytes exceeds "
-				   "max_msg_size %" PRIu64 " (config [session] "
-				   "max_msg_size, env RIFT_SESSION_MAX_MSG_SIZE)",
-				   o->sizes[i], (uint64_t)o->cfg.max_msg_size);
+			return bad(
+				sweep ? OPT_MAX_SIZE : 's',
+				"%" PRIu64 " bytes exceeds "
+				"max_msg_size %" PRIu64 " (config [session] "
+				"max_msg_size, env RIFT_SESSION_MAX_MSG_SIZE)",
+				o->sizes[i], (uint64_t)o->cfg.max_msg_size);
 	return 0;
 }
 

@@ -17,11 +17,11 @@
 
 #include "../runner.h"
 
-#define OUT_MAX (256 * 1024)
+#define OUT_MAX	      (256 * 1024)
 #define RUN_TIMEOUT_S 90
 
 struct run {
-	int status;   /* exit status, or -1 if killed */
+	int status; /* exit status, or -1 if killed */
 	char out[OUT_MAX];
 	char err[OUT_MAX];
 };
@@ -42,7 +42,8 @@ static const char *perf_path(void)
 		slash = strrchr(exe, '/');
 		if (slash) {
 			*slash = '\0';
-			snprintf(path, sizeof(path), "%s/../bin/rift-perf", exe);
+			snprintf(path, sizeof(path), "%s/../bin/rift-perf",
+				 exe);
 			if (access(path, X_OK) == 0)
 				return path;
 		}
@@ -56,7 +57,8 @@ static void slurp(int fd, char *buf)
 	ssize_t n, len = 0;
 
 	lseek(fd, 0, SEEK_SET);
-	while (len < OUT_MAX - 1 && (n = read(fd, buf + len, OUT_MAX - 1 - len)) > 0)
+	while (len < OUT_MAX - 1 &&
+	       (n = read(fd, buf + len, OUT_MAX - 1 - len)) > 0)
 		len += n;
 	buf[len] = '\0';
 	close(fd);
@@ -73,7 +75,8 @@ static int tmpfile_fd(void)
 }
 
 /* Start rift-perf with args (NULL-terminated) and env ("K=V" or NULL). */
-static pid_t perf_start(const char *const *args, const char *env, int out, int err)
+static pid_t perf_start(const char *const *args, const char *env, int out,
+			int err)
 {
 	const char *argv[64];
 	int n = 0;
@@ -110,7 +113,8 @@ static int perf_wait(pid_t pid)
 		if (time(NULL) > end) {
 			kill(pid, SIGKILL);
 			waitpid(pid, &status, 0);
-			FAIL("rift-perf did not finish within %d s", RUN_TIMEOUT_S);
+			FAIL("rift-perf did not finish within %d s",
+			     RUN_TIMEOUT_S);
 		}
 		usleep(5000);
 	}
@@ -126,8 +130,8 @@ static void perf_run(struct run *r, const char *env, const char *const *args)
 	printf("$ rift-perf");
 	for (; *args; args++)
 		printf(" %s", *args);
-	printf("\n-> exit %d\n--- stdout\n%s--- stderr\n%s---\n", r->status, r->out,
-	       r->err);
+	printf("\n-> exit %d\n--- stdout\n%s--- stderr\n%s---\n", r->status,
+	       r->out, r->err);
 }
 
 static struct run *new_run(void)
@@ -196,7 +200,8 @@ static void check_lat(const char *json)
 
 static void check_bw(const char *json)
 {
-	double gbs = jnum(json, "gbytes_per_s"), gbits = jnum(json, "gbits_per_s");
+	double gbs = jnum(json, "gbytes_per_s"),
+	       gbits = jnum(json, "gbits_per_s");
 
 	CHECK(gbs > 0);
 	CHECK(gbits > 7.99 * gbs && gbits < 8.01 * gbs);
@@ -207,7 +212,7 @@ static void check_bw(const char *json)
 /* A TCP port nobody listens on (bound and closed again). */
 static int closed_port(void)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET };
+	struct sockaddr_in sa = {.sin_family = AF_INET};
 	socklen_t len = sizeof(sa);
 	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
 
@@ -223,8 +228,9 @@ static int closed_port(void)
 TEST(rift_perf_lat_json_over_tcp)
 {
 	struct run *r = new_run();
-	const char *args[] = { "--loopback", "--transport", "tcp", "--json",
-			       "-n", "2000", "-s", "64", NULL };
+	const char *args[] = {"--loopback", "--transport", "tcp",
+			      "--json",	    "-n",	   "2000",
+			      "-s",	    "64",	   NULL};
 
 	perf_run(r, NULL, args);
 	CHECK_EQ(r->status, 0);
@@ -242,9 +248,10 @@ TEST(rift_perf_lat_json_over_tcp)
 TEST(rift_perf_bw_json_over_tcp)
 {
 	struct run *r = new_run();
-	const char *args[] = { "--loopback", "--transport", "tcp", "--json",
-			       "--test", "bw", "-n", "3000", "-s", "65536",
-			       "-q", "2", NULL };
+	const char *args[] = {"--loopback", "--transport", "tcp", "--json",
+			      "--test",	    "bw",	   "-n",  "3000",
+			      "-s",	    "65536",	   "-q",  "2",
+			      NULL};
 
 	perf_run(r, NULL, args);
 	CHECK_EQ(r->status, 0);
@@ -260,11 +267,13 @@ TEST(rift_perf_bw_json_over_tcp)
 TEST(rift_perf_sweep_and_duration)
 {
 	struct run *r = new_run();
-	const char *sweep[] = { "--loopback", "--transport", "tcp", "--json", "-a",
-				"--max-size", "256", "-n", "200", NULL };
-	const char *dur[] = { "--loopback", "--transport", "tcp", "--json",
-			      "--test", "bw", "-D", "0.3", "-s", "4K", "-t", "64",
-			      "--fill", NULL };
+	const char *sweep[] = {"--loopback", "--transport", "tcp", "--json",
+			       "-a",	     "--max-size",  "256", "-n",
+			       "200",	     NULL};
+	const char *dur[] = {"--loopback", "--transport", "tcp", "--json",
+			     "--test",	   "bw",	  "-D",	 "0.3",
+			     "-s",	   "4K",	  "-t",	 "64",
+			     "--fill",	   NULL};
 
 	perf_run(r, NULL, sweep);
 	CHECK_EQ(r->status, 0);
@@ -286,9 +295,10 @@ TEST(rift_perf_sweep_and_duration)
 TEST(rift_perf_human_table)
 {
 	struct run *r = new_run();
-	const char *lat[] = { "--loopback", "--transport", "tcp", "-n", "300", NULL };
-	const char *bw[] = { "--loopback", "--transport", "tcp", "--test", "bw",
-			     "-n", "300", NULL };
+	const char *lat[] = {"--loopback", "--transport", "tcp",
+			     "-n",	   "300",	  NULL};
+	const char *bw[] = {"--loopback", "--transport", "tcp", "--test",
+			    "bw",	  "-n",		 "300", NULL};
 
 	perf_run(r, NULL, lat);
 	CHECK_EQ(r->status, 0);
@@ -309,18 +319,21 @@ TEST(rift_perf_bad_options_exit_2_naming_the_option)
 		const char *args[6];
 		const char *says[2];
 	} cases[] = {
-		{ { "--loopback", "-s", "lots" }, { "-s/--size", "lots" } },
-		{ { "--loopback", "--qd", "x" }, { "-t/--qd", "'x'" } },
-		{ { "--loopback", "-q", "0" }, { "-q/--conns", "out of range" } },
-		{ { "--loopback", "--transport", "ib" }, { "--transport", "'ib'" } },
-		{ { "--loopback", "--op", "write" }, { "--op", "not yet supported" } },
-		{ { "--loopback", "--op", "read" }, { "--op", "not yet supported" } },
-		{ { "--loopback", "--test", "rr" }, { "--test", "lat or bw" } },
-		{ { "--loopback", "-D", "-1" }, { "-D/--duration", "seconds" } },
-		{ { "--loopback", "-n", "5", "-D", "1" }, { "-n/--iters", "-D/--duration" } },
-		{ { "--loopback", "-a", "-s", "8" }, { "-s/--size", "--max-size" } },
-		{ { "--loopback", "--plot", "out.png" }, { "--plot", ".svg" } },
-		{ { "--loopback", "--no-such-option" }, { "no-such-option", "--help" } },
+		{{"--loopback", "-s", "lots"}, {"-s/--size", "lots"}},
+		{{"--loopback", "--qd", "x"}, {"-t/--qd", "'x'"}},
+		{{"--loopback", "-q", "0"}, {"-q/--conns", "out of range"}},
+		{{"--loopback", "--transport", "ib"}, {"--transport", "'ib'"}},
+		{{"--loopback", "--op", "write"},
+		 {"--op", "not yet supported"}},
+		{{"--loopback", "--op", "read"}, {"--op", "not yet supported"}},
+		{{"--loopback", "--test", "rr"}, {"--test", "lat or bw"}},
+		{{"--loopback", "-D", "-1"}, {"-D/--duration", "seconds"}},
+		{{"--loopback", "-n", "5", "-D", "1"},
+		 {"-n/--iters", "-D/--duration"}},
+		{{"--loopback", "-a", "-s", "8"}, {"-s/--size", "--max-size"}},
+		{{"--loopback", "--plot", "out.png"}, {"--plot", ".svg"}},
+		{{"--loopback", "--no-such-option"},
+		 {"no-such-option", "--help"}},
 	};
 	struct run *r = new_run();
 
@@ -337,11 +350,12 @@ TEST(rift_perf_bad_options_exit_2_naming_the_option)
 TEST(rift_perf_config_file_and_environment)
 {
 	struct run *r = new_run();
-	const char *big[] = { "--loopback", "--transport", "tcp", "-s", "4096", NULL };
-	const char *plain[] = { "--loopback", "--transport", "tcp", "-n", "100",
-				"--json", NULL };
+	const char *big[] = {"--loopback", "--transport", "tcp",
+			     "-s",	   "4096",	  NULL};
+	const char *plain[] = {"--loopback", "--transport", "tcp", "-n",
+			       "100",	     "--json",	    NULL};
 	char path[] = "/tmp/rift-perf-test-XXXXXX";
-	const char *file[] = { "--loopback", "--config", path, NULL };
+	const char *file[] = {"--loopback", "--config", path, NULL};
 	int fd;
 
 	/* The environment applies: max_msg_size 1 KiB refuses -s 4096. */
@@ -375,7 +389,8 @@ TEST(rift_perf_client_to_a_closed_port_fails_readably)
 {
 	struct run *r = new_run();
 	char port[16];
-	const char *args[] = { "--transport", "tcp", "-p", port, "127.0.0.1", NULL };
+	const char *args[] = {"--transport", "tcp",	  "-p",
+			      port,	     "127.0.0.1", NULL};
 
 	snprintf(port, sizeof(port), "%d", closed_port());
 	perf_run(r, NULL, args);
@@ -390,10 +405,11 @@ TEST(rift_perf_server_and_client_processes)
 {
 	struct run *r = new_run();
 	char port[16];
-	const char *srv_args[] = { "-S", "--transport", "tcp", "-p", port,
-				   "127.0.0.1", NULL };
-	const char *cli_args[] = { "--transport", "tcp", "-p", port, "--json",
-				   "-n", "500", "127.0.0.1", NULL };
+	const char *srv_args[] = {"-S", "--transport", "tcp", "-p",
+				  port, "127.0.0.1",   NULL};
+	const char *cli_args[] = {"--transport", "tcp",	      "-p",
+				  port,		 "--json",    "-n",
+				  "500",	 "127.0.0.1", NULL};
 	int out = tmpfile_fd(), err = tmpfile_fd(), srv_status;
 	pid_t srv;
 
@@ -411,7 +427,8 @@ TEST(rift_perf_server_and_client_processes)
 	printf("server: exit %d\n%s", srv_status, r->err);
 	CHECK_EQ(srv_status, 0);
 	CHECK_CONTAINS(r->err, "listening on tcp://127.0.0.1:");
-	CHECK_CONTAINS(r->err, "client: lat test, 1 connection(s), transport tcp");
+	CHECK_CONTAINS(r->err,
+		       "client: lat test, 1 connection(s), transport tcp");
 	CHECK_CONTAINS(r->err, "client done");
 	free(r);
 }
@@ -420,11 +437,14 @@ TEST(rift_perf_server_and_client_processes)
 TEST_T(rift_perf_loopback_on_the_test_transport)
 {
 	struct run *r = new_run();
-	const char *lat[] = { "--loopback", "--transport", rt_transport(), "--json",
-			      "-n", "1000", "-s", "32", rt_host(), NULL };
-	const char *bw[] = { "--loopback", "--transport", rt_transport(), "--json",
-			     "--test", "bw", "-n", "500", "-s", "64K", "-q", "2",
-			     "--fill", rt_host(), NULL };
+	const char *lat[] = {
+		"--loopback", "--transport", rt_transport(), "--json",	"-n",
+		"1000",	      "-s",	     "32",	     rt_host(), NULL};
+	const char *bw[] = {"--loopback", "--transport", rt_transport(),
+			    "--json",	  "--test",	 "bw",
+			    "-n",	  "500",	 "-s",
+			    "64K",	  "-q",		 "2",
+			    "--fill",	  rt_host(),	 NULL};
 	char want[64];
 
 	snprintf(want, sizeof(want), "\"transport\": \"%s\"", rt_transport());
@@ -450,8 +470,8 @@ TEST(rift_perf_plot_draws_svg_or_says_what_is_missing)
 {
 	struct run *r = new_run();
 	char path[] = "/tmp/rift-perf-plot-XXXXXX.svg";
-	const char *args[] = { "--loopback", "--transport", "tcp", "-n", "500",
-			       "--plot", path, NULL };
+	const char *args[] = {"--loopback", "--transport", "tcp", "-n",
+			      "500",	    "--plot",	   path,  NULL};
 	int fd = mkstemps(path, 4);
 	struct stat st;
 
@@ -484,8 +504,8 @@ TEST(rift_perf_plot_draws_svg_or_says_what_is_missing)
 TEST(rift_perf_sigint_stops_cleanly)
 {
 	struct run *r = new_run();
-	const char *args[] = { "--loopback", "--transport", "tcp", "--json",
-			       "-a", "-D", "2", NULL };
+	const char *args[] = {"--loopback", "--transport", "tcp", "--json",
+			      "-a",	    "-D",	   "2",	  NULL};
 	int out = tmpfile_fd(), err = tmpfile_fd();
 	pid_t pid = perf_start(args, NULL, out, err);
 
