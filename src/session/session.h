@@ -108,5 +108,7 @@ void rift__conn_enqueue(rift_conn *conn, struct rift__buf *b, size_t len);
 rift_conn *rift__conn_new_server(rift_listener *l, uint64_t session_id);
 /* Tests: messages the current verbs path sent without a copy. */
 uint64_t rift__conn_zero_copy_sends(const rift_conn *conn);
+/* Tests: bytes the current verbs path delivered from receive buffers. */
+uint64_t rift__conn_inplace_recv_bytes(const rift_conn *conn);
 
 #endif

@@ -126,6 +126,35 @@ int rift__stream_commit(rift__path *p, struct rift__stream *s, size_t n)
 	return process(p, s);
 }
 
+int rift__stream_inplace(rift__path *p, struct rift__stream *s,
+			 uint8_t *buf, size_t len, size_t *used)
+{
+	uint64_t max = p->ctx->cfg.max_msg_size;
+	size_t off = 0;
+
+	*used = 0;
+	if (s->held || s->big || s->rstart != s->rend)
+		return 0;
+	while (len - off >= RIFT_HDR_SIZE) {
+		struct rift__hdr h;
+		const char *why = NULL;
+		int rc;
+
+		if (rift__hdr_decode(buf + off, len - off, max, &h, &why))
+			break; /* the copying path reports it */
+		if (len - off < RIFT_HDR_SIZE + (size_t)h.len)
+			break;
+		rc = rift__path_on_frame(p, &h, buf + off + RIFT_HDR_SIZE, NULL);
+		if (rc == RIFT_EAGAIN)
+			break; /* offered again from the stream buffer */
+		if (rc < 0 || p->state == RIFT_PATH_DEAD)
+			return -1;
+		off += RIFT_HDR_SIZE + (size_t)h.len;
+		*used = off;
+	}
+	return 0;
+}
+
 int rift__stream_resume(rift__path *p, struct rift__stream *s)
 {
 	if (!s->held)

@@ -246,8 +246,9 @@ TEST_TIMEOUT(link_cut_mid_stream_reattaches_over_the_other_port, 240)
 }
 
 /* Messages from rift_buf_alloc that fit a receive buffer leave straight
- * from their registered pool block, and arrive intact. */
-TEST_T(registered_buffers_are_sent_without_a_copy)
+ * from their registered pool block, are delivered from the receive buffer
+ * they landed in, and arrive intact. */
+TEST_T(registered_buffers_are_sent_and_received_without_a_copy)
 {
 	rift_ctx *ctx = h_ctx(NULL);
 	struct side srv = { .verify = true, .seed = 99, .max_size = 4096 },
@@ -276,6 +277,10 @@ TEST_T(registered_buffers_are_sent_without_a_copy)
 	/* Sizes are random in 0..4096: all above the inline size go
 	 * without a copy. */
 	CHECK(rift__conn_zero_copy_sends(c) >= n / 2);
+	printf("delivered in place: %llu of %llu bytes\n",
+	       (unsigned long long)rift__conn_inplace_recv_bytes(srv.conn),
+	       (unsigned long long)srv.recv_bytes);
+	CHECK(rift__conn_inplace_recv_bytes(srv.conn) >= srv.recv_bytes / 2);
 	conns[0] = c;
 	conns[1] = srv.conn;
 	h_teardown(ctx, l, conns, 2);

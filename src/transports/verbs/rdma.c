@@ -109,6 +109,7 @@ struct rdma_path {
 	uint32_t unsignaled;   /* slots posted since the last signaled one */
 	struct send_slot *slots;
 	uint64_t zc_sends;     /* messages sent without a copy */
+	uint64_t inplace_bytes; /* received bytes delivered without a copy */
 	struct rift__omsg *cur; /* message being copied, and how far */
 	size_t cur_off;
 	uint8_t ctrl[CTRL_CAP];
@@ -472,6 +473,15 @@ static int drain_recvs(struct rdma_path *rp)
 		size_t room, n;
 		int rc;
 
+		if (rp->pend_off == 0 && rp->reading) {
+			/* Whole frames go to the application from the
+			 * receive buffer itself: no copy. */
+			if (rift__stream_inplace(p, &rp->rx, recv_buf(rp, i), len,
+						 &n) < 0)
+				return -1;
+			rp->pend_off = (uint32_t)n;
+			rp->inplace_bytes += n;
+		}
 		if (rp->pend_off < len) {
 			rift__stream_space(&rp->rx, &dst, &room);
 			if (room == 0)
@@ -1106,6 +1116,15 @@ uint64_t rift__conn_zero_copy_sends(const rift_conn *conn)
 	if (!p || p->ops != &rift__rdma_ops)
 		return 0;
 	return rp_of(p)->zc_sends;
+}
+
+uint64_t rift__conn_inplace_recv_bytes(const rift_conn *conn)
+{
+	rift__path *p = conn->path;
+
+	if (!p || p->ops != &rift__rdma_ops)
+		return 0;
+	return rp_of(p)->inplace_bytes;
 }
 
 static void rdma_cut(rift__path *p)
