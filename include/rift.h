@@ -311,6 +311,165 @@ int rift_config_env(rift_config *cfg, char *err, size_t errlen);
 int rift_config_dump(const rift_config *cfg, char *buf, size_t len);
 
 /* ------------------------------------------------------------------------ */
+/* Devices and locked memory                                                */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * What the machine's RDMA devices look like, as rdma-core's ibv_devinfo and
+ * iproute2's `rdma link` show them: for tools (rift-info) and for programs
+ * that pick a device, port or GID index before configuring rift.  No
+ * context is needed.  The structs have a fixed size; the limits below bound
+ * what one call reports, and the counts say how many there really are.
+ */
+#define RIFT_DEVICE_MAX_PORTS 4 /* ports reported per device */
+#define RIFT_PORT_MAX_GIDS 32   /* non-empty GID entries reported per port */
+#define RIFT_GID_STR_LEN 46     /* longest IPv6 text + NUL */
+#define RIFT_NETDEV_NAME_LEN 16 /* longest interface name + NUL (IFNAMSIZ) */
+#define RIFT_DEVICE_ERR_LEN 160 /* rift_device_info.error */
+
+typedef enum rift_gid_type {
+	RIFT_GID_IB = 0,      /* InfiniBand (and iWARP) */
+	RIFT_GID_ROCE_V1 = 1, /* RoCE v1: Ethernet frames, one L2 segment */
+	RIFT_GID_ROCE_V2 = 2, /* RoCE v2: UDP/IP, routable */
+} rift_gid_type;
+
+/* "IB", "RoCE v1", "RoCE v2" ("unknown" otherwise); static storage. */
+const char *rift_gid_type_name(rift_gid_type t);
+
+/*
+ * One non-empty entry of a port's GID table; gid is its 16 bytes as IPv6
+ * text.  On RoCE a GID is an IP address: ip is that address as `ip addr`
+ * shows it ("10.0.0.1" for the IPv4-mapped GID ::ffff:10.0.0.1, the IPv6
+ * text otherwise) and netdev the interface that holds it.  Both are "" on
+ * InfiniBand.
+ */
+typedef struct rift_gid_info {
+	uint32_t index;                    /* index in the table: gid_index */
+	rift_gid_type type;                /* IB, RoCE v1 or RoCE v2 */
+	char gid[RIFT_GID_STR_LEN];        /* "fe80::5054:ff:fe12:3456" */
+	char ip[RIFT_GID_STR_LEN];         /* RoCE: "10.0.0.1"; IB: "" */
+	char netdev[RIFT_NETDEV_NAME_LEN]; /* RoCE: "eth0"; IB: "" */
+} rift_gid_info;
+
+/*
+ * One port.  state and phys_state are the numbers verbs reports, with the
+ * names `rdma link` prints: state 1 DOWN, 2 INIT, 3 ARMED, 4 ACTIVE,
+ * 5 ACTIVE_DEFER; phys_state 1 SLEEP, 2 POLLING, 3 DISABLED, 4 TRAINING,
+ * 5 LINK_UP, 6 LINK_ERROR_RECOVERY, 7 PHY_TEST (0 UNKNOWN).  The speed is
+ * the active width times the per-lane rate of active_speed (2.5 Gb/s SDR
+ * ... 100 Gb/s NDR); 0 when the device reports a value rift does not know.
+ * gids[] holds the first min(gid_count, RIFT_PORT_MAX_GIDS) non-empty
+ * entries in index order; the rest of the table is empty.
+ */
+typedef struct rift_port_info {
+	uint32_t number;             /* 1-based, as ibv_devinfo -i takes it */
+	int state;                   /* logical state, see above */
+	char state_name[16];         /* "ACTIVE" */
+	int phys_state;              /* physical state, see above */
+	char phys_state_name[24];    /* "LINK_UP" */
+	char link_layer[16];         /* "InfiniBand" or "Ethernet" */
+	char netdev[RIFT_NETDEV_NAME_LEN]; /* interface of the first RoCE GID */
+	uint32_t max_mtu;            /* largest path MTU, bytes */
+	uint32_t active_mtu;         /* path MTU in use, bytes */
+	uint32_t width;              /* lanes: 1, 2, 4, 8, 12; 0 unknown */
+	uint32_t lane_mbps;          /* rate per lane, Mb/s; 0 unknown */
+	uint64_t speed_mbps;         /* width * lane_mbps, Mb/s; 0 unknown */
+	uint32_t lid;                /* InfiniBand LID; 0 on Ethernet */
+	uint32_t sm_lid;             /* subnet manager LID; 0 on Ethernet */
+	uint32_t lmc;                /* LID mask control, bits */
+	uint32_t max_msg_size;       /* largest message, bytes */
+	uint32_t port_cap_flags;     /* IBV_PORT_* capability bits */
+	uint32_t gid_table_len;      /* table entries, empty ones included */
+	uint32_t gid_count;          /* non-empty entries, count */
+	rift_gid_info gids[RIFT_PORT_MAX_GIDS]; /* see above */
+} rift_port_info;
+
+/* Device limits, as ibv_devinfo -v prints them. */
+typedef struct rift_device_limits {
+	uint64_t max_mr_size;         /* largest registration, bytes */
+	uint64_t page_size_cap;       /* supported page sizes, bit mask */
+	uint32_t max_qp;              /* queue pairs */
+	uint32_t max_qp_wr;           /* work requests per queue */
+	uint32_t max_sge;             /* scatter/gather entries per WR */
+	uint32_t max_sge_rd;          /* ... per RDMA READ */
+	uint32_t max_cq;              /* completion queues */
+	uint32_t max_cqe;             /* entries per completion queue */
+	uint32_t max_mr;              /* memory registrations */
+	uint32_t max_pd;              /* protection domains */
+	uint32_t max_mw;              /* memory windows */
+	uint32_t max_ah;              /* address handles */
+	uint32_t max_srq;             /* shared receive queues */
+	uint32_t max_srq_wr;          /* work requests per SRQ */
+	uint32_t max_srq_sge;         /* scatter/gather entries per SRQ WR */
+	uint32_t max_qp_rd_atom;      /* READs/atomics in flight, as target */
+	uint32_t max_qp_init_rd_atom; /* ... as initiator */
+	uint32_t atomic_cap;          /* 0 none, 1 within the HCA, 2 global */
+	uint32_t local_ca_ack_delay;  /* 4.096 us * 2^n */
+} rift_device_limits;
+
+/*
+ * One device.  When status is not 0 the device could not be opened or
+ * queried (RIFT_EACCES: no permission on /dev/infiniband/uverbsN, ...):
+ * error says which call failed, name is set, and so is whatever was read
+ * before the failure; the rest is zero.
+ */
+typedef struct rift_device_info {
+	char name[RIFT_DEVICE_NAME_MAX]; /* "mlx5_0", "rxe0": rdma.device */
+	int status;                      /* 0 or RIFT_E*, see above */
+	char error[RIFT_DEVICE_ERR_LEN]; /* why status is not 0, or "" */
+	char transport[16];              /* "InfiniBand" (also RoCE), "iWARP" */
+	uint64_t node_guid;              /* host byte order */
+	char node_guid_str[20];          /* "5054:00ff:fe12:3456" */
+	uint64_t sys_image_guid;         /* host byte order */
+	char fw_ver[64];                 /* firmware version, "" if none */
+	uint32_t vendor_id;              /* IEEE OUI */
+	uint32_t vendor_part_id;         /* vendor's part number */
+	uint32_t hw_ver;                 /* hardware revision */
+	uint32_t port_count;             /* physical ports, count */
+	rift_port_info ports[RIFT_DEVICE_MAX_PORTS]; /* the first ports */
+	rift_device_limits limits;       /* see rift_device_limits */
+} rift_device_info;
+
+/*
+ * List the RDMA devices libibverbs sees and fill out[0 .. max-1] (out may
+ * be NULL when max is 0, to count them).  Returns the number of devices,
+ * which may be larger than max (only max are filled, like snprintf), or:
+ *   0            no device.  That is not an error: err then says why when
+ *                the library can tell, e.g. "the kernel has no RDMA
+ *                support loaded (ibv_get_device_list: function not
+ *                implemented)", else it is "".
+ *   RIFT_EINVAL  max < 0, or out NULL with max > 0
+ *   RIFT_ENOMEM, RIFT_EACCES, ...  listing failed; err names the call
+ * A device that cannot be opened or queried is listed with status and
+ * error set; it does not fail the call.  err (errlen bytes; may be NULL if
+ * errlen is 0) is always NUL-terminated.  The caller owns out; nothing is
+ * kept: each device is opened briefly and closed again.  Needs no context;
+ * any thread may call it.  A rift_device_info is about 16 KiB, so put
+ * arrays of them on the heap.
+ */
+int rift_devices(rift_device_info *out, int max, char *err, size_t errlen);
+
+/*
+ * Locked memory (RLIMIT_MEMLOCK) the registered block pool configured in
+ * cfg pins, in bytes, counted the way the pool registers it: it grows in
+ * regions of pool_increment bytes rounded up to whole blocks of the
+ * largest class (one such block at least), and holds as many whole
+ * regions as fit in pool_max (one at least).
+ *   returns      what is locked once the pool is registered with a device
+ *                (by the first RDMA path of the process): pool_initial
+ *                rounded up to whole regions, at most the maximum; 0 if
+ *                pool_initial is 0
+ *   *max_bytes   (if max_bytes is not NULL) what is locked once the pool
+ *                has grown to pool_max
+ * The pool is registered with every device the process uses and the
+ * kernel charges each registration, so multiply by the number of devices
+ * in use.  cfg NULL means the defaults.  A cfg that fails
+ * rift_config_check gives UINT64_MAX for both (no limit satisfies it;
+ * rift_ctx_last_error(NULL) says why).
+ */
+uint64_t rift_config_memlock_need(const rift_config *cfg, uint64_t *max_bytes);
+
+/* ------------------------------------------------------------------------ */
 /* Context: the event loop                                                  */
 /* ------------------------------------------------------------------------ */
 

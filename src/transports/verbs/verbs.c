@@ -371,3 +371,94 @@ const char *rift__vb_wc_str(enum ibv_wc_status s)
 {
 	return ibv_wc_status_str(s);
 }
+
+/* ---- device queries ---- */
+
+uint64_t rift__vb_dev_calls[RIFT_VB_DEV__COUNT];
+
+#define DEV_COUNT(name) (rift__vb_dev_calls[RIFT_VB_DEV_##name]++)
+
+/* Like fail(), but keeps the system's text for errnos rift has no code for. */
+static int dev_fail(rift__vb_err err, const char *call, int e)
+{
+	int rc = rift__from_errno(e);
+
+	snprintf(err, sizeof(rift__vb_err), "%s: %s", call,
+		 rc == RIFT_EUNKNOWN ? strerror(e) : rift_strerror(rc));
+	return rc;
+}
+
+int rift__vb_devices(struct ibv_device ***list, int *n, rift__vb_err err)
+{
+	COUNT(get_device_list);
+	*n = 0;
+	errno = 0;
+	*list = ibv_get_device_list(n);
+	if (*list)
+		return 0;
+	/* Documented errors: EPERM, ENOSYS (no kernel support), ENOMEM. */
+	return dev_fail(err, "ibv_get_device_list", errno ? errno : EIO);
+}
+
+void rift__vb_devices_free(struct ibv_device **list)
+{
+	if (list)
+		ibv_free_device_list(list);
+}
+
+const char *rift__vb_device_name(struct ibv_device *dev)
+{
+	return ibv_get_device_name(dev);
+}
+
+int rift__vb_device_open(struct ibv_device *dev, struct ibv_context **out,
+			 rift__vb_err err)
+{
+	DEV_COUNT(open_device);
+	errno = 0;
+	*out = ibv_open_device(dev);
+	if (*out)
+		return 0;
+	return dev_fail(err, "ibv_open_device", errno ? errno : EIO);
+}
+
+void rift__vb_device_close(struct ibv_context *c)
+{
+	if (!c)
+		return;
+	DEV_COUNT(close_device);
+	ibv_close_device(c);
+}
+
+int rift__vb_device_query(struct ibv_context *c, struct ibv_device_attr *a,
+			  rift__vb_err err)
+{
+	int rc;
+
+	DEV_COUNT(query_device);
+	rc = ibv_query_device(c, a);
+	return rc ? dev_fail(err, "ibv_query_device", rc) : 0;
+}
+
+int rift__vb_port_query(struct ibv_context *c, uint8_t port,
+			struct ibv_port_attr *a, rift__vb_err err)
+{
+	int rc;
+
+	COUNT(query_port);
+	rc = ibv_query_port(c, port, a);
+	return rc ? dev_fail(err, "ibv_query_port", rc) : 0;
+}
+
+int rift__vb_gid_table(struct ibv_context *c, struct ibv_gid_entry *e,
+		       size_t max, rift__vb_err err)
+{
+	ssize_t n;
+
+	DEV_COUNT(query_gid_table);
+	/* Returns the count or a negative errno (not -1 + errno). */
+	n = ibv_query_gid_table(c, e, max, 0);
+	if (n < 0)
+		return dev_fail(err, "ibv_query_gid_table", (int)-n);
+	return n > INT32_MAX ? INT32_MAX : (int)n;
+}

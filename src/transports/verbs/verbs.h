@@ -97,4 +97,44 @@ int rift__vb_cq_event(struct ibv_comp_channel *ch, struct ibv_cq *cq,
 		      rift__vb_err err);
 const char *rift__vb_wc_str(enum ibv_wc_status s);
 
+/*
+ * ---- device queries (rift_devices in api/devices.c) ----
+ *
+ * Counted apart from RIFT_VB_CALLS so that table stays as it is; listing
+ * devices and querying ports count under get_device_list and query_port.
+ */
+#define RIFT_VB_DEV_CALLS(XX)                                                 \
+	XX(open_device) XX(query_device) XX(query_gid_table) XX(close_device)
+
+enum rift__vb_dev_call {
+#define XX(name) RIFT_VB_DEV_##name,
+	RIFT_VB_DEV_CALLS(XX)
+#undef XX
+	RIFT_VB_DEV__COUNT
+};
+
+extern uint64_t rift__vb_dev_calls[RIFT_VB_DEV__COUNT];
+
+/*
+ * The devices libibverbs sees: *list (NULL-terminated) and *n.  RIFT_ENOSYS
+ * when the kernel has no RDMA support loaded (no uverbs); other RIFT_E*
+ * codes with err filled.  Free the list with rift__vb_devices_free.
+ */
+int rift__vb_devices(struct ibv_device ***list, int *n, rift__vb_err err);
+void rift__vb_devices_free(struct ibv_device **list);
+const char *rift__vb_device_name(struct ibv_device *dev);
+int rift__vb_device_open(struct ibv_device *dev, struct ibv_context **out,
+			 rift__vb_err err);
+void rift__vb_device_close(struct ibv_context *c);
+int rift__vb_device_query(struct ibv_context *c, struct ibv_device_attr *a,
+			  rift__vb_err err);
+int rift__vb_port_query(struct ibv_context *c, uint8_t port,
+			struct ibv_port_attr *a, rift__vb_err err);
+/*
+ * The non-empty GID entries of every port of c, into e[0 .. max-1]: their
+ * count (>= 0) or RIFT_E* (RIFT_EINVAL when max is too small).
+ */
+int rift__vb_gid_table(struct ibv_context *c, struct ibv_gid_entry *e,
+		       size_t max, rift__vb_err err);
+
 #endif
