@@ -30,7 +30,7 @@ rel_objs  = $(LIB_SRCS:%.c=$(BUILD)/rel/%.o)
 tst_objs  = $(LIB_SRCS:%.c=$(BUILD)/tst/%.o) $(TEST_SRCS:%.c=$(BUILD)/tst/%.o)
 asan_objs = $(LIB_SRCS:%.c=$(BUILD)/asan/%.o) $(TEST_SRCS:%.c=$(BUILD)/asan/%.o)
 
-.PHONY: all deps lib tools test test-unit test-asan test-install test-lab fuzz demo bench install clean
+.PHONY: all deps lib tools test test-unit test-asan test-install test-lab fuzz demo bench bench-rdma install clean
 
 all: lib tools
 
@@ -132,6 +132,10 @@ demo: all
 
 bench: all
 	sh bench/run.sh
+
+# rift over verbs against perftest on the same rxe device, in one lab boot.
+bench-rdma: all
+	tests/lab/lab run --topo loop --timeout 1200 -- sh bench/rdma-guest.sh
 
 install: lib
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig

@@ -316,6 +316,8 @@ void rift__rdma_ctx_destroy(rift_ctx *ctx);
 /* The process's registered block pool for this context (a reference is
  * taken on first use and dropped with the context), or NULL. */
 struct rift__pool *rift__ctx_pool(rift_ctx *ctx);
+/* Busy/adaptive polling: completions taken from every CQ this round. */
+int rift__rdma_poll(rift_ctx *ctx);
 
 /* Run deferred work: flushes, close callbacks, dead paths. */
 void rift__ctx_deferred(rift_ctx *ctx);

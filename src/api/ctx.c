@@ -587,6 +587,8 @@ static int loop_round(rift_ctx *ctx, int timeout_ms)
 			io->cb(io, evs[i].events);
 	}
 	handled += n;
+	if (ctx->cfg.polling != RIFT_POLL_EVENT && ctx->rdma)
+		handled += rift__rdma_poll(ctx);
 	handled += run_timers(ctx);
 	rift__ctx_deferred(ctx);
 	return handled;

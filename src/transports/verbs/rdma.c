@@ -66,6 +66,7 @@ struct rift__rdma_ctx {
 	struct rdma_event_channel *ch;
 	rift__io io;
 	struct rift__pool *pool; /* reference on the process pool */
+	struct rift__list paths; /* paths with a CQ, for busy polling */
 	rift_fallback_reason probed; /* cached device probe */
 	bool probe_done;
 	char device[RIFT_DEVICE_NAME_MAX];
@@ -84,6 +85,7 @@ struct rdma_path {
 	struct ibv_comp_channel *cch;
 	struct ibv_cq *cq;
 	rift__io cq_io;
+	struct rift__list poll_node; /* rdma ctx's paths */
 	bool cq_io_on;
 	bool established;
 
@@ -202,6 +204,17 @@ static void dev_users_put(void)
 
 /* ---- context state ---- */
 
+static struct rift__rdma_ctx *rdma_ctx_new(rift_ctx *ctx)
+{
+	struct rift__rdma_ctx *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	rift__list_init(&r->paths);
+	ctx->rdma = r;
+	return r;
+}
+
 struct rift__pool *rift__ctx_pool(rift_ctx *ctx)
 {
 	struct rift__rdma_ctx *r = ctx->rdma;
@@ -210,10 +223,9 @@ struct rift__pool *rift__ctx_pool(rift_ctx *ctx)
 	if (r && r->pool)
 		return r->pool;
 	if (!r) {
-		r = calloc(1, sizeof(*r));
+		r = rdma_ctx_new(ctx);
 		if (!r)
 			return NULL;
-		ctx->rdma = r;
 	}
 	if (rift__pool_get(&ctx->cfg, &pool_reg, &r->pool, err, sizeof(err))) {
 		rift__ctx_fail(ctx, RIFT_ENOMEM, "%s", err);
@@ -232,12 +244,11 @@ static struct rift__rdma_ctx *rctx(rift_ctx *ctx, rift__vb_err err)
 	if (r && r->ch)
 		return r;
 	if (!r) {
-		r = calloc(1, sizeof(*r));
+		r = rdma_ctx_new(ctx);
 		if (!r) {
 			snprintf(err, sizeof(rift__vb_err), "out of memory");
 			return NULL;
 		}
-		ctx->rdma = r;
 	}
 	if (!rift__ctx_pool(ctx)) {
 		snprintf(err, sizeof(rift__vb_err), "%s", ctx->errmsg);
@@ -279,10 +290,9 @@ static rift_fallback_reason rdma_available(rift_ctx *ctx)
 	struct rift__rdma_ctx *r = ctx->rdma;
 
 	if (!r) {
-		r = calloc(1, sizeof(*r));
+		r = rdma_ctx_new(ctx);
 		if (!r)
 			return RIFT_FALLBACK_NO_DEVICE;
-		ctx->rdma = r;
 	}
 	if (!r->probe_done) {
 		r->probed = rift__vb_probe(r->device, sizeof(r->device));
@@ -406,6 +416,7 @@ static int path_resources(struct rdma_path *rp)
 		return rc;
 	}
 	rp->cq_io_on = true;
+	rift__list_add_tail(&p->ctx->rdma->paths, &rp->poll_node);
 	return 0;
 }
 
@@ -452,6 +463,7 @@ static struct rdma_path *path_new(rift_ctx *ctx, bool is_client)
 	}
 	rp->kind = OWNER_PATH;
 	rp->reading = true;
+	rift__list_init(&rp->poll_node);
 	rift__path_init(&rp->base, ctx, &rift__rdma_ops, is_client);
 	return rp;
 }
@@ -709,28 +721,20 @@ static void rdma_flush(rift__path *p)
 
 /* ---- completions ---- */
 
-static void cq_io_cb(rift__io *io, uint32_t revents)
+/*
+ * Take every completion there is.  Returns how many, or -1 when the path
+ * died.  Receives queue their buffers for drain_recvs; signaled sends give
+ * their slots back.
+ */
+static int cq_poll(struct rdma_path *rp)
 {
-	struct rdma_path *rp = rift__container_of(io, struct rdma_path, cq_io);
 	rift__path *p = &rp->base;
 	struct ibv_wc wc[MAX_POLL];
 	uint32_t batch = p->ctx->cfg.poll_batch;
-	rift__vb_err err;
-	bool progress = false;
-	int n, rc;
+	int n, total = 0;
 
-	RIFT_UNUSED(revents);
-	if (p->state == RIFT_PATH_DEAD)
-		return;
-	rc = rift__vb_cq_event(rp->cch, rp->cq, err);
-	if (rc && rc != RIFT_EAGAIN) {
-		rift__path_failed(p, rc, "%s", err);
-		return;
-	}
 	if (batch > MAX_POLL)
 		batch = MAX_POLL;
-	/* Poll until empty: the CQ was re-armed before this loop, so
-	 * nothing that completes from now on is missed. */
 	while ((n = rift__vb_poll(rp->cq, (int)batch, wc)) > 0) {
 		for (int k = 0; k < n; k++) {
 			struct ibv_wc *w = &wc[k];
@@ -745,9 +749,9 @@ static void cq_io_cb(rift__io *io, uint32_t revents)
 					"0x%x)",
 					(w->wr_id & RECV_FLAG) ? "receive" : "send",
 					rift__vb_wc_str(w->status), w->vendor_err);
-				return;
+				return -1;
 			}
-			progress = true;
+			total++;
 			if (w->wr_id & RECV_FLAG) {
 				uint32_t i = (uint32_t)(w->wr_id & ~RECV_FLAG);
 				uint32_t tail = (rp->pend_head + rp->pend_n) %
@@ -760,7 +764,7 @@ static void cq_io_cb(rift__io *io, uint32_t revents)
 							  "peer returned more "
 							  "credits than it has "
 							  "buffers");
-					return;
+					return -1;
 				}
 				rp->pend[tail] = i;
 				rp->pend_len[tail] = w->byte_len;
@@ -773,13 +777,62 @@ static void cq_io_cb(rift__io *io, uint32_t revents)
 	}
 	if (n < 0) {
 		rift__path_failed(p, n, "ibv_poll_cq failed");
+		return -1;
+	}
+	if (total == 0)
+		return 0;
+	if (!rp->rx.held && drain_recvs(rp) < 0)
+		return -1;
+	rift__path_kick(p);
+	return total;
+}
+
+static void cq_io_cb(rift__io *io, uint32_t revents)
+{
+	struct rdma_path *rp = rift__container_of(io, struct rdma_path, cq_io);
+	rift__path *p = &rp->base;
+	rift__vb_err err;
+	int rc;
+
+	RIFT_UNUSED(revents);
+	if (p->state == RIFT_PATH_DEAD)
+		return;
+	rc = rift__vb_cq_event(rp->cch, rp->cq, err);
+	if (rc && rc != RIFT_EAGAIN) {
+		rift__path_failed(p, rc, "%s", err);
 		return;
 	}
-	if (!progress)
-		return;
-	if (!rp->rx.held && drain_recvs(rp) < 0)
-		return;
-	rift__path_kick(p);
+	/* The CQ was re-armed before this poll, so nothing that completes
+	 * from now on is missed. */
+	cq_poll(rp);
+}
+
+/*
+ * Busy and adaptive polling: take completions straight from every CQ of
+ * the context each round, without waiting for the channel's wake-up (which
+ * costs a trip through the kernel and, on some hosts, milliseconds).
+ */
+int rift__rdma_poll(rift_ctx *ctx)
+{
+	struct rift__rdma_ctx *r = ctx->rdma;
+	struct rift__list *it, *next;
+	int total = 0;
+
+	if (!r)
+		return 0;
+	for (it = r->paths.next; it != &r->paths; it = next) {
+		struct rdma_path *rp = rift__list_entry(it, struct rdma_path,
+							poll_node);
+		int n;
+
+		next = it->next;
+		if (rp->base.state == RIFT_PATH_DEAD || !rp->cq)
+			continue;
+		n = cq_poll(rp);
+		if (n > 0)
+			total += n;
+	}
+	return total;
 }
 
 /* ---- connection management events ---- */
@@ -1079,6 +1132,7 @@ static void rdma_destroy(rift__path *p)
 
 	if (rp->cq_io_on)
 		rift__io_stop(p->ctx, &rp->cq_io);
+	rift__list_del(&rp->poll_node);
 	if (rp->id) {
 		if (rp->established)
 			rift__vb_disconnect(rp->id);

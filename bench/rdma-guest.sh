@@ -1,0 +1,96 @@
+#!/bin/sh
+# rift over verbs against perftest on the same soft-RoCE device, in the same
+# lab guest, alternating, BENCH_ROUNDS rounds; prints medians and ratios.
+# Run it with `make bench-rdma` (which boots the lab), not by hand.
+#
+# Baselines (perftest, rdma_cm mode, one process per side like rift-perf):
+#   latency   ib_send_lat -s 32        t_typical      vs rift-perf lat p50 / 2
+#   bandwidth ib_send_bw -s 65536      BW average     vs rift-perf bw GB/s
+#             ib_write_bw -s 65536     (shown, not judged)
+#   msg rate  ib_send_bw -s 64         MsgRate        vs rift-perf bw Mmsg/s
+# perftest busy-polls its CQ and reports half a round trip as latency, so
+# rift runs with --poll busy and its round-trip p50 is halved.  rift in
+# event mode is shown too (not judged): in this guest every completion
+# event costs milliseconds (ibv_rc_pingpong -e: about 3 ms per iteration).
+# Absolute numbers under QEMU TCG mean little; the ratios are the point.
+set -u
+A=${RIFT_LAB_SERVER_ADDR0:?run inside the lab (make bench-rdma)}
+ROUNDS=${BENCH_ROUNDS:-3}
+LAT_N=${BENCH_LAT_ITERS:-2000}
+BW_N=${BENCH_BW_ITERS:-2000}
+RATE_N=${BENCH_RATE_ITERS:-20000}
+PERF=build/bin/rift-perf
+T=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$T"' EXIT INT TERM
+
+# perftest: server in the background, client in front; prints the client's
+# table line.  $1 = tool, rest = options.
+pt() {
+	tool=$1
+	shift
+	timeout 120 "$tool" -R "$@" >"$T/s" 2>&1 &
+	sp=$!
+	sleep 1
+	timeout 120 "$tool" -R "$@" "$A" >"$T/c" 2>&1
+	wait "$sp" 2>/dev/null
+	awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ { line = $0 } END { print line }' "$T/c"
+}
+
+# rift-perf: same shape, JSON from the client.
+rp() {
+	timeout 120 "$PERF" -S --transport rdma -p 18600 "$@" "$A" >"$T/rs" 2>&1 &
+	sp=$!
+	sleep 1
+	timeout 120 "$PERF" --transport rdma -p 18600 --json "$@" "$A" >"$T/rc" 2>"$T/re"
+	wait "$sp" 2>/dev/null
+	cat "$T/rc"
+}
+
+json() { # file key-path
+	python3 -c 'import json,sys
+d = json.load(open(sys.argv[1]))["results"][0]
+for k in sys.argv[2].split("."): d = d[k]
+print(d)' "$1" "$2" 2>/dev/null || echo nan
+}
+
+med() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+: >"$T/lat"
+: >"$T/bw"
+: >"$T/rate"
+for r in $(seq 1 "$ROUNDS"); do
+	pl=$(pt ib_send_lat -s 32 -n "$LAT_N" | awk '{ print $5 }')
+	rp --test lat --poll busy -s 32 -n "$LAT_N" >"$T/j"
+	rl=$(json "$T/j" lat_us.p50 | awk '{ print $1 / 2 }')
+	rp --test lat --poll event -s 32 -n "$LAT_N" >"$T/j"
+	re=$(json "$T/j" lat_us.p50 | awk '{ print $1 / 2 }')
+	pb=$(pt ib_send_bw -s 65536 -n "$BW_N" | awk '{ print $4 }')
+	pw=$(pt ib_write_bw -s 65536 -n "$BW_N" | awk '{ print $4 }')
+	rp --test bw --poll busy -s 65536 -n "$BW_N" >"$T/j"
+	rb=$(json "$T/j" bw.gbytes_per_s)
+	pm=$(pt ib_send_bw -s 64 -n "$RATE_N" | awk '{ print $5 }')
+	rp --test bw --poll busy -s 64 -n "$RATE_N" >"$T/j"
+	rm_=$(json "$T/j" bw.mmsg_per_s)
+	echo "round $r: lat us perftest $pl rift $rl (event $re) | 64K MB/s send $pb write $pw rift $(awk -v g="$rb" 'BEGIN{printf "%.1f", g*1e9/1048576}') | 64B Mmsg/s perftest $pm rift $rm_"
+	echo "$pl $rl $re" >>"$T/lat"
+	echo "$pb $pw $rb" >>"$T/bw"
+	echo "$pm $rm_" >>"$T/rate"
+done
+
+pl=$(awk '{print $1}' "$T/lat" | med)
+rl=$(awk '{print $2}' "$T/lat" | med)
+re=$(awk '{print $3}' "$T/lat" | med)
+pb=$(awk '{print $1}' "$T/bw" | med)
+pw=$(awk '{print $2}' "$T/bw" | med)
+rb=$(awk '{print $3 * 1e9 / 1048576}' "$T/bw" | med)
+pm=$(awk '{print $1}' "$T/rate" | med)
+rm_=$(awk '{print $2}' "$T/rate" | med)
+echo
+echo "medians of $ROUNDS rounds (perftest MB/sec = 2^20 bytes/s)"
+awk -v pl="$pl" -v rl="$rl" -v re="$re" -v pb="$pb" -v pw="$pw" -v rb="$rb" -v pm="$pm" -v rm="$rm_" 'BEGIN {
+	printf "  latency 32 B    perftest %8.2f us    rift %8.2f us    rift/perftest %5.2fx  goal <= 1.10x  %s\n", pl, rl, rl / pl, (rl / pl <= 1.10) ? "PASS" : "MISS"
+	printf "                  (one way; rift busy polling; event mode %.2f us = %.0fx, not judged)\n", re, re / pl
+	printf "  bandwidth 64K   ib_send_bw %6.1f MB/s rift %8.1f MB/s  rift/perftest %5.2fx  goal >= 0.95x  %s\n", pb, rb, rb / pb, (rb / pb >= 0.95) ? "PASS" : "MISS"
+	printf "                  ib_write_bw %5.1f MB/s                      rift/write    %5.2fx  (not judged)\n", pw, rb / pw
+	printf "  msg rate 64 B   perftest %8.3f Mpps  rift %8.3f Mmsg/s rift/perftest %5.2fx  goal >= 0.90x  %s\n", pm, rm, rm / pm, (rm / pm >= 0.90) ? "PASS" : "MISS"
+}'
