@@ -4,7 +4,7 @@
 # is there.  Usage: scripts/setup.sh [extra-package...]
 set -eu
 
-pkgs="gcc make pkg-config clang libclang-rt-14-dev libibverbs-dev librdmacm-dev rdma-core ibverbs-providers $*"
+pkgs="gcc make pkg-config clang libclang-rt-14-dev libibverbs-dev librdmacm-dev rdma-core ibverbs-providers libmicrohttpd-dev gnuplot-nox $*"
 missing=""
 for p in $pkgs; do
 	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
