@@ -105,7 +105,7 @@ test-lab: $(BUILD)/tst/rift-tests
 	RIFT_LAB_MEM_MB=$(LAB_MEM_MB) tests/lab/lab run --topo loop --timeout 900 -- \
 	  sh -c 'build/tst/rift-tests --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200'
 	tests/lab/lab run --topo pair --timeout 400 -- \
-	  sh -c 'build/tst/rift-tests --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 link_cut'
+	  sh -c 'build/tst/rift-tests --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 link_cut port_down'
 
 # Install into a staging dir and build an example the way users will:
 # pkg-config and the shared library, nothing from the source tree.

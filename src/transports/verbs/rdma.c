@@ -61,12 +61,26 @@ struct rdma_listener {
 	struct rdma_cm_id *id;
 };
 
+/*
+ * Port and device events.  Every context opened on a device receives them,
+ * so each rift context opens its own just to listen: events then arrive on
+ * the thread whose paths they concern.
+ */
+struct dev_watch {
+	rift_ctx *ctx;
+	struct ibv_device *dev;
+	struct ibv_context *c;
+	rift__io io;
+};
+
 /* Per-context state: one CM event channel for every id of the context. */
 struct rift__rdma_ctx {
 	struct rdma_event_channel *ch;
 	rift__io io;
 	struct rift__pool *pool; /* reference on the process pool */
 	struct rift__list paths; /* paths with a CQ, for busy polling */
+	struct dev_watch *watch[RIFT_POOL_MAX_DEVICES]; /* async events */
+	int n_watch;
 	rift_fallback_reason probed; /* cached device probe */
 	bool probe_done;
 	char device[RIFT_DEVICE_NAME_MAX];
@@ -276,6 +290,11 @@ void rift__rdma_ctx_destroy(rift_ctx *ctx)
 		rift__io_stop(ctx, &r->io);
 		rift__vb_channel_destroy(r->ch);
 	}
+	for (int i = 0; i < r->n_watch; i++) {
+		rift__io_stop(ctx, &r->watch[i]->io);
+		rift__vb_device_close(r->watch[i]->c);
+		free(r->watch[i]);
+	}
 	if (r->pool) {
 		/* Last user: the pool deregisters before the PDs go. */
 		rift__pool_put(r->pool);
@@ -353,6 +372,77 @@ static int take_blocks(struct rdma_path *rp, uint8_t **bufs, uint32_t *lkeys,
 }
 
 /*
+ * A port went down (or the device died): fail every path of this context
+ * on it now, instead of waiting for its retries to run out.  rxe does not
+ * move QPs to error on a port event by itself (LAB.md).
+ */
+static void watch_cb(rift__io *io, uint32_t revents)
+{
+	struct dev_watch *w = rift__container_of(io, struct dev_watch, io);
+	struct rift__rdma_ctx *r = w->ctx->rdma;
+	enum ibv_event_type type;
+	int port;
+
+	RIFT_UNUSED(revents);
+	while (rift__vb_async_get(w->c, &type, &port) == 0) {
+		struct rift__list *it, *next;
+		bool fatal = type == IBV_EVENT_DEVICE_FATAL;
+
+		RIFT_DEBUG("%s port %d: %s", rift__vb_device_name(w->dev), port,
+			   rift__vb_event_str(type));
+		if (type != IBV_EVENT_PORT_ERR && !fatal)
+			continue; /* PORT_ACTIVE: new paths may use it again */
+		for (it = r->paths.next; it != &r->paths; it = next) {
+			struct rdma_path *rp = rift__list_entry(
+				it, struct rdma_path, poll_node);
+
+			next = it->next;
+			if (rp->base.state == RIFT_PATH_DEAD || !rp->id ||
+			    rp->id->verbs->device != w->dev ||
+			    (!fatal && rp->id->port_num != port))
+				continue;
+			rift__path_failed(&rp->base,
+					  fatal ? RIFT_ENODEV : RIFT_ENETDOWN,
+					  "%s port %d: %s",
+					  rift__vb_device_name(w->dev), port,
+					  rift__vb_event_str(type));
+		}
+	}
+}
+
+/* Listen for the device's events on this context (once per device). */
+static void watch_device(rift_ctx *ctx, struct ibv_device *dev)
+{
+	struct rift__rdma_ctx *r = ctx->rdma;
+	struct dev_watch *w;
+	rift__vb_err err;
+
+	for (int i = 0; i < r->n_watch; i++)
+		if (r->watch[i]->dev == dev)
+			return;
+	if (r->n_watch == RIFT_POOL_MAX_DEVICES)
+		return;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return;
+	w->ctx = ctx;
+	w->dev = dev;
+	/* Without events, failures still show through the QP's retries:
+	 * a watch that cannot be set up is not fatal. */
+	if (rift__vb_device_open(dev, &w->c, err) ||
+	    rift__vb_async_setup(w->c, err) ||
+	    rift__io_start(ctx, &w->io, w->c->async_fd, EPOLLIN, watch_cb)) {
+		RIFT_DEBUG("no port events for %s: %s",
+			   rift__vb_device_name(dev), err);
+		if (w->c)
+			rift__vb_device_close(w->c);
+		free(w);
+		return;
+	}
+	r->watch[r->n_watch++] = w;
+}
+
+/*
  * QP, CQ, buffers from the registered pool and posted receives: everything
  * a path needs before rdma_connect / rdma_accept.
  */
@@ -376,6 +466,7 @@ static int path_resources(struct rdma_path *rp)
 	rc = dev_get(rp, p->ctx->rdma->pool);
 	if (rc)
 		return rc;
+	watch_device(p->ctx, rp->id->verbs->device);
 	rc = rift__vb_qp_setup(rp->id, rp->pd,
 			       cfg->cq_size < rp->rq_depth + rp->sq_depth
 				       ? rp->rq_depth + rp->sq_depth

@@ -462,3 +462,31 @@ int rift__vb_gid_table(struct ibv_context *c, struct ibv_gid_entry *e,
 		return dev_fail(err, "ibv_query_gid_table", (int)-n);
 	return n > INT32_MAX ? INT32_MAX : (int)n;
 }
+
+int rift__vb_async_setup(struct ibv_context *c, rift__vb_err err)
+{
+	return nonblock(c->async_fd, "device async fd", err);
+}
+
+int rift__vb_async_get(struct ibv_context *c, enum ibv_event_type *type,
+		       int *port)
+{
+	struct ibv_async_event ev;
+
+	if (ibv_get_async_event(c, &ev))
+		return errno == EAGAIN ? RIFT_EAGAIN : rift__from_errno(errno);
+	*type = ev.event_type;
+	*port = (ev.event_type == IBV_EVENT_PORT_ERR ||
+		 ev.event_type == IBV_EVENT_PORT_ACTIVE ||
+		 ev.event_type == IBV_EVENT_LID_CHANGE ||
+		 ev.event_type == IBV_EVENT_GID_CHANGE)
+			? ev.element.port_num
+			: 0;
+	ibv_ack_async_event(&ev);
+	return 0;
+}
+
+const char *rift__vb_event_str(enum ibv_event_type t)
+{
+	return ibv_event_type_str(t);
+}

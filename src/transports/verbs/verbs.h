@@ -137,4 +137,12 @@ int rift__vb_port_query(struct ibv_context *c, uint8_t port,
 int rift__vb_gid_table(struct ibv_context *c, struct ibv_gid_entry *e,
 		       size_t max, rift__vb_err err);
 
+/* Device async events (port error/active, fatal): a context opened for
+ * listening gets them all; make its fd non-blocking first. */
+int rift__vb_async_setup(struct ibv_context *c, rift__vb_err err);
+/* Next event's type and port (0 if not a port event), or RIFT_EAGAIN. */
+int rift__vb_async_get(struct ibv_context *c, enum ibv_event_type *type,
+		       int *port);
+const char *rift__vb_event_str(enum ibv_event_type t);
+
 #endif
