@@ -359,3 +359,26 @@ TEST_TIMEOUT(port_down_fails_an_idle_path_at_once, 240)
 	conns[1] = srv.conn;
 	h_teardown(ctx, l, conns, 2);
 }
+
+/* rdma.device names a device the route does not use: a clear error. */
+TEST_T(configured_device_the_route_does_not_use_is_an_error)
+{
+	rift_config cfg = h_config();
+	rift_ctx *ctx;
+	struct side srv = { 0 }, cli = { 0 };
+	rift_listener *l;
+	rift_conn *conns[1];
+
+	need_rdma();
+	cfg.retries = 0;
+	snprintf(cfg.device, sizeof(cfg.device), "mlx5_7");
+	ctx = h_ctx(&cfg);
+	l = h_listen(ctx, &srv);
+	h_connect(ctx, rift_listener_port(l), &cli);
+	CHECK(h_wait(ctx, &cli.errors, 10000));
+	CHECK_EQ(cli.last_status, RIFT_EINVAL);
+	CHECK_CONTAINS(cli.last_message, "not the configured device mlx5_7");
+	CHECK_CONTAINS(cli.last_message, "rdma.device");
+	conns[0] = cli.conn;
+	h_teardown(ctx, l, conns, 1);
+}

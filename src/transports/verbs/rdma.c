@@ -935,6 +935,31 @@ static void fail_setup(struct rdma_path *rp, int err, rift_fallback_reason why,
 	rift__path_failed(&rp->base, err, "%s (status %d)", what, status);
 }
 
+/*
+ * With rdma_cm the route to the address chooses the device and port.  A
+ * configured device or port that the route does not use is an error that
+ * says so, not a setting silently ignored.
+ */
+static const char *device_mismatch(struct rdma_path *rp, char *buf, size_t len)
+{
+	rift_config *cfg = &rp->base.ctx->cfg;
+	const char *dev = rift__vb_device_name(rp->id->verbs->device);
+
+	if (cfg->device[0] && strcmp(cfg->device, dev) != 0) {
+		snprintf(buf, len, "the route uses device %s, not the configured "
+				   "device %s (rdma.device): use an address on %s",
+			 dev, cfg->device, cfg->device);
+		return buf;
+	}
+	if (cfg->port && rp->id->port_num != cfg->port) {
+		snprintf(buf, len, "the route uses %s port %u, not the configured "
+				   "port %u (rdma.port)",
+			 dev, rp->id->port_num, cfg->port);
+		return buf;
+	}
+	return NULL;
+}
+
 static void path_cm_event(struct rdma_path *rp, struct rdma_cm_event *ev)
 {
 	rift__path *p = &rp->base;
@@ -943,6 +968,7 @@ static void path_cm_event(struct rdma_path *rp, struct rdma_cm_event *ev)
 	struct cm_hello hello;
 	rift__vb_err err;
 	const char *bad;
+	char mismatch[200];
 	int rc;
 
 	RIFT_DEBUG("rdma path %p: %s (status %d)", (void *)p,
@@ -951,6 +977,12 @@ static void path_cm_event(struct rdma_path *rp, struct rdma_cm_event *ev)
 		return;
 	switch (ev->event) {
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		bad = device_mismatch(rp, mismatch, sizeof(mismatch));
+		if (bad) {
+			fail_setup(rp, RIFT_EINVAL, RIFT_FALLBACK_ADDR_RESOLVE,
+				   bad, 0);
+			break;
+		}
 		rc = rift__vb_resolve_route(rp->id, (int)cfg->connect_timeout_ms,
 					    err);
 		if (rc) {
