@@ -69,7 +69,7 @@ $(BUILD)/lib/rift.pc: rift.pc.in Makefile
 tools: $(TOOL_SRCS:tools/%.c=$(BUILD)/bin/%)
 $(BUILD)/bin/%: tools/%.c $(BUILD)/lib/librift.a
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 -D_GNU_SOURCE -Iinclude -O2 -g $(WARN) $< -o $@ $(BUILD)/lib/librift.a $(LIBS) -lm
+	$(CC) -std=c11 -D_GNU_SOURCE -Iinclude -O2 -g $(WARN) $< -o $@ $(BUILD)/lib/librift.a $(LIBS) -lm $$(pkg-config --libs libmicrohttpd)
 
 $(BUILD)/tst/rift-tests: $(tst_objs)
 	$(CC) -o $@ $^ $(LIBS) -lm

@@ -25,6 +25,10 @@
  * The loop is an external one (poll on rift_ctx_fd, then
  * rift_ctx_progress), following the polling mode of the configuration, so
  * the bandwidth test can send again as soon as acknowledgements arrive.
+ *
+ * With --metrics-port, GET /metrics and /info are served over HTTP
+ * (metrics_http.h): libmicrohttpd's thread asks, each context's loop
+ * renders its own context after a progress round.
  */
 #include <ctype.h>
 #include <endian.h>
@@ -47,6 +51,8 @@
 #include <unistd.h>
 
 #include "rift.h"
+
+#include "metrics_http.h"
 
 #define PROG		  "rift-perf"
 #define DEFAULT_PORT	  18515	      /* perftest's */
@@ -109,10 +115,12 @@ struct opts {
 	uint32_t qd;	 /* messages in flight per connection, 0 = window */
 	uint32_t conns;	 /* data connections */
 	bool json, persistent;
-	bool fill;	    /* bw: write every byte of every message */
-	const char *plot;   /* SVG path or NULL */
-	const char *config; /* config file or NULL */
-	rift_config cfg;    /* defaults < file < env < options */
+	bool fill;		  /* bw: write every byte of every message */
+	const char *plot;	  /* SVG path or NULL */
+	const char *config;	  /* config file or NULL */
+	int metrics_port;	  /* --metrics-port, -1 = no endpoint */
+	const char *metrics_addr; /* --metrics-addr */
+	rift_config cfg;	  /* defaults < file < env < options */
 };
 
 static volatile sig_atomic_t interrupted;
@@ -239,8 +247,9 @@ static int ctl_send(rift_conn *conn, uint32_t type, const uint64_t *v, int nv,
 struct loop {
 	rift_ctx *ctx;
 	rift_polling polling;
-	uint64_t busy_ns;   /* adaptive: spin this long after work, ns */
-	uint64_t last_work; /* ns */
+	uint64_t busy_ns;	  /* adaptive: spin this long after work, ns */
+	uint64_t last_work;	  /* ns */
+	struct metrics_src *msrc; /* /metrics of ctx, or NULL */
 };
 
 /*
@@ -267,15 +276,28 @@ static int loop_once(struct loop *lp, int max_ms)
 	rc = rift_ctx_progress(lp->ctx);
 	if (rc > 0)
 		lp->last_work = now_ns();
+	/* a scrape woke us (rift_ctx_wake): render on this, ctx's thread */
+	metrics_src_poll(lp->msrc);
 	return rc;
 }
 
-static void loop_init(struct loop *lp, rift_ctx *ctx, const rift_config *cfg)
+/* msrc (may be NULL): where ctx's metrics are served; attached here. */
+static void loop_init(struct loop *lp, rift_ctx *ctx, const rift_config *cfg,
+		      struct metrics_src *msrc)
 {
 	lp->ctx = ctx;
 	lp->polling = cfg->polling;
 	lp->busy_ns = (uint64_t)cfg->busy_poll_us * 1000u;
 	lp->last_work = now_ns();
+	lp->msrc = msrc;
+	metrics_src_attach(msrc, ctx);
+}
+
+/* Stop serving the loop's context over HTTP; before rift_ctx_destroy. */
+static void loop_fini(struct loop *lp)
+{
+	metrics_src_detach(lp->msrc);
+	lp->msrc = NULL;
 }
 
 static void url_build(char *buf, size_t len, const char *scheme,
@@ -308,8 +330,9 @@ struct sconn {
 
 struct server {
 	const struct opts *o;
-	const char *who; /* log prefix */
-	bool quiet;	 /* loopback: errors only */
+	const char *who;	  /* log prefix */
+	bool quiet;		  /* loopback: errors only */
+	struct metrics_src *msrc; /* --metrics-port: this side, or NULL */
 	rift_ctx *ctx;
 	struct loop lp;
 	rift_listener *lst;
@@ -736,7 +759,7 @@ static int server_run(struct server *s)
 		__atomic_store_n(&s->ready, -1, __ATOMIC_RELEASE);
 		return EXIT_FAIL;
 	}
-	loop_init(&s->lp, s->ctx, &o->cfg);
+	loop_init(&s->lp, s->ctx, &o->cfg, s->msrc);
 	url_build(s->url, sizeof(s->url), o->transport, o->host, o->port);
 	rc = rift_listen(s->ctx, s->url, &cbs, s, srv_on_accept, &s->lst);
 	if (rc) {
@@ -777,6 +800,7 @@ static int server_run(struct server *s)
 		if (loop_once(&s->lp, 10) < 0)
 			break;
 destroy_ctx:
+	loop_fini(&s->lp);
 	rc = rift_ctx_destroy(s->ctx);
 	if (rc) {
 		serr(s, "rift_ctx_destroy: %s", rift_ctx_last_error(s->ctx));
@@ -1816,7 +1840,7 @@ static int plot_svg(const struct client *cl)
 
 /* ---- the client run ---- */
 
-static int client_run(const struct opts *o, int port)
+static int client_run(const struct opts *o, int port, struct metrics_src *msrc)
 {
 	struct client *cl = calloc(1, sizeof(*cl));
 	uint64_t max_size = 0, v[5], end;
@@ -1870,7 +1894,7 @@ static int client_run(const struct opts *o, int port)
 		ret = EXIT_FAIL;
 		goto free_client;
 	}
-	loop_init(&cl->lp, cl->ctx, &o->cfg);
+	loop_init(&cl->lp, cl->ctx, &o->cfg, msrc);
 	url_build(cl->url, sizeof(cl->url), o->transport, o->host, port);
 
 	/* Control connection, then HELLO: the server learns the test. */
@@ -1967,6 +1991,7 @@ close:
 	while (cl->open > 0 && now_ns() < end)
 		if (loop_once(&cl->lp, 10) < 0)
 			break;
+	loop_fini(&cl->lp);
 	rc = rift_ctx_destroy(cl->ctx);
 	if (rc) {
 		errf("rift_ctx_destroy: %s", rift_ctx_last_error(cl->ctx));
@@ -2000,6 +2025,8 @@ enum {
 	OPT_WARMUP,
 	OPT_POLL,
 	OPT_FILL,
+	OPT_METRICS_PORT,
+	OPT_METRICS_ADDR,
 };
 
 static const struct option long_opts[] = {
@@ -2028,6 +2055,8 @@ static const struct option long_opts[] = {
 	{"warmup", required_argument, NULL, OPT_WARMUP},
 	{"poll", required_argument, NULL, OPT_POLL},
 	{"fill", no_argument, NULL, OPT_FILL},
+	{"metrics-port", required_argument, NULL, OPT_METRICS_PORT},
+	{"metrics-addr", required_argument, NULL, OPT_METRICS_ADDR},
 	{"help", no_argument, NULL, 'h'},
 	{"version", no_argument, NULL, 'V'},
 	{NULL, 0, NULL, 0},
@@ -2095,10 +2124,14 @@ static void usage(FILE *f)
 "      --json              one JSON object on stdout instead of the table\n"
 "      --plot FILE.svg     draw the sweep (-a) or the latency distribution\n"
 "                          with gnuplot\n"
+"      --metrics-port PORT serve rift's metrics over HTTP while running:\n"
+"                          GET /metrics (Prometheus), GET /info; 0 = any\n"
+"                          free port (printed on stderr)\n"
+"      --metrics-addr ADDR address for --metrics-port (default 127.0.0.1)\n"
 "  -h, --help, -V, --version\n"
 "\n"
-"Exit status: 0 done, 1 failed (connection, server, gnuplot), 2 bad usage,\n"
-"130 interrupted.\n", DEFAULT_PORT);
+"Exit status: 0 done, 1 failed (connection, server, gnuplot, metrics port),\n"
+"2 bad usage, 130 interrupted.\n", DEFAULT_PORT);
 }
 /* clang-format on */
 
@@ -2181,7 +2214,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	bool server = false, loopback = false, sweep = false;
 	bool size_set = false, max_set = false, iters_set = false,
 	     qd_set = false;
-	bool warm_set = false, port_set = false;
+	bool warm_set = false, port_set = false, maddr_set = false;
 	int64_t ib_port = -1, gid = -2;
 	int polling = -1, ch, rc;
 	char err[RIFT_CONFIG_ERRLEN];
@@ -2191,6 +2224,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	o->transport = "auto";
 	o->port = DEFAULT_PORT;
 	o->conns = 1;
+	o->metrics_port = -1;
+	o->metrics_addr = "127.0.0.1";
 	while ((ch = getopt_long(argc, argv, "Sp:d:i:x:s:n:aD:t:q:hV",
 				 long_opts, NULL)) != -1) {
 		switch (ch) {
@@ -2312,6 +2347,18 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case OPT_CONFIG:
 			o->config = optarg;
 			break;
+		case OPT_METRICS_PORT:
+			if ((rc = parse_range(ch, optarg, 0, 65535, &v)))
+				return rc;
+			o->metrics_port = (int)v;
+			break;
+		case OPT_METRICS_ADDR:
+			if (!*optarg)
+				return bad(ch, "give an address, e.g. "
+					       "127.0.0.1, 0.0.0.0 or ::1");
+			o->metrics_addr = optarg;
+			maddr_set = true;
+			break;
 		case OPT_WARMUP:
 			if ((rc = parse_range(ch, optarg, 0, 1000000000,
 					      &o->warmup)))
@@ -2377,6 +2424,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		errf("--persistent: only for the server");
 		return EXIT_USAGE;
 	}
+	if (maddr_set && o->metrics_port < 0)
+		return bad(OPT_METRICS_ADDR, "only with --metrics-port");
 
 	/* Sizes, counts, depth. */
 	if (iters_set && o->duration > 0) {
@@ -2473,31 +2522,39 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* --metrics-port: serve the sides this mode runs; 0 or EXIT_FAIL. */
+static int metrics_start(const struct opts *o, struct metrics_http *mh)
 {
-	struct opts o;
+	static const char *const sides[2] = {"server", "client"};
+	char err[512];
+	bool v6 = strchr(o->metrics_addr, ':') && o->metrics_addr[0] != '[';
+
+	if (metrics_http_start(mh, PROG, o->metrics_addr, o->metrics_port,
+			       o->mode == MODE_CLIENT ? sides + 1 : sides,
+			       o->mode == MODE_LOOPBACK ? 2 : 1, err,
+			       sizeof(err))) {
+		errf("--metrics-port %d: %s", o->metrics_port, err);
+		return EXIT_FAIL;
+	}
+	fprintf(stderr,
+		PROG ": metrics on http://%s%s%s:%d/metrics and /info\n",
+		v6 ? "[" : "", o->metrics_addr, v6 ? "]" : "", mh->port);
+	return 0;
+}
+
+static int run(const struct opts *o, struct metrics_http *mh)
+{
 	struct server srv;
-	struct sigaction sa;
 	pthread_t th;
 	int rc;
 
-	rc = parse_args(argc, argv, &o);
-	if (rc)
-		return rc;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal; /* no SA_RESTART: poll returns EINTR */
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
-
-	if (o.mode == MODE_CLIENT)
-		return client_run(&o, o.port);
+	if (o->mode == MODE_CLIENT)
+		return client_run(o, o->port, metrics_http_src(mh, 0));
 
 	memset(&srv, 0, sizeof(srv));
-	srv.o = &o;
-	if (o.mode == MODE_SERVER) {
+	srv.o = o;
+	srv.msrc = metrics_http_src(mh, 0);
+	if (o->mode == MODE_SERVER) {
 		srv.who = PROG;
 		return server_run(&srv);
 	}
@@ -2516,10 +2573,36 @@ int main(int argc, char **argv)
 		pthread_join(th, NULL);
 		return EXIT_FAIL;
 	}
-	rc = client_run(&o, srv.port);
+	rc = client_run(o, srv.port, metrics_http_src(mh, 1));
 	__atomic_store_n(&stop_all, 1, __ATOMIC_RELEASE);
 	pthread_join(th, NULL);
 	if (!rc && srv.failed)
 		rc = srv.failed;
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o;
+	struct metrics_http mh;
+	struct sigaction sa;
+	int rc;
+
+	rc = parse_args(argc, argv, &o);
+	if (rc)
+		return rc;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal; /* no SA_RESTART: poll returns EINTR */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	memset(&mh, 0, sizeof(mh));
+	if (o.metrics_port >= 0 && (rc = metrics_start(&o, &mh)))
+		return rc;
+	rc = run(&o, &mh);
+	metrics_http_stop(&mh);
 	return rc;
 }
