@@ -67,7 +67,7 @@ $(BUILD)/lib/rift.pc: rift.pc.in Makefile
 
 # Tools use only rift.h, like any user, and link the static library.
 tools: $(TOOL_SRCS:tools/%.c=$(BUILD)/bin/%)
-$(BUILD)/bin/%: tools/%.c $(BUILD)/lib/librift.a
+$(BUILD)/bin/%: tools/%.c $(wildcard tools/*.h) $(BUILD)/lib/librift.a
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -Iinclude -O2 -g $(WARN) $< -o $@ $(BUILD)/lib/librift.a $(LIBS) -lm $$(pkg-config --libs libmicrohttpd)
 
