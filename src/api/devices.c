@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "memory/pool.h"
 #include "transports/verbs/verbs.h"
 
 const char *rift_gid_type_name(rift_gid_type t)
@@ -381,7 +382,7 @@ int rift_devices(rift_device_info *out, int max, char *err, size_t errlen)
 uint64_t rift_config_memlock_need(const rift_config *cfg, uint64_t *max_bytes)
 {
 	rift_config c;
-	uint64_t big, region, regions, initial;
+	struct rift__pool_geometry g;
 
 	rift_config_init(&c);
 	if (cfg) {
@@ -392,21 +393,9 @@ uint64_t rift_config_memlock_need(const rift_config *cfg, uint64_t *max_bytes)
 		}
 		memcpy(&c, cfg, cfg->size);
 	}
-	/*
-	 * The pool (memory/pool.c) reserves pool_max as whole regions and
-	 * commits pool_initial as whole regions; each region is registered
-	 * as one piece, so this is what the kernel pins.
-	 */
-	big = c.block_size[RIFT_BLOCK_CLASSES - 1];
-	region = c.pool_increment > big ? c.pool_increment : big;
-	region = (region + big - 1) / big * big;
-	regions = c.pool_max / region;
-	if (regions == 0)
-		regions = 1;
-	initial = (c.pool_initial + region - 1) / region;
-	if (initial > regions)
-		initial = regions;
+	/* Exactly the pool's own arithmetic: what it registers, it pins. */
+	rift__pool_geometry(&c, &g);
 	if (max_bytes)
-		*max_bytes = regions * region;
-	return initial * region;
+		*max_bytes = (uint64_t)g.max_regions * g.region;
+	return (uint64_t)g.initial_regions * g.region;
 }

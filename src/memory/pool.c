@@ -221,11 +221,25 @@ static void carve(struct rift__pool *pool, size_t i, int c, struct bucket *b)
 	pthread_mutex_unlock(&b->mu);
 }
 
+void rift__pool_geometry(const rift_config *cfg, struct rift__pool_geometry *g)
+{
+	size_t big = cfg->block_size[RIFT_BLOCK_CLASSES - 1];
+
+	g->region = cfg->pool_increment > big ? cfg->pool_increment : big;
+	g->region = (g->region + big - 1) / big * big;
+	g->max_regions = cfg->pool_max / g->region;
+	if (g->max_regions == 0)
+		g->max_regions = 1;
+	g->initial_regions = (cfg->pool_initial + g->region - 1) / g->region;
+	if (g->initial_regions > g->max_regions)
+		g->initial_regions = g->max_regions;
+}
+
 int rift__pool_get(const rift_config *cfg, const struct rift__pool_reg *ops,
 		   struct rift__pool **out, char *err, size_t errlen)
 {
 	struct rift__pool *pool;
-	size_t initial;
+	struct rift__pool_geometry geo;
 	int rc = 0;
 
 	pthread_mutex_lock(&global_mu);
@@ -246,14 +260,9 @@ int rift__pool_get(const rift_config *cfg, const struct rift__pool_reg *ops,
 	pool->gen = ++global_gen;
 	pool->ops = *ops;
 	memcpy(pool->block, cfg->block_size, sizeof(pool->block));
-	/* A region holds whole blocks of the largest class. */
-	pool->region = cfg->pool_increment > pool->block[2] ? cfg->pool_increment
-							     : pool->block[2];
-	pool->region = (pool->region + pool->block[2] - 1) / pool->block[2] *
-		       pool->block[2];
-	pool->max_regions = cfg->pool_max / pool->region;
-	if (pool->max_regions == 0)
-		pool->max_regions = 1;
+	rift__pool_geometry(cfg, &geo);
+	pool->region = geo.region;
+	pool->max_regions = geo.max_regions;
 	pool->reserved = pool->max_regions * pool->region;
 	pool->limit[RIFT_POOL_RECV] = pool->reserved * cfg->recv_reserve_pct / 100;
 	pool->limit[RIFT_POOL_SEND] = pool->reserved - pool->limit[RIFT_POOL_RECV];
@@ -283,8 +292,7 @@ int rift__pool_get(const rift_config *cfg, const struct rift__pool_reg *ops,
 		pool->base = NULL;
 		goto fail;
 	}
-	initial = (cfg->pool_initial + pool->region - 1) / pool->region;
-	for (size_t i = 0; i < initial && i < pool->max_regions; i++) {
+	for (size_t i = 0; i < geo.initial_regions; i++) {
 		rc = commit_region(pool, err, errlen);
 		if (rc < 0)
 			goto fail;

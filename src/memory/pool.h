@@ -35,6 +35,19 @@ struct rift__pool_reg {
 struct rift__pool;
 
 /*
+ * The pool's shape for a configuration: bytes per region (whole blocks of
+ * the largest class, at least pool_increment), regions at most (pool_max)
+ * and regions committed at start (pool_initial).  Each region is
+ * registered as one piece, so region * regions is what the kernel pins.
+ */
+struct rift__pool_geometry {
+	size_t region;
+	size_t max_regions;
+	size_t initial_regions;
+};
+void rift__pool_geometry(const rift_config *cfg, struct rift__pool_geometry *g);
+
+/*
  * Take a reference on the process pool, creating it from cfg on first use
  * (later users share it; their pool settings are ignored).  Fails with
  * RIFT_EMEMLOCK and an actionable message when the initial size cannot be

@@ -175,6 +175,32 @@ TEST_T(lying_rdma_cm_hello_is_refused_and_counted)
 }
 
 /*
+ * Pair topology: a listener on every address and a client whose URL names
+ * the server's address on link0, then on link1.  Skips elsewhere.
+ */
+static rift_conn *pair_session(rift_ctx *ctx, struct side *srv,
+			       struct side *cli, rift_listener **l)
+{
+	const char *topo = getenv("RIFT_LAB_TOPO");
+	const char *a0 = getenv("RIFT_LAB_SERVER_ADDR0");
+	const char *a1 = getenv("RIFT_LAB_SERVER_ADDR1");
+	rift_conn *c = NULL;
+	char url[256];
+
+	if (!topo || strcmp(topo, "pair") != 0 || !a0 || !a1)
+		SKIP("needs the lab's pair topology (two links)");
+	CHECK_EQ(rift_listen(ctx, "rdma://0.0.0.0:0", &h_callbacks, srv,
+			     h_accept_side, l),
+		 0);
+	snprintf(url, sizeof(url), "rdma://%s:%d,%s:%d", a0,
+		 rift_listener_port(*l), a1, rift_listener_port(*l));
+	CHECK_EQ(rift_connect(ctx, url, &h_callbacks, cli, &c), 0);
+	cli->conn = c;
+	h_connected(ctx, cli);
+	return c;
+}
+
+/*
  * Pair topology: two links between client and server.  Cut link0 for real
  * (100% loss on the client's end, as a cable fault: routes stay, packets
  * vanish) while messages stream both ways;
@@ -183,33 +209,20 @@ TEST_T(lying_rdma_cm_hello_is_refused_and_counted)
  */
 TEST_TIMEOUT(link_cut_mid_stream_reattaches_over_the_other_port, 240)
 {
-	const char *topo = getenv("RIFT_LAB_TOPO");
-	const char *a0 = getenv("RIFT_LAB_SERVER_ADDR0");
-	const char *a1 = getenv("RIFT_LAB_SERVER_ADDR1");
 	rift_config cfg = h_config();
 	rift_ctx *ctx;
 	struct side srv = { .verify = true, .seed = 7, .max_size = 256 };
 	struct side cli = { .verify = true, .seed = 70, .max_size = 256 };
 	rift_listener *l = NULL;
-	rift_conn *c = NULL, *conns[2];
+	rift_conn *c, *conns[2];
 	uint64_t n = 20000, sent_c = 0, sent_s = 0, end, cut_at = 0;
-	char url[256];
 	int down = 0;
 
 	need_rdma();
-	if (!topo || strcmp(topo, "pair") != 0 || !a0 || !a1)
-		SKIP("needs the lab's pair topology (two links)");
 	cfg.keepalive_interval_ms = 100;
 	cfg.keepalive_timeout_ms = 1500;
 	ctx = h_ctx(&cfg);
-	CHECK_EQ(rift_listen(ctx, "rdma://0.0.0.0:0", &h_callbacks, &srv,
-			     h_accept_side, &l),
-		 0);
-	snprintf(url, sizeof(url), "rdma://%s:%d,%s:%d", a0,
-		 rift_listener_port(l), a1, rift_listener_port(l));
-	CHECK_EQ(rift_connect(ctx, url, &h_callbacks, &cli, &c), 0);
-	cli.conn = c;
-	h_connected(ctx, &cli);
+	c = pair_session(ctx, &srv, &cli, &l);
 	CHECK(h_wait(ctx, &srv.connected, 5000));
 	end = h_now_us() + 200000000u;
 	while ((cli.recv_count < n || srv.recv_count < n) && h_now_us() < end &&
@@ -296,33 +309,20 @@ TEST_T(registered_buffers_are_sent_and_received_without_a_copy)
  */
 TEST_TIMEOUT(port_down_fails_an_idle_path_at_once, 240)
 {
-	const char *topo = getenv("RIFT_LAB_TOPO");
-	const char *a0 = getenv("RIFT_LAB_SERVER_ADDR0");
-	const char *a1 = getenv("RIFT_LAB_SERVER_ADDR1");
 	rift_config cfg = h_config();
 	rift_ctx *ctx;
 	struct side srv = { .verify = true, .seed = 5, .max_size = 256 };
 	struct side cli = { 0 };
 	rift_listener *l = NULL;
-	rift_conn *c = NULL, *conns[2];
+	rift_conn *c, *conns[2];
 	rift_conn_stats st;
 	uint64_t n = 200, downed, end;
-	char url[256];
 
 	need_rdma();
-	if (!topo || strcmp(topo, "pair") != 0 || !a0 || !a1)
-		SKIP("needs the lab's pair topology (two links)");
 	cfg.keepalive_interval_ms = 20000;
 	cfg.keepalive_timeout_ms = 60000;
 	ctx = h_ctx(&cfg);
-	CHECK_EQ(rift_listen(ctx, "rdma://0.0.0.0:0", &h_callbacks, &srv,
-			     h_accept_side, &l),
-		 0);
-	snprintf(url, sizeof(url), "rdma://%s:%d,%s:%d", a0,
-		 rift_listener_port(l), a1, rift_listener_port(l));
-	CHECK_EQ(rift_connect(ctx, url, &h_callbacks, &cli, &c), 0);
-	cli.conn = c;
-	h_connected(ctx, &cli);
+	c = pair_session(ctx, &srv, &cli, &l);
 	for (uint64_t i = 0; i < n / 2; i++)
 		CHECK_EQ(h_send(c, 5, i, 256), 0);
 	CHECK(h_wait_u64(ctx, &srv.recv_count, n / 2, 20000));
