@@ -1,4 +1,5 @@
 #include <stdlib.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "harness.h"
@@ -259,4 +260,32 @@ void h_connected(rift_ctx *ctx, struct side *s)
 		     "last error \"%s\"",
 		     s->errors, s->last_message,
 		     s->conn ? rift_conn_last_error(s->conn) : "(no conn)");
+}
+
+const char *h_tool_path(const char *name)
+{
+	static char path[4096];
+	char exe[4096];
+	ssize_t n;
+	char *slash;
+
+	snprintf(path, sizeof(path), "build/bin/%s", name);
+	if (access(path, X_OK) == 0)
+		return path;
+	/* build/<flavour>/rift-tests -> build/bin/NAME */
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		slash = strrchr(exe, '/');
+		if (slash) {
+			*slash = '\0';
+			snprintf(path, sizeof(path), "%s/../bin/%s", exe, name);
+			if (access(path, X_OK) == 0)
+				return path;
+		}
+	}
+	snprintf(path, sizeof(path),
+		 "build/bin/%s is missing: run `make all` first", name);
+	SKIP(path);
+	return NULL;
 }

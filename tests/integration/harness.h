@@ -56,5 +56,8 @@ int h_send(rift_conn *conn, uint64_t seed, uint64_t i, size_t max_size);
  * fail the test if anything is left (the leak check). */
 void h_teardown(rift_ctx *ctx, rift_listener *l, rift_conn **conns, int n);
 uint64_t h_now_us(void);
+/* Path of a built tool (build/bin/NAME, also found from the test binary's
+ * own location); skips the test when it is not built. */
+const char *h_tool_path(const char *name);
 
 #endif

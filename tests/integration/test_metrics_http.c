@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../runner.h"
+#include "harness.h"
 
 #define HTTP_MAX      (4 * 1024 * 1024)
 #define OUT_MAX	      (64 * 1024)
@@ -32,28 +32,7 @@
 
 static const char *perf_path(void)
 {
-	static char path[4096];
-	char exe[4096];
-	ssize_t n;
-	char *slash;
-
-	if (access("build/bin/rift-perf", X_OK) == 0)
-		return "build/bin/rift-perf";
-	/* build/<flavour>/rift-tests -> build/bin/rift-perf */
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n > 0) {
-		exe[n] = '\0';
-		slash = strrchr(exe, '/');
-		if (slash) {
-			*slash = '\0';
-			snprintf(path, sizeof(path), "%s/../bin/rift-perf",
-				 exe);
-			if (access(path, X_OK) == 0)
-				return path;
-		}
-	}
-	SKIP("build/bin/rift-perf is missing: run `make all` first");
-	return NULL;
+	return h_tool_path("rift-perf");
 }
 
 /* ---- child processes ---- */

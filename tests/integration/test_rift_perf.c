@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../runner.h"
+#include "harness.h"
 
 #define OUT_MAX	      (256 * 1024)
 #define RUN_TIMEOUT_S 90
@@ -28,28 +28,7 @@ struct run {
 
 static const char *perf_path(void)
 {
-	static char path[4096];
-	char exe[4096];
-	ssize_t n;
-	char *slash;
-
-	if (access("build/bin/rift-perf", X_OK) == 0)
-		return "build/bin/rift-perf";
-	/* build/<flavour>/rift-tests -> build/bin/rift-perf */
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n > 0) {
-		exe[n] = '\0';
-		slash = strrchr(exe, '/');
-		if (slash) {
-			*slash = '\0';
-			snprintf(path, sizeof(path), "%s/../bin/rift-perf",
-				 exe);
-			if (access(path, X_OK) == 0)
-				return path;
-		}
-	}
-	SKIP("build/bin/rift-perf is missing: run `make all` first");
-	return NULL;
+	return h_tool_path("rift-perf");
 }
 
 static void slurp(int fd, char *buf)
