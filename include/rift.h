@@ -704,9 +704,17 @@ void rift_buf_free(rift_ctx *ctx, void *buf);
 int rift_conn_send_buf(rift_conn *conn, void *buf, size_t len);
 
 /*
- * Stop / restart delivering messages.  While stopped, rift reads nothing
- * from the connection, so a busy sender fills its window and gets
- * RIFT_EAGAIN: this is backpressure, memory stays bounded.
+ * Stop / restart delivering messages (on_recv).  While stopped, rift keeps
+ * reading the connection, so the peer's acknowledgements and keepalives
+ * still arrive, and holds the messages that come in without acknowledging
+ * them: a busy sender fills its window and gets RIFT_EAGAIN.  This is
+ * backpressure; what is held is bounded by the peer's send window.  An
+ * application that stops receiving until its own sends are WRITABLE again
+ * cannot deadlock with a peer doing the same.  After rift_conn_recv_start
+ * the held messages are delivered, in order, from the next progress call
+ * (never from inside rift_conn_recv_start).  Messages still held when the
+ * session ends are dropped, like everything the peer had not seen
+ * acknowledged.
  */
 int rift_conn_recv_stop(rift_conn *conn);
 int rift_conn_recv_start(rift_conn *conn);
@@ -761,6 +769,8 @@ typedef struct rift_conn_stats {
 	uint64_t path_downs;       /* PATH_DOWN events, count */
 	uint64_t keepalive_timeouts; /* paths failed for silence, count */
 	uint64_t failbacks;        /* back from TCP to RDMA (reserved) */
+	uint64_t msgs_held;        /* received while receiving was stopped */
+	uint64_t held_bytes;       /* held for delivery now, frame bytes */
 } rift_conn_stats;
 
 void rift__conn_stats_init(rift_conn_stats *st, size_t size);

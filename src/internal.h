@@ -149,9 +149,8 @@ int rift__ctx_fail(rift_ctx *ctx, int err, const char *fmt, ...)
 typedef struct rift__path rift__path;
 
 /*
- * One ops table per transport.  Backends start from rift__transport_default
- * (every slot answers RIFT_ENOTSUP) and override with designated
- * initializers, so callers never test for NULL.
+ * One ops table per transport (tcp.c, verbs/rdma.c).  Every slot is
+ * filled, so callers never test for NULL.
  */
 struct rift__transport_ops {
 	const char *name;
@@ -166,8 +165,6 @@ struct rift__transport_ops {
 	void (*listen_close)(rift_listener *l);
 	/* Write what is pending (control frames, then session data). */
 	void (*flush)(rift__path *p);
-	/* Stop or restart reading. */
-	void (*set_reading)(rift__path *p, bool on);
 	/* Free the path and its resources; no upcall follows. */
 	void (*destroy)(rift__path *p);
 	/* Break the path for real, as a failing link would (tests):
@@ -178,7 +175,6 @@ struct rift__transport_ops {
 /* Tests: cut the connection's current path; 0 or RIFT_ENOTCONN. */
 int rift__conn_cut(rift_conn *conn);
 
-extern const struct rift__transport_ops rift__transport_default;
 extern const struct rift__transport_ops rift__tcp_ops;
 extern const struct rift__transport_ops rift__rdma_ops;
 
@@ -240,10 +236,10 @@ void rift__path_failed(rift__path *p, int err, const char *fmt, ...)
 /*
  * A complete frame arrived.  For DATA, payload/len are the message bytes;
  * if owned is non-NULL the payload sits in that malloc'd block, which the
- * session takes over.  Returns 0 to continue, RIFT_EAGAIN to stop reading
- * (receiving was stopped; the transport keeps the frame and offers it again
- * after set_reading(true)), or a negative code after which the path has
- * failed and the transport must return without touching p.
+ * session takes over (otherwise it copies what it must keep: the frame
+ * may be held while the application has stopped receiving).  Returns 0 to
+ * continue, or a negative code after which the path has failed and the
+ * transport must return without touching p.
  */
 int rift__path_on_frame(rift__path *p, const struct rift__hdr *h,
 			void *payload, void *owned);
@@ -305,6 +301,7 @@ struct rift_ctx {
 	struct rift__list closing_conns;     /* awaiting close callback */
 	struct rift__list closing_listeners; /* awaiting close callback */
 	struct rift__list dead_paths; /* failed paths to destroy */
+	struct rift__list drainq;  /* conns with held messages to deliver */
 	rift_ctx_stats stats;
 	struct rift__hist ack_hist;      /* enqueue to cumulative ack, us */
 	struct rift__hist reattach_hist; /* PATH_DOWN to PATH_CHANGED, us */

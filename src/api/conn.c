@@ -167,6 +167,7 @@ static rift_conn *conn_alloc(rift_ctx *ctx, const rift_conn_callbacks *cbs,
 	rift_conn_stats_init(&conn->stats);
 	rift__timer_init(ctx, &conn->retry_timer, NULL, conn);
 	rift__timer_init(ctx, &conn->ack_timer, NULL, conn);
+	rift__list_init(&conn->drain_node);
 	rift__list_add_tail(&ctx->conns, &conn->node);
 	ctx->stats.conns_active++;
 	ctx->stats.conns_opened++;
@@ -352,9 +353,10 @@ static int send_check(rift_conn *conn, size_t len)
 	if (len > ctx->cfg.max_msg_size)
 		return RIFT_EMSGSIZE;
 	/* One message may exceed the window alone; otherwise the window
-	 * bounds what is held for replay. */
-	if (conn->unacked_bytes &&
-	    conn->unacked_bytes + len > ctx->cfg.send_window) {
+	 * bounds what is held for replay, and what a stopped receiver holds.
+	 * Headers count: zero-length messages are not free. */
+	if (conn->window_used &&
+	    conn->window_used + len + RIFT_HDR_SIZE > ctx->cfg.send_window) {
 		conn->want_writable = true;
 		conn->stats.send_eagain++;
 		return RIFT_EAGAIN;
@@ -400,8 +402,6 @@ int rift_conn_recv_stop(rift_conn *conn)
 	if (conn->closing)
 		return RIFT_ECLOSED;
 	conn->recv_stopped = true;
-	if (conn->path && conn->path->state != RIFT_PATH_DEAD)
-		conn->path->ops->set_reading(conn->path, false);
 	return 0;
 }
 
@@ -410,8 +410,8 @@ int rift_conn_recv_start(rift_conn *conn)
 	if (conn->closing)
 		return RIFT_ECLOSED;
 	conn->recv_stopped = false;
-	if (conn->path && conn->path->state != RIFT_PATH_DEAD)
-		conn->path->ops->set_reading(conn->path, true);
+	if (conn->held_head && rift__list_empty(&conn->drain_node))
+		rift__list_add_tail(&conn->ctx->drainq, &conn->drain_node);
 	return 0;
 }
 
@@ -436,6 +436,7 @@ void rift_conn_close(rift_conn *conn, void (*close_cb)(rift_conn *conn))
 	rift__conn_abandon_path(conn);
 	rift_timer_stop(&conn->retry_timer);
 	rift_timer_stop(&conn->ack_timer);
+	rift__conn_drop_held(conn);
 	rift__list_del(&conn->node);
 	rift__list_add_tail(&ctx->closing_conns, &conn->node);
 	ctx->stats.conns_active--;
@@ -499,6 +500,7 @@ int rift_conn_stats_get(const rift_conn *conn, rift_conn_stats *st)
 		return RIFT_EINVAL;
 	now.unacked_msgs = conn->unacked_msgs;
 	now.unacked_bytes = conn->unacked_bytes;
+	now.held_bytes = conn->held_bytes;
 	memcpy(st, &now, size);
 	st->size = size;
 	return 0;
@@ -649,8 +651,18 @@ void rift_listener_close(rift_listener *l, void (*close_cb)(rift_listener *l))
 
 void rift__ctx_deferred(rift_ctx *ctx)
 {
-	/* Flushing may fail paths and queue more work: loop until quiet. */
-	while (!rift__list_empty(&ctx->flushq)) {
+	/* Delivering held messages queues acks, and flushing may fail
+	 * paths and queue more work: loop until quiet. */
+	while (!rift__list_empty(&ctx->drainq) ||
+	       !rift__list_empty(&ctx->flushq)) {
+		if (!rift__list_empty(&ctx->drainq)) {
+			rift_conn *conn = rift__list_entry(ctx->drainq.next,
+							   rift_conn, drain_node);
+
+			rift__list_del(&conn->drain_node);
+			rift__conn_drain(conn);
+			continue;
+		}
 		rift__path *p = rift__list_entry(ctx->flushq.next, rift__path,
 						 flush_node);
 

@@ -273,6 +273,7 @@ int rift_ctx_create(rift_ctx **out, const rift_config *cfg)
 	rift__list_init(&ctx->closing_conns);
 	rift__list_init(&ctx->closing_listeners);
 	rift__list_init(&ctx->dead_paths);
+	rift__list_init(&ctx->drainq);
 	rift_ctx_stats_init(&ctx->stats);
 	ctx->now_us = rift__clock_us();
 
@@ -552,6 +553,7 @@ int rift_ctx_timeout(rift_ctx *ctx)
 	uint64_t now = rift__clock_us();
 
 	if (!rift__list_empty(&ctx->flushq) ||
+	    !rift__list_empty(&ctx->drainq) ||
 	    !rift__list_empty(&ctx->closing_conns) ||
 	    !rift__list_empty(&ctx->closing_listeners) ||
 	    !rift__list_empty(&ctx->dead_paths))

@@ -106,6 +106,9 @@ static void conn_die(rift_conn *conn, rift_event_type type, int status)
 	rift__conn_abandon_path(conn);
 	rift_timer_stop(&conn->retry_timer);
 	rift_timer_stop(&conn->ack_timer);
+	/* Held messages were never acknowledged: the peer counts them as
+	 * lost with the session, as it does everything unacknowledged. */
+	rift__conn_drop_held(conn);
 	conn->state = RIFT_CONN_DEAD;
 	conn->transport = RIFT_TRANSPORT_NONE;
 	if (status == RIFT_ETIMEDOUT && type == RIFT_EVENT_DISCONNECTED)
@@ -124,7 +127,23 @@ void rift__conn_drop_queue(rift_conn *conn)
 		m = next;
 	}
 	conn->head = conn->tail = conn->cursor = NULL;
-	conn->unacked_bytes = conn->unacked_msgs = 0;
+	conn->unacked_bytes = conn->unacked_msgs = conn->window_used = 0;
+}
+
+void rift__conn_drop_held(rift_conn *conn)
+{
+	struct rift__held *h = conn->held_head;
+
+	while (h) {
+		struct rift__held *next = h->next;
+
+		free(h->owned);
+		free(h);
+		h = next;
+	}
+	conn->held_head = conn->held_tail = NULL;
+	conn->held_bytes = 0;
+	rift__list_del(&conn->drain_node);
 }
 
 void rift__conn_enqueue(rift_conn *conn, struct rift__buf *b, size_t len)
@@ -144,6 +163,7 @@ void rift__conn_enqueue(rift_conn *conn, struct rift__buf *b, size_t len)
 		conn->cursor = m;
 	conn->unacked_bytes += len;
 	conn->unacked_msgs++;
+	conn->window_used += len + RIFT_HDR_SIZE;
 	rift__metrics_enqueue(conn, m);
 	conn->stats.msgs_sent++;
 	conn->stats.bytes_sent += len;
@@ -176,34 +196,42 @@ static int conn_ack(rift_conn *conn, uint64_t ack, const char **why)
 			conn->cursor = m->next;
 		conn->unacked_bytes -= m->len;
 		conn->unacked_msgs--;
+		conn->window_used -= m->len + RIFT_HDR_SIZE;
 		rift__metrics_acked(conn, m);
 		rift__buf_release(m->data);
 	}
 	if (!conn->head)
 		conn->tail = NULL;
 	conn->acked_seq = ack;
-	if (conn->want_writable && conn->unacked_bytes < conn->ctx->cfg.send_window) {
+	if (conn->want_writable && conn->window_used < conn->ctx->cfg.send_window) {
 		conn->want_writable = false;
 		rift__conn_emit(conn, RIFT_EVENT_WRITABLE, 0, "send window open");
 	}
 	return 0;
 }
 
-/* Start sending on a freshly attached path from what the peer lacks. */
-static int conn_rewind(rift_conn *conn, uint64_t peer_recv, const char **why)
+/*
+ * Start sending on a freshly attached path from what the peer lacks: after
+ * what it holds (delivered or held), while only what it delivered counts as
+ * acknowledged.
+ */
+static int conn_rewind(rift_conn *conn, const struct rift__hello *peer,
+		       const char **why)
 {
-	if (peer_recv > conn->max_written) {
+	if (peer->held_seq > conn->max_written) {
 		*why = "peer claims messages that were never sent";
 		return RIFT_EPROTO;
 	}
-	if (peer_recv < conn->acked_seq) {
+	if (peer->recv_seq < conn->acked_seq) {
 		*why = "peer forgot messages it had acknowledged";
 		return RIFT_EPROTO;
 	}
-	conn->written_seq = peer_recv;
-	if (conn_ack(conn, peer_recv, why))
+	conn->written_seq = peer->held_seq;
+	if (conn_ack(conn, peer->recv_seq, why))
 		return RIFT_EPROTO;
 	conn->cursor = conn->head;
+	while (conn->cursor && conn->cursor->seq <= peer->held_seq)
+		conn->cursor = conn->cursor->next;
 	return 0;
 }
 
@@ -224,8 +252,6 @@ static void attach(rift_conn *conn, rift__path *p)
 	/* Keepalive: check silence and idleness twice per interval. */
 	p->timer.cb = keepalive_tick;
 	rift_timer_start(&p->timer, tick ? tick : 1, tick ? tick : 1);
-	if (conn->recv_stopped)
-		p->ops->set_reading(p, false);
 	rift__path_kick(p);
 }
 
@@ -236,6 +262,7 @@ static void hello_fill(rift_conn *conn, struct rift__hello *h)
 	h->flags = 0;
 	h->session_id = conn->session_id;
 	h->recv_seq = conn->recv_seq;
+	h->held_seq = conn->held_seq;
 	h->max_msg_size = conn->ctx->cfg.max_msg_size;
 	h->window = conn->ctx->cfg.send_window;
 }
@@ -422,9 +449,7 @@ static void keepalive_tick(rift_timer *t, void *user)
 	uint64_t silent = ctx->now_us - p->last_rx_us;
 
 	RIFT_UNUSED(t);
-	/* A receiver that stopped reading cannot hear the peer: no verdict. */
-	if (silent >= (uint64_t)ctx->cfg.keepalive_timeout_ms * 1000u &&
-	    !(p->conn && p->conn->recv_stopped)) {
+	if (silent >= (uint64_t)ctx->cfg.keepalive_timeout_ms * 1000u) {
 		rift__metrics_keepalive_timeout(p);
 		rift__path_failed(p, RIFT_ETIMEDOUT,
 				  "no frame from peer for %llu ms "
@@ -485,7 +510,7 @@ static int server_handshake(rift__path *p, const struct rift__hdr *h,
 		if (conn)
 			return path_reject(p, RIFT_EPROTO,
 					   "HELLO for a session id in use");
-		if (hello.recv_seq != 0)
+		if (hello.held_seq != 0)
 			return path_reject(p, RIFT_EPROTO,
 					   "HELLO of a new session with data");
 		if (!p->lst || p->lst->closing)
@@ -514,7 +539,7 @@ static int server_handshake(rift__path *p, const struct rift__hdr *h,
 	/* The old path may not have noticed its death yet: replace it.  It
 	 * never writes again, so rewinding cannot pull data from under it. */
 	rift__conn_abandon_path(conn);
-	if (conn_rewind(conn, hello.recv_seq, &why)) {
+	if (conn_rewind(conn, &hello, &why)) {
 		/* A peer that lies about what it holds cannot be resumed. */
 		rift__conn_error(conn, "%s: %s", p->peer, why);
 		path_reject(p, RIFT_EPROTO, why);
@@ -556,10 +581,10 @@ static int client_handshake(rift__path *p, const struct rift__hdr *h,
 	if (hello.session_id != conn->session_id)
 		return path_reject(p, RIFT_EPROTO,
 				   "handshake answer for another session");
-	if (!resume && hello.recv_seq != 0)
+	if (!resume && hello.held_seq != 0)
 		return path_reject(p, RIFT_EPROTO,
 				   "new session answered with data received");
-	if (conn_rewind(conn, hello.recv_seq, &why))
+	if (conn_rewind(conn, &hello, &why))
 		return path_reject(p, RIFT_EPROTO, why);
 	conn->peer_window = hello.window;
 	attach(conn, p);
@@ -586,6 +611,8 @@ static int deliver(rift_conn *conn, const struct rift__hdr *h, void *payload,
 	uint64_t threshold;
 
 	conn->recv_seq = h->seq;
+	if (conn->held_seq < h->seq)
+		conn->held_seq = h->seq;
 	conn->stats.msgs_recv++;
 	conn->stats.bytes_recv += h->len;
 	rift__metrics_recv(conn, h->len);
@@ -606,6 +633,76 @@ static int deliver(rift_conn *conn, const struct rift__hdr *h, void *payload,
 		rift__path_kick(conn->path);
 	}
 	return 0;
+}
+
+/*
+ * Keep a DATA frame for later delivery (receiving is stopped, or earlier
+ * frames still wait).  Nothing held is acknowledged, so an honest peer
+ * cannot have sent more than its advertised window beyond what was
+ * delivered (one message alone may exceed it): more is a protocol error,
+ * and this bounds the memory a stopped receiver spends.
+ */
+static int hold(rift__path *p, const struct rift__hdr *h, void *payload,
+		void *owned)
+{
+	rift_conn *conn = p->conn;
+	uint64_t cost = (uint64_t)h->len + RIFT_HDR_SIZE;
+	struct rift__held *m;
+
+	if (conn->held_bytes && conn->held_bytes + cost > conn->peer_window) {
+		free(owned);
+		return path_reject(p, RIFT_EPROTO,
+				   "peer sent beyond its advertised window");
+	}
+	m = malloc(sizeof(*m));
+	if (m && !owned && h->len) {
+		owned = malloc(h->len);
+		if (owned)
+			memcpy(owned, payload, h->len);
+		else
+			free(m), m = NULL;
+	}
+	if (!m) {
+		free(owned);
+		rift__path_failed(p, RIFT_ENOMEM,
+				  "no memory to hold a %u-byte message",
+				  h->len);
+		return RIFT_ENOMEM;
+	}
+	m->next = NULL;
+	m->seq = h->seq;
+	m->len = h->len;
+	m->owned = owned;
+	if (conn->held_tail)
+		conn->held_tail->next = m;
+	else
+		conn->held_head = m;
+	conn->held_tail = m;
+	conn->held_bytes += cost;
+	conn->held_seq = h->seq;
+	conn->stats.msgs_held++;
+	return 0;
+}
+
+void rift__conn_drain(rift_conn *conn)
+{
+	static uint8_t empty;
+
+	while (conn->held_head && !conn->recv_stopped && !conn->closing &&
+	       conn->state != RIFT_CONN_DEAD) {
+		struct rift__held *m = conn->held_head;
+		struct rift__hdr h = { .type = RIFT_FRAME_DATA,
+				       .seq = m->seq,
+				       .len = m->len };
+
+		conn->held_head = m->next;
+		if (!conn->held_head)
+			conn->held_tail = NULL;
+		conn->held_bytes -= (uint64_t)m->len + RIFT_HDR_SIZE;
+		/* An empty message still gets a valid pointer. */
+		deliver(conn, &h, m->owned ? m->owned : (void *)&empty, m->owned);
+		free(m);
+	}
 }
 
 int rift__path_on_frame(rift__path *p, const struct rift__hdr *h,
@@ -653,18 +750,18 @@ int rift__path_on_frame(rift__path *p, const struct rift__hdr *h,
 		}
 		if (h->type != RIFT_FRAME_DATA)
 			return 0;
-		if (h->seq <= conn->recv_seq) {
+		if (h->seq <= conn->held_seq) {
 			conn->stats.dups_dropped++;
 			free(owned);
 			return 0;
 		}
-		if (h->seq != conn->recv_seq + 1) {
+		if (h->seq != conn->held_seq + 1) {
 			free(owned);
 			return path_reject(p, RIFT_EPROTO,
 					   "gap in message sequence");
 		}
-		if (conn->recv_stopped)
-			return RIFT_EAGAIN; /* the transport keeps the frame */
+		if (conn->recv_stopped || conn->held_head)
+			return hold(p, h, payload, owned);
 		deliver(conn, h, payload, owned);
 		return p->state == RIFT_PATH_DEAD ? RIFT_ECLOSED : 0;
 	case RIFT_FRAME_CLOSE:

@@ -5,9 +5,13 @@
  * that carry it.  Send side: messages get sequence numbers 1, 2, ... and
  * stay queued (head..tail) until the peer acknowledges them cumulatively;
  * `cursor` is the first message not yet written on the current path.
- * Receive side: `recv_seq` is the highest sequence delivered in order.
- * Re-attaching exchanges recv_seq both ways and rewinds the cursor to the
- * first message the peer lacks.
+ * Receive side: `recv_seq` is the highest sequence delivered in order, and
+ * the only one acknowledged.  While the application has stopped receiving,
+ * paths keep reading (so the peer's acks still arrive and two peers
+ * waiting on each other's windows cannot deadlock) and DATA frames are held
+ * in the session, up to `held_seq`; the peer's window bounds them because
+ * nothing held is acknowledged.  Re-attaching exchanges both seqs and
+ * rewinds the cursor to the first message the peer lacks.
  */
 #ifndef RIFT_SESSION_SESSION_H
 #define RIFT_SESSION_SESSION_H
@@ -58,9 +62,14 @@ struct rift_conn {
 	uint64_t max_written;   /* highest seq ever written */
 	uint64_t unacked_bytes; /* payload bytes queued, bytes */
 	uint64_t unacked_msgs;
+	uint64_t window_used;   /* frame bytes queued (payload + headers) */
 
 	/* receive side */
 	uint64_t recv_seq;      /* highest seq delivered in order */
+	uint64_t held_seq;      /* highest seq received in order (>= recv_seq) */
+	struct rift__held *held_head, *held_tail; /* received, not delivered */
+	uint64_t held_bytes;    /* their frame bytes (payload + headers) */
+	struct rift__list drain_node; /* ctx->drainq: held to deliver */
 	uint64_t ack_sent;      /* last ack value put on the wire */
 	uint64_t rx_unacked;    /* bytes received since ack_sent */
 	uint64_t peer_window;   /* peer's send window, bytes */
@@ -73,6 +82,14 @@ struct rift_conn {
 	struct rift__hist reattach_hist; /* PATH_DOWN to PATH_CHANGED, us */
 	uint64_t down_us;       /* loop time of PATH_DOWN (0: none pending) */
 	bool credit_stalled;    /* rdma: last flush stopped for credits */
+};
+
+/* A DATA frame received while receiving was stopped. */
+struct rift__held {
+	struct rift__held *next;
+	uint64_t seq;
+	uint32_t len;
+	void *owned; /* malloc'd payload (NULL when len is 0) */
 };
 
 /* Every outgoing message lives in one of these; data follows it. */
@@ -102,6 +119,10 @@ void rift__conn_attempt_failed(rift_conn *conn, int err);
 void rift__conn_drop_queue(rift_conn *conn);
 /* Detach conn from its path without any upcall; path is destroyed later. */
 void rift__conn_abandon_path(rift_conn *conn);
+/* Deliver held messages (receiving restarted); from deferred work. */
+void rift__conn_drain(rift_conn *conn);
+/* Free the held messages (the session is over). */
+void rift__conn_drop_held(rift_conn *conn);
 /* Put a new message at the tail and schedule a flush. */
 void rift__conn_enqueue(rift_conn *conn, struct rift__buf *b, size_t len);
 

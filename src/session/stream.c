@@ -27,10 +27,7 @@ void rift__stream_free(struct rift__stream *s)
 
 void rift__stream_space(struct rift__stream *s, uint8_t **dst, size_t *room)
 {
-	if (s->held) {
-		*dst = NULL;
-		*room = 0;
-	} else if (s->big) {
+	if (s->big) {
 		*dst = s->big + s->big_got;
 		*room = s->big_hdr.len - s->big_got;
 	} else {
@@ -83,10 +80,6 @@ static int process(rift__path *p, struct rift__stream *s)
 			break;
 		rc = rift__path_on_frame(p, &h, s->rbuf + s->rstart +
 							RIFT_HDR_SIZE, NULL);
-		if (rc == RIFT_EAGAIN) {
-			s->held = true;
-			return 1;
-		}
 		if (rc < 0 || p->state == RIFT_PATH_DEAD)
 			return -1;
 		s->rstart += need;
@@ -108,10 +101,6 @@ static int big_done(rift__path *p, struct rift__stream *s)
 {
 	int rc = rift__path_on_frame(p, &s->big_hdr, s->big, s->big);
 
-	if (rc == RIFT_EAGAIN) {
-		s->held = true;
-		return 1;
-	}
 	s->big = NULL; /* the session owns (or freed) it now */
 	return rc < 0 || p->state == RIFT_PATH_DEAD ? -1 : 0;
 }
@@ -133,7 +122,7 @@ int rift__stream_inplace(rift__path *p, struct rift__stream *s,
 	size_t off = 0;
 
 	*used = 0;
-	if (s->held || s->big || s->rstart != s->rend)
+	if (s->big || s->rstart != s->rend)
 		return 0;
 	while (len - off >= RIFT_HDR_SIZE) {
 		struct rift__hdr h;
@@ -145,22 +134,10 @@ int rift__stream_inplace(rift__path *p, struct rift__stream *s,
 		if (len - off < RIFT_HDR_SIZE + (size_t)h.len)
 			break;
 		rc = rift__path_on_frame(p, &h, buf + off + RIFT_HDR_SIZE, NULL);
-		if (rc == RIFT_EAGAIN)
-			break; /* offered again from the stream buffer */
 		if (rc < 0 || p->state == RIFT_PATH_DEAD)
 			return -1;
 		off += RIFT_HDR_SIZE + (size_t)h.len;
 		*used = off;
 	}
 	return 0;
-}
-
-int rift__stream_resume(rift__path *p, struct rift__stream *s)
-{
-	if (!s->held)
-		return 0;
-	s->held = false;
-	if (s->big)
-		return s->big_got == s->big_hdr.len ? big_done(p, s) : 0;
-	return process(p, s);
 }

@@ -17,30 +17,26 @@ struct rift__stream {
 	struct rift__hdr big_hdr; /* frame being received into big */
 	uint8_t *big;             /* its payload block, or NULL */
 	size_t big_got;
-	bool held;                /* a complete frame waits for recv_start */
 };
 
 int rift__stream_init(struct rift__stream *s, size_t cap);
 void rift__stream_free(struct rift__stream *s);
-/* Where the next bytes go and how many fit (never 0 unless held). */
+/* Where the next bytes go and how many fit (never 0). */
 void rift__stream_space(struct rift__stream *s, uint8_t **dst, size_t *room);
 /*
  * n bytes were placed at the space given.  Delivers whole frames to the
- * session.  Returns 0 to go on, 1 when a frame is held (receiving
- * stopped), -1 when the path died (the transport must stop).
+ * session.  Returns 0 to go on, -1 when the path died (the transport must
+ * stop).
  */
 int rift__stream_commit(rift__path *p, struct rift__stream *s, size_t n);
 /*
  * Zero-copy receive: while the stream holds nothing, deliver the whole
  * frames at the start of buf straight from buf (the application borrows
  * them until on_recv returns).  *used is set to the bytes consumed; the
- * rest (a partial frame, or a frame refused while receiving is stopped)
- * goes through rift__stream_space/commit as usual.  Returns 0, or -1 when
+ * rest (a partial frame) goes through rift__stream_space/commit as usual.  Returns 0, or -1 when
  * the path died.
  */
 int rift__stream_inplace(rift__path *p, struct rift__stream *s,
 			 uint8_t *buf, size_t len, size_t *used);
-/* Deliver what is buffered after receiving restarted; same returns. */
-int rift__stream_resume(rift__path *p, struct rift__stream *s);
 
 #endif

@@ -116,6 +116,7 @@ size_t rift__hello_encode(uint8_t *out, const struct rift__hello *m)
 	put64(out + 16, m->recv_seq);
 	put64(out + 24, m->max_msg_size);
 	put64(out + 32, m->window);
+	put64(out + 40, m->held_seq);
 	return RIFT_HELLO_SIZE;
 }
 
@@ -132,6 +133,7 @@ int rift__hello_decode(const uint8_t *in, size_t n, struct rift__hello *m,
 	m->recv_seq = get64(in + 16);
 	m->max_msg_size = get64(in + 24);
 	m->window = get64(in + 32);
+	m->held_seq = get64(in + 40);
 	if (m->proto != RIFT_WIRE_VERSION) {
 		*why = "unsupported protocol version in handshake";
 		return RIFT_EPROTO;
@@ -142,6 +144,10 @@ int rift__hello_decode(const uint8_t *in, size_t n, struct rift__hello *m,
 	}
 	if (m->max_msg_size == 0 || m->window == 0) {
 		*why = "handshake advertises a zero size";
+		return RIFT_EPROTO;
+	}
+	if (m->held_seq < m->recv_seq) {
+		*why = "handshake holds fewer messages than it delivered";
 		return RIFT_EPROTO;
 	}
 	return 0;

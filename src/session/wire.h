@@ -44,14 +44,18 @@ struct rift__hdr {
 };
 
 /* HELLO, HELLO_ACK, RESUME and RESUME_ACK share one payload. */
-#define RIFT_HELLO_SIZE 40u
+#define RIFT_HELLO_SIZE 48u
 struct rift__hello {
 	uint32_t proto;        /* protocol version spoken */
 	uint32_t flags;        /* capabilities (none defined yet) */
 	uint64_t session_id;   /* chosen by the client, never 0 */
-	uint64_t recv_seq;     /* sender's highest in-order received seq */
+	uint64_t recv_seq;     /* sender's highest seq delivered in order */
 	uint64_t max_msg_size; /* largest message the sender accepts */
 	uint64_t window;       /* sender's send window, bytes */
+	/* Highest seq received in order, delivered or held while receiving
+	 * is stopped (>= recv_seq).  Held messages need no resend, but they
+	 * stay unacknowledged: they still count in the peer's window. */
+	uint64_t held_seq;
 };
 
 struct rift__error_frame {
@@ -71,7 +75,8 @@ int rift__hdr_decode(const uint8_t *in, size_t n, uint64_t max_msg,
 		     struct rift__hdr *h, const char **why);
 
 size_t rift__hello_encode(uint8_t *out, const struct rift__hello *m);
-/* Returns 0 or RIFT_EPROTO (wrong size, session id 0, bad proto). */
+/* Returns 0 or RIFT_EPROTO (wrong size, session id 0, bad proto,
+ * held_seq below recv_seq). */
 int rift__hello_decode(const uint8_t *in, size_t n, struct rift__hello *m,
 		       const char **why);
 

@@ -32,8 +32,6 @@ struct tcp_path {
 	int fd;
 	rift__io io;
 	bool connecting;     /* non-blocking connect in progress */
-	bool reading;        /* EPOLLIN wanted */
-	bool want_process;   /* deliver buffered frames at the next flush */
 
 	struct rift__stream rx; /* read side */
 
@@ -56,8 +54,9 @@ static void update_events(struct tcp_path *tp)
 	if (tp->connecting)
 		ev = EPOLLOUT;
 	else {
-		if (tp->reading && !tp->rx.held)
-			ev |= EPOLLIN;
+		/* Always reading, even while the application stopped
+		 * receiving: the session holds what it cannot deliver. */
+		ev |= EPOLLIN;
 		if (tp->iov_n)
 			ev |= EPOLLOUT;
 	}
@@ -100,8 +99,6 @@ static void on_readable(struct tcp_path *tp)
 		int rc;
 
 		rift__stream_space(&tp->rx, &dst, &want);
-		if (want == 0)
-			return; /* held: nothing is read until recv_start */
 		if (rift__fault_hit(RIFT_FAULT_TCP_READ)) {
 			rift__path_failed(p, RIFT_ECONNRESET,
 					  "read: connection reset (fault point)");
@@ -117,8 +114,6 @@ static void on_readable(struct tcp_path *tp)
 		}
 		p->last_rx_us = p->ctx->now_us;
 		rc = rift__stream_commit(p, &tp->rx, (size_t)n);
-		if (rc > 0)
-			update_events(tp);
 		if (rc)
 			return;
 		if ((size_t)n < want)
@@ -169,12 +164,6 @@ static void tcp_flush(rift__path *p)
 {
 	struct tcp_path *tp = tp_of(p);
 
-	if (tp->want_process) {
-		tp->want_process = false;
-		if (rift__stream_resume(p, &tp->rx) < 0)
-			return;
-		update_events(tp);
-	}
 	if (tp->connecting || p->state == RIFT_PATH_DEAD)
 		return;
 	for (;;) {
@@ -238,7 +227,6 @@ static void finish_connect(struct tcp_path *tp)
 		return;
 	}
 	tp->connecting = false;
-	tp->reading = true;
 	update_events(tp);
 	rift__path_connected(p);
 }
@@ -260,8 +248,6 @@ static void tcp_io_cb(rift__io *io, uint32_t revents)
 		return;
 	if ((revents & EPOLLOUT) && tp->iov_n)
 		tcp_flush(p);
-	else if ((revents & (EPOLLHUP | EPOLLERR)) && tp->rx.held)
-		rift__path_failed(p, RIFT_ECONNRESET, "socket error or hang-up");
 }
 
 static int set_socket_opts(int fd)
@@ -324,20 +310,6 @@ fail_fd:
 	return rc;
 }
 
-static void tcp_set_reading(rift__path *p, bool on)
-{
-	struct tcp_path *tp = tp_of(p);
-
-	tp->reading = on;
-	if (on && tp->rx.held) {
-		/* Deliver what is buffered from the loop, not from here. */
-		tp->want_process = true;
-		rift__path_kick(p);
-	}
-	if (!tp->connecting)
-		update_events(tp);
-}
-
 static void tcp_destroy(rift__path *p)
 {
 	struct tcp_path *tp = tp_of(p);
@@ -376,7 +348,6 @@ static void accept_cb(rift__io *io, uint32_t revents)
 		}
 		rift__sockaddr_str((struct sockaddr *)&sa, addr, sizeof(addr));
 		snprintf(tp->base.peer, sizeof(tp->base.peer), "tcp://%s", addr);
-		tp->reading = true;
 		if (rift__io_start(ctx, &tp->io, fd, EPOLLIN, tcp_io_cb)) {
 			rift__path_destroy(&tp->base);
 			continue;
@@ -454,7 +425,6 @@ const struct rift__transport_ops rift__tcp_ops = {
 	.listen = tcp_listen,
 	.listen_close = tcp_listen_close,
 	.flush = tcp_flush,
-	.set_reading = tcp_set_reading,
 	.destroy = tcp_destroy,
 	.cut = tcp_cut,
 };

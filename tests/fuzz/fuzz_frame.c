@@ -43,7 +43,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case RIFT_FRAME_RESUME:
 		case RIFT_FRAME_RESUME_ACK:
 			if (rift__hello_decode(data, h.len, &hello, &why) == 0 &&
-			    hello.session_id == 0)
+			    (hello.session_id == 0 ||
+			     hello.held_seq < hello.recv_seq))
 				abort();
 			break;
 		case RIFT_FRAME_ERROR:

@@ -76,6 +76,43 @@ int h_send(rift_conn *conn, uint64_t seed, uint64_t i, size_t max_size)
 	return rc;
 }
 
+/*
+ * The echo of a well-behaved server: when its own send is refused for a
+ * full window, keep the message, stop receiving, and go on when WRITABLE
+ * says the window opened.  The window only opens on the peer's acks, which
+ * keep arriving while receiving is stopped.
+ */
+/* Sides with an echo pending, for h_teardown (conn users vary by test). */
+static struct side *stalled[64];
+static int n_stalled;
+
+static void stalled_del(struct side *s)
+{
+	for (int i = 0; i < n_stalled; i++)
+		if (stalled[i] == s) {
+			stalled[i] = stalled[--n_stalled];
+			return;
+		}
+}
+
+static void echo_resume(rift_conn *conn, struct side *s)
+{
+	rift_msg *m = s->echo_pending;
+	int rc;
+
+	if (!m)
+		return;
+	rc = rift_conn_send(conn, rift_msg_data(m), rift_msg_len(m));
+	if (rc == RIFT_EAGAIN)
+		return; /* another WRITABLE follows */
+	if (rc)
+		FAIL("echo send failed: %s", rift_err_name(rc));
+	rift_msg_release(m);
+	s->echo_pending = NULL;
+	stalled_del(s);
+	CHECK_EQ(rift_conn_recv_start(conn), 0);
+}
+
 static void on_event(rift_conn *conn, const rift_event *ev)
 {
 	struct side *s = rift_conn_user(conn);
@@ -103,6 +140,7 @@ static void on_event(rift_conn *conn, const rift_event *ev)
 		break;
 	case RIFT_EVENT_WRITABLE:
 		s->writable++;
+		echo_resume(conn, s);
 		break;
 	}
 }
@@ -131,10 +169,21 @@ static void on_recv(rift_conn *conn, rift_msg *msg)
 	s->recv_bytes += len;
 	s->checksum = h_mix(s->checksum, data, len);
 	if (s->echo) {
-		int rc = rift_conn_send(conn, data, len);
+		int rc;
 
-		if (rc)
+		if (s->echo_pending)
+			FAIL("message delivered while receiving was stopped");
+		rc = rift_conn_send(conn, data, len);
+		if (rc == RIFT_EAGAIN) {
+			s->echo_pending = rift_msg_retain(msg);
+			s->echo_stalls++;
+			CHECK(s->echo_pending != NULL);
+			CHECK(n_stalled < 64);
+			stalled[n_stalled++] = s;
+			CHECK_EQ(rift_conn_recv_stop(conn), 0);
+		} else if (rc) {
 			FAIL("echo send failed: %s", rift_err_name(rc));
+		}
 	}
 }
 
@@ -235,8 +284,14 @@ void h_teardown(rift_ctx *ctx, rift_listener *l, rift_conn **conns, int n)
 	int want = 0, rc;
 
 	closes_done = 0;
+	for (int i = 0; i < n_stalled; i++) {
+		rift_msg_release(stalled[i]->echo_pending);
+		stalled[i]->echo_pending = NULL;
+	}
+	n_stalled = 0;
 	for (int i = 0; i < n; i++)
 		if (conns[i]) {
+
 			rift_conn_close(conns[i], count_close);
 			want++;
 		}

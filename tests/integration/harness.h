@@ -23,7 +23,10 @@ struct side {
 	int writable, closed;
 	int last_status;
 	uint64_t disconnected_us;
-	bool echo;               /* send back what arrives */
+	bool echo;               /* send back what arrives; on RIFT_EAGAIN
+				  * stop receiving until WRITABLE */
+	rift_msg *echo_pending;  /* echo waiting for the window */
+	uint64_t echo_stalls;    /* times the echo stopped receiving */
 	bool verify;             /* check contents against the stream */
 	char last_message[256];
 };

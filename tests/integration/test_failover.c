@@ -232,3 +232,72 @@ TEST(client_survivor_gives_up_after_grace)
 	conns[0] = cli.conn;
 	h_teardown(ctx, NULL, conns, 1);
 }
+
+/*
+ * Messages held by a receiver that stopped receiving survive a path break:
+ * the RESUME says they are held, so the sender does not send them again,
+ * and they stay unacknowledged (in the sender's window) until delivered.
+ */
+TEST_T(held_messages_survive_a_path_break_without_resend)
+{
+	rift_config cfg = h_config();
+	rift_ctx *ctx;
+	struct side srv = { .verify = true, .seed = 4, .max_size = 3000 };
+	struct side cli = { 0 };
+	rift_listener *l;
+	rift_conn *c, *conns[2];
+	rift_conn_stats st;
+	const uint64_t held = 40, more = 10;
+
+	cfg.retry_delay_ms = 5;
+	ctx = h_ctx(&cfg);
+	l = h_listen(ctx, &srv);
+	c = h_connect(ctx, rift_listener_port(l), &cli);
+	h_connected(ctx, &cli);
+	CHECK(h_wait(ctx, &srv.connected, 5000));
+	CHECK_EQ(rift_conn_recv_stop(srv.conn), 0);
+	for (uint64_t i = 0; i < held; i++)
+		CHECK_EQ(h_send(c, 4, i, 3000), 0);
+	rift_conn_stats_init(&st);
+	for (int i = 0; i < 2000; i++) {
+		rift_ctx_run(ctx, 1);
+		rift_conn_stats_get(srv.conn, &st);
+		if (st.msgs_held == held)
+			break;
+	}
+	CHECK_EQ(st.msgs_held, held);
+	CHECK(st.held_bytes >= held * 24);
+	CHECK_EQ(srv.recv_count, 0);
+	rift_conn_stats_get(c, &st);
+	CHECK_EQ(st.unacked_msgs, held); /* held is not acknowledged */
+
+	CHECK_EQ(rift__conn_cut(c), 0);
+	CHECK(h_wait(ctx, &cli.path_changed, 10000));
+	for (uint64_t i = held; i < held + more; i++)
+		CHECK_EQ(h_send(c, 4, i, 3000), 0);
+	for (int i = 0; i < 50; i++)
+		rift_ctx_run(ctx, 1);
+	CHECK_EQ(srv.recv_count, 0); /* still stopped */
+	rift_conn_stats_get(c, &st);
+	CHECK_EQ(st.msgs_replayed, 0); /* the held ones were not resent */
+
+	CHECK_EQ(rift_conn_recv_start(srv.conn), 0);
+	CHECK_EQ(srv.recv_count, 0); /* delivery comes from the loop */
+	CHECK(h_wait_u64(ctx, &srv.recv_count, held + more, 10000));
+	CHECK_EQ(srv.bad, 0);
+	rift_conn_stats_get(srv.conn, &st);
+	CHECK_EQ(st.dups_dropped, 0);
+	CHECK_EQ(st.held_bytes, 0);
+	/* Everything is acknowledged once delivered. */
+	for (int i = 0; i < 2000; i++) {
+		rift_ctx_run(ctx, 1);
+		rift_conn_stats_get(c, &st);
+		if (st.unacked_msgs == 0)
+			break;
+	}
+	CHECK_EQ(st.unacked_msgs, 0);
+	CHECK_EQ(cli.errors + cli.disconnected + srv.disconnected, 0);
+	conns[0] = c;
+	conns[1] = srv.conn;
+	h_teardown(ctx, l, conns, 2);
+}

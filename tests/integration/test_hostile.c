@@ -15,6 +15,7 @@
 static rift_conn *hostile_conns[64];
 static int n_hostile;
 static struct side hostile_sides[64];
+static bool hostile_stop_recv; /* accepted sessions stop receiving */
 
 static void hostile_accept(rift_listener *l, rift_conn *conn)
 {
@@ -22,6 +23,8 @@ static void hostile_accept(rift_listener *l, rift_conn *conn)
 	CHECK(n_hostile < 64);
 	rift_conn_set_user(conn, &hostile_sides[n_hostile]);
 	hostile_conns[n_hostile++] = conn;
+	if (hostile_stop_recv)
+		CHECK_EQ(rift_conn_recv_stop(conn), 0);
 }
 
 static int raw_connect(int port)
@@ -45,15 +48,21 @@ static size_t frame(uint8_t *out, uint8_t type, uint32_t len, uint64_t seq,
 	return RIFT_HDR_SIZE;
 }
 
-static size_t hello(uint8_t *out, uint8_t type, uint64_t session)
+static size_t hello_w(uint8_t *out, uint8_t type, uint64_t session,
+		      uint64_t window)
 {
 	struct rift__hello m = { .proto = RIFT_WIRE_VERSION,
 				 .session_id = session,
 				 .max_msg_size = 1u << 20,
-				 .window = 1u << 20 };
+				 .window = window };
 	size_t n = frame(out, type, RIFT_HELLO_SIZE, 0, 0);
 
 	return n + rift__hello_encode(out + n, &m);
+}
+
+static size_t hello(uint8_t *out, uint8_t type, uint64_t session)
+{
+	return hello_w(out, type, session, 1u << 20);
 }
 
 /* Run ctx until the server closes fd (EOF or reset). */
@@ -182,8 +191,24 @@ TEST(hostile_frames_close_only_the_offender)
 	n += hello(b + n, RIFT_FRAME_HELLO, 105);
 	attack(ctx, port, &cli, b, n, "second hello");
 
+	/* A receiver that stopped receiving holds what arrives, never more
+	 * than the window the sender advertised: 2 x 2024 frame bytes fit
+	 * in 4096, the third does not. */
+	hostile_stop_recv = true;
+	n = hello_w(b, RIFT_FRAME_HELLO, 106, 4096);
+	for (uint64_t seq = 1; seq <= 3; seq++) {
+		n += frame(b + n, RIFT_FRAME_DATA, 2000, seq, 0);
+		memset(b + n, 'x', 2000);
+		n += 2000;
+	}
+	attack(ctx, port, &cli, b, n, "data beyond the advertised window");
+	hostile_stop_recv = false;
+	CHECK_CONTAINS(rift_conn_last_error(hostile_conns[5]),
+		       "beyond its advertised window");
+	CHECK_EQ(hostile_sides[5].recv_count, 0);
+
 	/* Sessions created by the attacker ended with RIFT_EPROTO. */
-	CHECK_EQ(n_hostile, 5);
+	CHECK_EQ(n_hostile, 6);
 	for (int i = 0; i < n_hostile; i++) {
 		CHECK_EQ(hostile_sides[i].disconnected, 1);
 		CHECK_EQ(hostile_sides[i].last_status, RIFT_EPROTO);

@@ -80,7 +80,8 @@ TEST(wire_hello_round_trip_and_rejections)
 {
 	struct rift__hello in = { .proto = RIFT_WIRE_VERSION, .flags = 3,
 				  .session_id = 42, .recv_seq = 7,
-				  .max_msg_size = 1u << 26, .window = 1u << 24 },
+				  .max_msg_size = 1u << 26, .window = 1u << 24,
+				  .held_seq = 9 },
 			   out;
 	uint8_t b[RIFT_HELLO_SIZE];
 	const char *why = NULL;
@@ -89,6 +90,7 @@ TEST(wire_hello_round_trip_and_rejections)
 	CHECK_EQ(rift__hello_decode(b, sizeof(b), &out, &why), 0);
 	CHECK(out.session_id == 42 && out.recv_seq == 7 && out.flags == 3);
 	CHECK(out.max_msg_size == in.max_msg_size && out.window == in.window);
+	CHECK(out.held_seq == 9);
 	CHECK_EQ(rift__hello_decode(b, sizeof(b) - 1, &out, &why), RIFT_EPROTO);
 	in.session_id = 0;
 	rift__hello_encode(b, &in);
@@ -102,6 +104,11 @@ TEST(wire_hello_round_trip_and_rejections)
 	in.window = 0;
 	rift__hello_encode(b, &in);
 	CHECK_EQ(rift__hello_decode(b, sizeof(b), &out, &why), RIFT_EPROTO);
+	in.window = 1;
+	in.held_seq = 6; /* holds less than it delivered: impossible */
+	rift__hello_encode(b, &in);
+	CHECK_EQ(rift__hello_decode(b, sizeof(b), &out, &why), RIFT_EPROTO);
+	CHECK_CONTAINS(why, "holds fewer");
 }
 
 TEST(wire_error_frame)

@@ -115,7 +115,6 @@ struct rdma_path {
 	uint32_t pend_off;     /* bytes of pend[head] already consumed */
 	uint32_t to_return;    /* credits re-posted, not yet announced */
 	struct rift__stream rx;
-	bool reading;
 
 	/* send side */
 	uint32_t credits;      /* peer receive buffers we may fill */
@@ -553,7 +552,6 @@ static struct rdma_path *path_new(rift_ctx *ctx, bool is_client)
 		return NULL;
 	}
 	rp->kind = OWNER_PATH;
-	rp->reading = true;
 	rift__list_init(&rp->poll_node);
 	rift__path_init(&rp->base, ctx, &rift__rdma_ops, is_client);
 	return rp;
@@ -576,7 +574,7 @@ static int drain_recvs(struct rdma_path *rp)
 		size_t room, n;
 		int rc;
 
-		if (rp->pend_off == 0 && rp->reading) {
+		if (rp->pend_off == 0) {
 			/* Whole frames go to the application from the
 			 * receive buffer itself: no copy. */
 			if (rift__stream_inplace(p, &rp->rx, recv_buf(rp, i), len,
@@ -587,8 +585,6 @@ static int drain_recvs(struct rdma_path *rp)
 		}
 		if (rp->pend_off < len) {
 			rift__stream_space(&rp->rx, &dst, &room);
-			if (room == 0)
-				return 1; /* held */
 			n = len - rp->pend_off;
 			if (n > room)
 				n = room;
@@ -606,8 +602,6 @@ static int drain_recvs(struct rdma_path *rp)
 		if (post_recv(rp, i))
 			return -1;
 		rp->to_return++;
-		if (rp->rx.held)
-			return 1;
 	}
 	return 0;
 }
@@ -720,10 +714,8 @@ static void rdma_flush(rift__path *p)
 
 	if (!rp->established || p->state == RIFT_PATH_DEAD)
 		return;
-	if (rp->rx.held == false && rp->pend_n) {
-		if (drain_recvs(rp) < 0)
-			return;
-	}
+	if (rp->pend_n && drain_recvs(rp) < 0)
+		return;
 	if (rift__fault_hit(RIFT_FAULT_RDMA_SEND)) {
 		rift__path_failed(p, RIFT_ECONNRESET,
 				  "send: link dropped (fault point)");
@@ -872,7 +864,7 @@ static int cq_poll(struct rdma_path *rp)
 	}
 	if (total == 0)
 		return 0;
-	if (!rp->rx.held && drain_recvs(rp) < 0)
+	if (drain_recvs(rp) < 0)
 		return -1;
 	rift__path_kick(p);
 	return total;
@@ -1237,18 +1229,6 @@ static void rdma_listen_close(rift_listener *l)
 	l->transport_state = NULL;
 }
 
-static void rdma_set_reading(rift__path *p, bool on)
-{
-	struct rdma_path *rp = rp_of(p);
-
-	rp->reading = on;
-	if (on && (rp->rx.held || rp->pend_n)) {
-		/* Deliver from the loop, not from inside recv_start. */
-		rp->rx.held = false;
-		rift__path_kick(p);
-	}
-}
-
 static void rdma_destroy(rift__path *p)
 {
 	struct rdma_path *rp = rp_of(p);
@@ -1320,7 +1300,6 @@ const struct rift__transport_ops rift__rdma_ops = {
 	.listen = rdma_listen_op,
 	.listen_close = rdma_listen_close,
 	.flush = rdma_flush,
-	.set_reading = rdma_set_reading,
 	.destroy = rdma_destroy,
 	.cut = rdma_cut,
 };
