@@ -417,6 +417,10 @@ static const struct family_def conn_counters[] = {
 	{ "rift_conn_duplicates_dropped_total",
 	  "Duplicate messages the receiver discarded.",
 	  CONN_STAT(dups_dropped) },
+	{ "rift_conn_held_messages_total",
+	  "Messages received while receiving was stopped, held for later "
+	  "delivery.",
+	  CONN_STAT(msgs_held) },
 	{ "rift_conn_acks_sent_total", "Explicit ack frames sent.",
 	  CONN_STAT(acks_sent) },
 	{ "rift_conn_pings_sent_total", "Keepalive pings sent.",
@@ -604,6 +608,13 @@ static void prom_conns(struct out *o, rift_ctx *ctx)
 	FOR_EACH_CONN(ctx, it, c) {
 		conn_labels(c, lb, sizeof(lb));
 		sample(o, "rift_conn_unacked_bytes", lb, c->unacked_bytes);
+	}
+	family(o, "rift_conn_held_bytes", "gauge",
+	       "Frame bytes received while receiving is stopped, waiting for "
+	       "rift_conn_recv_start.");
+	FOR_EACH_CONN(ctx, it, c) {
+		conn_labels(c, lb, sizeof(lb));
+		sample(o, "rift_conn_held_bytes", lb, c->held_bytes);
 	}
 	family(o, "rift_conn_ack_latency_seconds", "histogram",
 	       "Time from a message's enqueue in rift_conn_send* to its "
