@@ -560,6 +560,8 @@ typedef struct rift_ctx_stats {
 	uint64_t pool_registered_bytes; /* block pool (reserved, 0), bytes */
 	uint64_t pool_blocks_in_use[RIFT_BLOCK_CLASSES]; /* by class
 					  (reserved, 0), count */
+	uint64_t accept_pauses;        /* listeners paused for lack of fds or
+					  memory (EMFILE & co), count */
 } rift_ctx_stats;
 
 void rift__ctx_stats_init(rift_ctx_stats *st, size_t size);

@@ -331,6 +331,7 @@ struct rift_listener {
 	int port;
 	int fd;
 	rift__io io;
+	rift_timer accept_pause; /* tcp: accepting paused after EMFILE & co */
 	void *transport_state;  /* backend's listening state */
 	rift_listener *twin;    /* auto://: the TCP listener beside RDMA */
 	rift_listener *main;    /* set on a twin: the listener users hold */

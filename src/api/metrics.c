@@ -407,6 +407,10 @@ static const struct family_def ctx_counters[] = {
 	  "RDMA: times a sender ran out of peer receive credits with data "
 	  "waiting.",
 	  CTX_STAT(credit_stalls) },
+	{ "rift_accept_pauses_total",
+	  "Times a listener stopped accepting for a while because the "
+	  "process ran out of descriptors or memory (EMFILE, ENFILE, ...).",
+	  CTX_STAT(accept_pauses) },
 	{ "rift_progress_calls_total", "Event loop rounds.",
 	  CTX_STAT(progress_calls) },
 };

@@ -324,6 +324,35 @@ static void tcp_destroy(rift__path *p)
 
 /* ---- listening ---- */
 
+#define ACCEPT_PAUSE_MS 100
+
+static void accept_resume(rift_timer *t, void *user)
+{
+	rift_listener *l = user;
+
+	RIFT_UNUSED(t);
+	if (l->fd >= 0)
+		rift__io_modify(l->ctx, &l->io, EPOLLIN);
+}
+
+/*
+ * Out of descriptors or memory: the pending connection stays in the
+ * backlog and the level-triggered listener would wake the loop again at
+ * once, spinning a core.  Stop watching it for a while instead; the
+ * connection is accepted when resources come back, or times out at the
+ * client like any connect to an overloaded server.
+ */
+static void accept_pause(rift_listener *l, int err)
+{
+	rift_ctx *ctx = l->ctx;
+
+	ctx->stats.accept_pauses++;
+	RIFT_DEBUG("listener port %d: accept: %s; pausing %d ms", l->port,
+		   strerror(err), ACCEPT_PAUSE_MS);
+	rift__io_modify(ctx, &l->io, 0);
+	rift_timer_start(&l->accept_pause, ACCEPT_PAUSE_MS, 0);
+}
+
 static void accept_cb(rift__io *io, uint32_t revents)
 {
 	rift_listener *l = rift__container_of(io, rift_listener, io);
@@ -339,8 +368,14 @@ static void accept_cb(rift__io *io, uint32_t revents)
 
 		fd = accept4(l->fd, (struct sockaddr *)&sa, &len,
 			     SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0)
-			return; /* EAGAIN, or EMFILE & co: try on the next event */
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE ||
+			    errno == ENOBUFS || errno == ENOMEM)
+				accept_pause(l, errno);
+			else if (errno == ECONNABORTED || errno == EINTR)
+				continue; /* that one is gone; next */
+			return; /* EAGAIN: drained */
+		}
 		if (set_socket_opts(fd) ||
 		    !(tp = tcp_path_new(ctx, fd, false))) {
 			close(fd);
@@ -366,6 +401,7 @@ static int tcp_listen(rift_listener *l, const struct sockaddr *sa,
 	int fd, one = 1, rc;
 
 	rift__sockaddr_str(sa, addr, sizeof(addr));
+	rift__timer_init(ctx, &l->accept_pause, accept_resume, l);
 	fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return rift__ctx_fail(ctx, rift__from_errno(errno),
@@ -399,6 +435,7 @@ fail_fd:
 
 static void tcp_listen_close(rift_listener *l)
 {
+	rift_timer_stop(&l->accept_pause);
 	if (l->fd < 0)
 		return;
 	rift__io_stop(l->ctx, &l->io);

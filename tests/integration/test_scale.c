@@ -1,6 +1,11 @@
 /* Many connections, and backpressure that keeps memory bounded. */
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 
 #include "harness.h"
 
@@ -181,6 +186,75 @@ TEST_T(backpressure_bounds_memory_and_loses_nothing)
 	}
 	CHECK_EQ(st.unacked_msgs, 0);
 	conns[0] = c;
+	conns[1] = srv.conn;
+	h_teardown(ctx, l, conns, 2);
+}
+
+/*
+ * Out of file descriptors, accept4 fails with EMFILE and the connection
+ * stays in the backlog; a level-triggered listener would then wake the
+ * loop at once, forever.  The listener pauses instead, and the connection
+ * is accepted once descriptors are free again.
+ */
+TEST(listener_out_of_descriptors_pauses_instead_of_spinning)
+{
+	rift_ctx *ctx;
+	struct side srv = { 0 }, cli = { 0 };
+	rift_listener *l;
+	rift_conn *conns[2];
+	rift_ctx_stats st;
+	struct rlimit rl;
+	struct rusage ru0, ru1;
+	int fds[4096], nfd = 0, raw;
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	uint64_t rounds0, end;
+	double cpu;
+
+	if (strcmp(rt_transport(), "tcp"))
+		SKIP("the listener under test is TCP's");
+	ctx = h_ctx(NULL);
+	l = h_listen(ctx, &srv);
+	/* Leave a little headroom, then use up every descriptor. */
+	CHECK_EQ(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	rl.rlim_cur = 256;
+	CHECK_EQ(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	/* A connection the kernel completes into the backlog. */
+	sa.sin_port = htons((uint16_t)rift_listener_port(l));
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	raw = socket(AF_INET, SOCK_STREAM, 0);
+	CHECK(raw >= 0);
+	CHECK_EQ(connect(raw, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	for (int fd; nfd < 4096 && (fd = dup(0)) >= 0;)
+		fds[nfd++] = fd;
+	CHECK(nfd > 0);
+	rift_ctx_stats_init(&st);
+	rift_ctx_stats_get(ctx, &st);
+	rounds0 = st.progress_calls;
+	getrusage(RUSAGE_SELF, &ru0);
+	end = h_now_us() + 500000u;
+	while (h_now_us() < end)
+		rift_ctx_run(ctx, 50);
+	getrusage(RUSAGE_SELF, &ru1);
+	rift_ctx_stats_get(ctx, &st);
+	cpu = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec +
+		       ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
+	      (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec +
+		       ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) / 1e6;
+	printf("500 ms without descriptors: %llu loop rounds, %llu pauses, "
+	       "%.3f s CPU\n",
+	       (unsigned long long)(st.progress_calls - rounds0),
+	       (unsigned long long)st.accept_pauses, cpu);
+	CHECK(st.accept_pauses >= 1);
+	/* A spinning loop makes tens of thousands of rounds here. */
+	CHECK(st.progress_calls - rounds0 < 200);
+	while (nfd)
+		close(fds[--nfd]);
+	/* Accepting again: the stalled connection, then a real client. */
+	h_connect(ctx, rift_listener_port(l), &cli);
+	h_connected(ctx, &cli);
+	CHECK(h_wait(ctx, &srv.connected, 5000));
+	close(raw);
+	conns[0] = cli.conn;
 	conns[1] = srv.conn;
 	h_teardown(ctx, l, conns, 2);
 }
