@@ -62,6 +62,11 @@ TEST_TIMEOUT(thousand_concurrent_connections_on_one_context, 240)
 	 * 2 s the other tests allow (which made most of them time out and
 	 * retry: 262 of 1000 in two minutes). */
 	cfg.connect_timeout_ms = 60000;
+	/* Likewise a loop round over 2000 paths can outlast the tests' 1 s
+	 * keepalive on a loaded host; this test is about scale. */
+	cfg.keepalive_interval_ms = 5000;
+	cfg.keepalive_timeout_ms = 60000;
+	cfg.session_grace_ms = 60000;
 	ctx = h_ctx(&cfg);
 	getrlimit(RLIMIT_NOFILE, &rl);
 	if (rl.rlim_cur < 2 * NCONN + 64)

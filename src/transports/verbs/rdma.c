@@ -115,6 +115,7 @@ struct rdma_path {
 	uint32_t pend_off;     /* bytes of pend[head] already consumed */
 	uint32_t to_return;    /* credits re-posted, not yet announced */
 	struct rift__stream rx;
+	bool draining;         /* inside drain_recvs */
 
 	/* send side */
 	uint32_t credits;      /* peer receive buffers we may fill */
@@ -563,7 +564,7 @@ static struct rdma_path *path_new(rift_ctx *ctx, bool is_client)
  * Feed completed receive buffers into the stream in order, re-posting each
  * as soon as its bytes are taken (that is when its credit comes back).
  */
-static int drain_recvs(struct rdma_path *rp)
+static int drain_recvs_once(struct rdma_path *rp)
 {
 	rift__path *p = &rp->base;
 
@@ -604,6 +605,23 @@ static int drain_recvs(struct rdma_path *rp)
 		rp->to_return++;
 	}
 	return 0;
+}
+
+/*
+ * Not re-entrant: a frame handler may flush (a refused frame sends its
+ * ERROR at once), and the flush must not feed the same buffer, whose frame
+ * is still being handled, into the stream again.
+ */
+static int drain_recvs(struct rdma_path *rp)
+{
+	int rc;
+
+	if (rp->draining)
+		return 0;
+	rp->draining = true;
+	rc = drain_recvs_once(rp);
+	rp->draining = false;
+	return rc;
 }
 
 /* ---- send side ---- */
