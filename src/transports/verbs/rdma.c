@@ -152,6 +152,7 @@ struct rdma_path {
 	uint32_t to_return;    /* credits re-posted, not yet announced */
 	struct rift__stream rx;
 	bool reading;
+	bool draining;         /* in drain_recvs (no re-entry) */
 
 	/* send side */
 	uint32_t credits;      /* peer receive buffers we may fill */
@@ -971,7 +972,24 @@ static void rndv_read_failed(struct rdma_path *rp, struct ibv_wc *w)
  * Feed completed receive buffers into the stream in order, re-posting each
  * as soon as its bytes are taken (that is when its credit comes back).
  */
+static int drain_once(struct rdma_path *rp);
+
 static int drain_recvs(struct rdma_path *rp)
+{
+	int rc;
+
+	/* A refused frame makes the session flush an ERROR frame from
+	 * inside this drain; that flush must not drain again (it would
+	 * offer the same frame again, and again). */
+	if (rp->draining)
+		return 0;
+	rp->draining = true;
+	rc = drain_once(rp);
+	rp->draining = false;
+	return rc;
+}
+
+static int drain_once(struct rdma_path *rp)
 {
 	rift__path *p = &rp->base;
 	int rc = rndv_deliver(rp);
