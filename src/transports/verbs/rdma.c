@@ -24,12 +24,17 @@
  * block of its own and delivers it in place; frames behind a descriptor
  * wait until it is delivered.  The sender keeps the buffer until the
  * session's cumulative ack, which the receiver only sends after delivery,
- * so after the READ.  See "rendezvous" below.
+ * so after the READ.  A path that dies mid-READ loses nothing: the session
+ * replays the message on the next path (as a descriptor again, or as
+ * plain frames over TCP).  A descriptor the peer cannot stand behind
+ * (length not its frame's, READ refused with a remote access error) ends
+ * the session with RIFT_EPROTO.  See "rendezvous" below.
  *
  * Connection setup: the client's rdma_connect carries a small hello in its
- * private data (magic, version, receive depth, buffer size); the server
- * checks it and answers with its own in rdma_accept, or rejects with a
- * reason.  Both set a short ack timeout and a retry count below 7 so a dead
+ * private data (magic, version, flags, receive depth, buffer size) and
+ * READ resources (initiator depth, responder resources) for rendezvous;
+ * the server checks it and answers with its own in rdma_accept, or rejects
+ * with a reason.  Both set a short ack timeout and a retry count below 7 so a dead
  * peer is noticed (rxe treats 7 as infinite).
  */
 #include <arpa/inet.h>
@@ -639,9 +644,14 @@ static struct rdma_path *path_new(rift_ctx *ctx, bool is_client)
  * rift_conn_send makes anyway) or, above the largest block class, a
  * large registered buffer from the pool's registration cache.
  *
- * What the peer can reach: the rkey covers the registered pool region
- * (or large buffer) holding the message, as with UCX's and brpc's
- * registered memory; the peer needs a QP to us on the same device.
+ * What the peer can reach: the rkey covers the whole registered pool
+ * region (or large buffer) holding the message, as with UCX's and brpc's
+ * registered memory, not just the message; and a QP of ours on that
+ * device must grant remote READ (responder resources) for rendezvous to
+ * work at all.  The pool registers its regions for remote access anyway;
+ * bounding each advertisement to its message (a type 2 memory window
+ * bound per message and invalidated on ack, as NVMe-oF does with FRWR)
+ * is the step that would close this.
  */
 
 static void put_be64(uint8_t *p, uint64_t v)
