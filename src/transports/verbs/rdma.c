@@ -714,10 +714,15 @@ static bool rndv_desc(struct rdma_path *rp, uint8_t *buf)
 	struct rift__omsg *m;
 	uint32_t rkey, len;
 
-	if (rp->cur || rp->ctrl_off < rp->ctrl_len || p->pending)
+	if (rp->cur || rp->ctrl_off < rp->ctrl_len || p->pending ||
+	    !rp->peer_rndv || !p->conn)
+		return false;
+	/* Look before encoding: small messages pay nothing here. */
+	m = p->conn->cursor;
+	if (!m || !rndv_wanted(rp, m, &rkey))
 		return false;
 	m = rift__sess_next(p, NULL);
-	if (!m || !rndv_wanted(rp, m, &rkey))
+	if (!m)
 		return false;
 	len = (uint32_t)m->len;
 	/* Test builds: play a peer that advertises memory it does not own,
