@@ -227,6 +227,9 @@ typedef struct rift_config {
 	int huge_pages;                /* back the pool with huge pages (bool) */
 	/* observability */
 	int metrics;                   /* keep counters and histograms (bool) */
+	/* rdma: messages from this size move by RDMA READ rendezvous, not a
+	 * stream of copies; 0 = never (appended: the struct grows at its end) */
+	uint32_t rndv_threshold;       /* bytes */
 } rift_config;
 
 void rift__config_init(rift_config *cfg, size_t size);
@@ -562,6 +565,12 @@ typedef struct rift_ctx_stats {
 					  (reserved, 0), count */
 	uint64_t accept_pauses;        /* listeners paused for lack of fds or
 					  memory (EMFILE & co), count */
+	/* RDMA rendezvous: large messages the peer READs from the sender */
+	uint64_t rndv_sends;           /* sent as a descriptor, count */
+	uint64_t rndv_recvs;           /* received by RDMA READ, count */
+	uint64_t rndv_read_bytes;      /* bytes those READs moved */
+	uint64_t rndv_refused;         /* descriptors refused: a buffer the
+					  peer does not own, count */
 } rift_ctx_stats;
 
 void rift__ctx_stats_init(rift_ctx_stats *st, size_t size);

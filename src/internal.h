@@ -86,6 +86,9 @@ typedef enum rift__fault_point {
 	RIFT_FAULT_TCP_CONNECT,   /* connect fails with ECONNREFUSED */
 	RIFT_FAULT_IBV_REG_MR,    /* ibv_reg_mr fails with ENOMEM */
 	RIFT_FAULT_RDMA_SEND,     /* a verbs path fails as on a dead link */
+	RIFT_FAULT_RNDV_BAD_RKEY, /* a rendezvous descriptor advertises a key
+				     the sender does not own (hostile peer) */
+	RIFT_FAULT_RNDV_BAD_LEN,  /* ... a length its frame does not have */
 	RIFT_FAULT__COUNT
 } rift__fault_point;
 

@@ -143,6 +143,8 @@ static const struct key keys[] = {
 	  NULL, "prepared QPs kept ready" },
 	{ "rdma", "zero_copy_threshold", NULL, M(zero_copy_threshold), K_SIZE,
 	  0, GiB, NULL, "messages from this size are received in place" },
+	{ "rdma", "rndv_threshold", NULL, M(rndv_threshold), K_SIZE, 0, GiB,
+	  NULL, "messages from this size move by RDMA READ, 0 = never" },
 	/* [pool] */
 	{ "pool", "block_sizes", NULL, M(block_size), K_SIZES, 4 * KiB, GiB,
 	  NULL, "the 3 block classes, increasing, bytes" },

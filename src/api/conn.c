@@ -31,20 +31,31 @@ struct rift__buf *rift__buf_new(rift_ctx *ctx, size_t len)
 }
 
 /*
- * A buffer in a registered pool block when it fits one, so the verbs
- * transport can send it without a copy; malloc'd otherwise.
+ * A buffer in registered memory, so the verbs transport can send it
+ * without a copy: a pool block when it fits one, else a large registered
+ * buffer when it is big enough to go by rendezvous (RDMA READ from it);
+ * malloc'd otherwise, or when registered memory runs out (such a message
+ * is streamed through the send slots instead).
  */
 static struct rift__buf *buf_new_registered(rift_ctx *ctx, size_t len)
 {
 	struct rift__pool *pool = rift__ctx_pool(ctx);
+	size_t big = ctx->cfg.block_size[RIFT_BLOCK_CLASSES - 1];
 	struct rift__buf *b;
 	char err[RIFT_ERRMSG_LEN];
 	int rc;
 
-	if (!pool || sizeof(*b) + len > ctx->cfg.block_size[RIFT_BLOCK_CLASSES - 1])
+	if (!pool)
 		return rift__buf_new(ctx, len);
-	b = rift__pool_alloc(pool, sizeof(*b) + len, RIFT_POOL_SEND, &rc, err,
-			     sizeof(err));
+	if (sizeof(*b) + len <= big)
+		b = rift__pool_alloc(pool, sizeof(*b) + len, RIFT_POOL_SEND,
+				     &rc, err, sizeof(err));
+	else if (ctx->cfg.rndv_threshold && len >= ctx->cfg.rndv_threshold)
+		b = rift__pool_alloc_large(pool, sizeof(*b) + len,
+					   RIFT_POOL_SEND, &rc, err,
+					   sizeof(err));
+	else
+		return rift__buf_new(ctx, len);
 	if (!b)
 		return rift__buf_new(ctx, len); /* pool share used up */
 	b->magic = RIFT_BUF_MAGIC;
@@ -371,7 +382,16 @@ int rift_conn_send(rift_conn *conn, const void *data, size_t len)
 
 	if (rc)
 		return rc;
-	b = rift__buf_new(conn->ctx, len);
+	/* The copy is made anyway: over RDMA, a message that will go by
+	 * rendezvous is copied into registered memory, so the peer can READ
+	 * it from there (TCP and small messages keep plain malloc). */
+	if ((conn->transport == RIFT_TRANSPORT_RDMA ||
+	     (conn->transport == RIFT_TRANSPORT_NONE &&
+	      conn->ops == &rift__rdma_ops)) &&
+	    conn->ctx->cfg.rndv_threshold && len >= conn->ctx->cfg.rndv_threshold)
+		b = buf_new_registered(conn->ctx, len);
+	else
+		b = rift__buf_new(conn->ctx, len);
 	if (!b)
 		return RIFT_ENOMEM;
 	if (len)

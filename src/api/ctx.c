@@ -84,6 +84,7 @@ void rift__config_init(rift_config *cfg, size_t size)
 		.recv_reserve_pct = 50,
 		.huge_pages = 0,
 		.metrics = 1,
+		.rndv_threshold = 64u << 10,
 	};
 	memcpy(cfg, &d, d.size);
 }
@@ -160,6 +161,7 @@ static int cfg_check(const rift_config *c)
 	R(recv_reserve_pct, 0, 100);
 	R(huge_pages, 0, 1);
 	R(metrics, 0, 1);
+	R(rndv_threshold, 0, 1u << 30);
 #undef R
 	if (!rc && (c->gid_index < -1 || c->gid_index > 4095)) {
 		snprintf(create_err, sizeof(create_err),

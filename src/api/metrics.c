@@ -413,6 +413,20 @@ static const struct family_def ctx_counters[] = {
 	  CTX_STAT(accept_pauses) },
 	{ "rift_progress_calls_total", "Event loop rounds.",
 	  CTX_STAT(progress_calls) },
+	{ "rift_rndv_sends_total",
+	  "RDMA: large messages sent as a rendezvous descriptor for the peer "
+	  "to READ.",
+	  CTX_STAT(rndv_sends) },
+	{ "rift_rndv_recvs_total",
+	  "RDMA: large messages received by RDMA READ, delivered in place.",
+	  CTX_STAT(rndv_recvs) },
+	{ "rift_rndv_read_bytes_total",
+	  "RDMA: bytes moved by rendezvous READs.",
+	  CTX_STAT(rndv_read_bytes) },
+	{ "rift_rndv_refused_total",
+	  "RDMA: rendezvous descriptors refused (a buffer the peer does not "
+	  "own, or a length that does not match).",
+	  CTX_STAT(rndv_refused) },
 };
 
 static const struct family_def conn_counters[] = {
@@ -865,6 +879,10 @@ int rift_metrics_info(rift_ctx *ctx, char *buf, size_t len)
 		kv(&o, key, st->fallbacks[r]);
 	}
 	kv(&o, "credit_stalls", st->credit_stalls);
+	kv(&o, "rndv_sends", st->rndv_sends);
+	kv(&o, "rndv_recvs", st->rndv_recvs);
+	kv(&o, "rndv_read_bytes", st->rndv_read_bytes);
+	kv(&o, "rndv_refused", st->rndv_refused);
 
 	out_str(&o, "\r\n# Errors\r\n");
 	kv(&o, "protocol_errors", st->protocol_errors);

@@ -10,6 +10,17 @@
  * Free blocks form intrusive singly linked lists (the first word of a free
  * block points at the next).  Allocation tries the thread's cache, then
  * the thread's bucket, then the other buckets, then grows the pool.
+ *
+ * Large buffers (above the largest class, for messages that move by RDMA
+ * READ rendezvous) are mappings of their own, registered with every
+ * device like a region.  Registering tens of MiB costs milliseconds (the
+ * kernel pins every page), so freed ones are kept registered in a small
+ * cache and handed out again for a message of about the same size: a
+ * registration cache that can never go stale, because rift owns these
+ * mappings and only unmaps them after deregistering.  (Registering the
+ * caller's own memory on demand would need an rcache that watches munmap,
+ * as UCX does; every message rift moves is already copied into, or
+ * allocated from, rift's memory, so that is not needed.)
  */
 #include <errno.h>
 #include <pthread.h>
@@ -23,10 +34,24 @@
 #include "memory/pool.h"
 
 #define MAX_BUCKETS 256
+#define LARGE_CACHE_N 4                 /* freed large buffers kept */
+#define LARGE_CACHE_BYTES (128u << 20)  /* and at most this much */
 
 struct region {
 	uint8_t *base;
 	int cls; /* block class, -1 until carved */
+	void *mr[RIFT_POOL_MAX_DEVICES];
+	uint32_t lkey[RIFT_POOL_MAX_DEVICES];
+	uint32_t rkey[RIFT_POOL_MAX_DEVICES];
+};
+
+/* A large buffer: one mapping, registered with every device. */
+struct large {
+	struct large *next;
+	uint8_t *base;
+	size_t len;      /* mapped bytes */
+	bool used;
+	enum rift__pool_use use;
 	void *mr[RIFT_POOL_MAX_DEVICES];
 	uint32_t lkey[RIFT_POOL_MAX_DEVICES];
 	uint32_t rkey[RIFT_POOL_MAX_DEVICES];
@@ -59,6 +84,9 @@ struct rift__pool {
 	void *devs[RIFT_POOL_MAX_DEVICES];
 	int n_devs;          /* read with acquire */
 	struct bucket *buckets;
+	struct large *large; /* large buffers, used and cached; under mu */
+	uint64_t large_bytes[2]; /* mapped by use (cached ones count as
+				    the use they were freed from), bytes */
 };
 
 static pthread_mutex_t global_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -221,6 +249,136 @@ static void carve(struct rift__pool *pool, size_t i, int c, struct bucket *b)
 	pthread_mutex_unlock(&b->mu);
 }
 
+/* ---- large buffers ---- */
+
+/* Deregister and unmap (the entry is already off the list). */
+static void large_unmap(struct rift__pool *pool, struct large *lg)
+{
+	for (int d = 0; d < pool->n_devs; d++)
+		if (lg->mr[d])
+			pool->ops.dereg(lg->mr[d]);
+	munmap(lg->base, lg->len);
+	free(lg);
+}
+
+void *rift__pool_alloc_large(struct rift__pool *pool, size_t len,
+			     enum rift__pool_use use, int *rc, char *err,
+			     size_t errlen)
+{
+	size_t step = pool->block[RIFT_BLOCK_CLASSES - 1];
+	size_t need = (len + step - 1) / step * step;
+	struct large *lg, *best = NULL;
+	void *m;
+
+	if (len == 0 || need < len) {
+		*rc = RIFT_EINVAL;
+		snprintf(err, errlen, "large buffer of %zu bytes", len);
+		return NULL;
+	}
+	pthread_mutex_lock(&pool->mu);
+	/* A cached one that fits without wasting more than half of it. */
+	for (lg = pool->large; lg; lg = lg->next)
+		if (!lg->used && lg->len >= need && lg->len / 2 <= need &&
+		    (!best || lg->len < best->len))
+			best = lg;
+	if (best) {
+		best->used = true;
+		pool->large_bytes[best->use] -= best->len;
+		best->use = use;
+		pool->large_bytes[use] += best->len;
+		pthread_mutex_unlock(&pool->mu);
+		*rc = 0;
+		return best->base;
+	}
+	/* Registering under mu keeps the device list still; large buffers
+	 * are rare enough that this lock is never contended. */
+	*rc = memlock_check(need * (size_t)(pool->n_devs ? pool->n_devs : 1),
+			    err, errlen);
+	if (*rc)
+		goto fail;
+	lg = calloc(1, sizeof(*lg));
+	m = mmap(NULL, need, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (!lg || m == MAP_FAILED) {
+		*rc = RIFT_ENOMEM;
+		snprintf(err, errlen, "no memory for a %zu MiB buffer",
+			 need >> 20);
+		if (m != MAP_FAILED)
+			munmap(m, need);
+		free(lg);
+		goto fail;
+	}
+	lg->base = m;
+	lg->len = need;
+	for (int d = 0; d < pool->n_devs; d++) {
+		*rc = pool->ops.reg(pool->devs[d], lg->base, lg->len, &lg->mr[d],
+				    &lg->lkey[d], &lg->rkey[d], err, errlen);
+		if (*rc) {
+			large_unmap(pool, lg);
+			goto fail;
+		}
+	}
+	lg->used = true;
+	lg->use = use;
+	lg->next = pool->large;
+	pool->large = lg;
+	pool->large_bytes[use] += need;
+	pthread_mutex_unlock(&pool->mu);
+	return lg->base;
+
+fail:
+	pthread_mutex_unlock(&pool->mu);
+	return NULL;
+}
+
+/* Back to the cache; the cache keeps the newest LARGE_CACHE_N buffers
+ * within LARGE_CACHE_BYTES and unmaps the rest. */
+static void large_free(struct rift__pool *pool, void *block,
+		       enum rift__pool_use use)
+{
+	struct large **pp, *lg, *drop = NULL;
+	size_t kept = 0, kept_bytes = 0;
+
+	pthread_mutex_lock(&pool->mu);
+	for (pp = &pool->large; *pp; pp = &(*pp)->next)
+		if ((*pp)->base == block && (*pp)->used)
+			break;
+	lg = *pp;
+	if (!lg)
+		abort(); /* not ours: a caller bug that must not go unnoticed */
+	RIFT_UNUSED(use);
+	lg->used = false;
+	/* Most recently freed first: the next large message likely has
+	 * the same size as the last one. */
+	*pp = lg->next;
+	lg->next = pool->large;
+	pool->large = lg;
+	for (pp = &pool->large; *pp;) {
+		struct large *e = *pp;
+
+		if (e->used) {
+			pp = &e->next;
+			continue;
+		}
+		if (kept < LARGE_CACHE_N && kept_bytes + e->len <= LARGE_CACHE_BYTES) {
+			kept++;
+			kept_bytes += e->len;
+			pp = &e->next;
+			continue;
+		}
+		*pp = e->next;
+		pool->large_bytes[e->use] -= e->len;
+		e->next = drop;
+		drop = e;
+	}
+	pthread_mutex_unlock(&pool->mu);
+	while (drop) {
+		lg = drop;
+		drop = lg->next;
+		large_unmap(pool, lg);
+	}
+}
+
 void rift__pool_geometry(const rift_config *cfg, struct rift__pool_geometry *g)
 {
 	size_t big = cfg->block_size[RIFT_BLOCK_CLASSES - 1];
@@ -328,6 +486,12 @@ void rift__pool_put(struct rift__pool *pool)
 		for (int d = 0; d < pool->n_devs; d++)
 			pool->ops.dereg(pool->regions[i].mr[d]);
 	munmap(pool->base, pool->reserved);
+	while (pool->large) {
+		struct large *lg = pool->large;
+
+		pool->large = lg->next;
+		large_unmap(pool, lg);
+	}
 	for (uint32_t b = 0; b < pool->n_buckets; b++)
 		pthread_mutex_destroy(&pool->buckets[b].mu);
 	pthread_mutex_destroy(&pool->mu);
@@ -356,6 +520,18 @@ int rift__pool_add_device(struct rift__pool *pool, void *dev, char *err,
 		rc = reg_region(pool, &pool->regions[i], d, err, errlen);
 		if (rc) {
 			while (i-- > 0)
+				pool->ops.dereg(pool->regions[i].mr[d]);
+			pool->devs[d] = NULL;
+			goto out;
+		}
+	}
+	for (struct large *lg = pool->large; lg; lg = lg->next) {
+		rc = pool->ops.reg(dev, lg->base, lg->len, &lg->mr[d],
+				   &lg->lkey[d], &lg->rkey[d], err, errlen);
+		if (rc) {
+			for (struct large *u = pool->large; u != lg; u = u->next)
+				pool->ops.dereg(u->mr[d]);
+			for (size_t i = 0; i < pool->n_regions; i++)
 				pool->ops.dereg(pool->regions[i].mr[d]);
 			pool->devs[d] = NULL;
 			goto out;
@@ -475,7 +651,11 @@ void rift__pool_free(struct rift__pool *pool, void *block,
 	struct region *r = region_of(pool, block);
 	int c;
 
-	if (!r || r->cls < 0)
+	if (!r) {
+		large_free(pool, block, use);
+		return;
+	}
+	if (r->cls < 0)
 		abort(); /* not ours: a caller bug that must not go unnoticed */
 	c = r->cls;
 	__atomic_sub_fetch(&pool->in_use[use], pool->block[c], __ATOMIC_RELAXED);
@@ -510,24 +690,49 @@ void rift__pool_free(struct rift__pool *pool, void *block,
 size_t rift__pool_block_size(struct rift__pool *pool, const void *ptr)
 {
 	struct region *r = region_of(pool, ptr);
+	size_t len = 0;
 
-	return r && r->cls >= 0 ? pool->block[r->cls] : 0;
+	if (r)
+		return r->cls >= 0 ? pool->block[r->cls] : 0;
+	pthread_mutex_lock(&pool->mu);
+	for (struct large *lg = pool->large; lg; lg = lg->next)
+		if (lg->used && (const uint8_t *)ptr >= lg->base &&
+		    (const uint8_t *)ptr < lg->base + lg->len)
+			len = lg->len;
+	pthread_mutex_unlock(&pool->mu);
+	return len;
 }
 
 bool rift__pool_keys(struct rift__pool *pool, const void *ptr, int dev,
 		     uint32_t *lkey, uint32_t *rkey)
 {
 	struct region *r = region_of(pool, ptr);
+	bool found = false;
 
-	if (!r || dev < 0 || dev >= __atomic_load_n(&pool->n_devs, __ATOMIC_ACQUIRE))
+	if (dev < 0 || dev >= __atomic_load_n(&pool->n_devs, __ATOMIC_ACQUIRE))
 		return false;
-	*lkey = r->lkey[dev];
-	*rkey = r->rkey[dev];
-	return true;
+	if (r) {
+		*lkey = r->lkey[dev];
+		*rkey = r->rkey[dev];
+		return true;
+	}
+	pthread_mutex_lock(&pool->mu);
+	for (struct large *lg = pool->large; lg && !found; lg = lg->next)
+		if (lg->used && (const uint8_t *)ptr >= lg->base &&
+		    (const uint8_t *)ptr < lg->base + lg->len) {
+			*lkey = lg->lkey[dev];
+			*rkey = lg->rkey[dev];
+			found = true;
+		}
+	pthread_mutex_unlock(&pool->mu);
+	return found;
 }
 
 void rift__pool_usage(struct rift__pool *pool, struct rift__pool_usage *u)
 {
+	pthread_mutex_lock(&pool->mu);
+	u->large_bytes = pool->large_bytes[0] + pool->large_bytes[1];
+	pthread_mutex_unlock(&pool->mu);
 	u->regions = __atomic_load_n(&pool->n_regions, __ATOMIC_ACQUIRE);
 	u->registered = u->regions * pool->region;
 	for (int i = 0; i < 2; i++)

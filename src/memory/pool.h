@@ -74,6 +74,17 @@ int rift__pool_add_device(struct rift__pool *pool, void *dev, char *err,
 void *rift__pool_alloc(struct rift__pool *pool, size_t len,
 		       enum rift__pool_use use, int *rc, char *err,
 		       size_t errlen);
+/*
+ * A buffer of at least len bytes beyond the largest class: a mapping of
+ * its own, registered with every device (a freed one of about the same
+ * size is reused from a small cache, registration and all).  Same errors
+ * as rift__pool_alloc; RIFT_EMEMLOCK says how to raise the limit.  Free
+ * it with rift__pool_free like a block; rift__pool_keys and
+ * rift__pool_block_size know it too (they take a lock for it).
+ */
+void *rift__pool_alloc_large(struct rift__pool *pool, size_t len,
+			     enum rift__pool_use use, int *rc, char *err,
+			     size_t errlen);
 /* Give a block back; use must be the one it was allocated for. */
 void rift__pool_free(struct rift__pool *pool, void *block,
 		     enum rift__pool_use use);
@@ -89,6 +100,7 @@ struct rift__pool_usage {
 	uint64_t in_use[2];             /* bytes handed out, by use */
 	uint64_t blocks_in_use[RIFT_BLOCK_CLASSES];
 	uint64_t regions;
+	uint64_t large_bytes;           /* large buffers mapped, cached too */
 };
 void rift__pool_usage(struct rift__pool *pool, struct rift__pool_usage *u);
 

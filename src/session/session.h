@@ -131,5 +131,8 @@ rift_conn *rift__conn_new_server(rift_listener *l, uint64_t session_id);
 uint64_t rift__conn_zero_copy_sends(const rift_conn *conn);
 /* Tests: bytes the current verbs path delivered from receive buffers. */
 uint64_t rift__conn_inplace_recv_bytes(const rift_conn *conn);
+/* Tests: rendezvous messages the current verbs path is fetching (READs
+ * posted or waiting) or holding for delivery. */
+uint64_t rift__conn_rndv_inflight(const rift_conn *conn);
 
 #endif

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "memory/pool.h"
 #include "session/session.h"
 #include "transports/verbs/verbs.h"
 #include "harness.h"
@@ -299,7 +300,478 @@ TEST_T(registered_buffers_are_sent_and_received_without_a_copy)
 	h_teardown(ctx, l, conns, 2);
 }
 
+/* rdma.device names a device the route does not use: a clear error. */
+TEST_T(configured_device_the_route_does_not_use_is_an_error)
+{
+	rift_config cfg = h_config();
+	rift_ctx *ctx;
+	struct side srv = { 0 }, cli = { 0 };
+	rift_listener *l;
+	rift_conn *conns[1];
+
+	need_rdma();
+	cfg.retries = 0;
+	snprintf(cfg.device, sizeof(cfg.device), "mlx5_7");
+	ctx = h_ctx(&cfg);
+	l = h_listen(ctx, &srv);
+	h_connect(ctx, rift_listener_port(l), &cli);
+	CHECK(h_wait(ctx, &cli.errors, 10000));
+	CHECK_EQ(cli.last_status, RIFT_EINVAL);
+	CHECK_CONTAINS(cli.last_message, "not the configured device mlx5_7");
+	CHECK_CONTAINS(cli.last_message, "rdma.device");
+	conns[0] = cli.conn;
+	h_teardown(ctx, l, conns, 1);
+}
+
+/* ---- rendezvous: large messages by RDMA READ ---- */
+
+/* A receiver that checks every message of the sender's stream: size and
+ * bytes, order, and whether a large one was delivered in place (from
+ * registered pool memory, not a copy). */
+struct big_side {
+	struct side s;          /* first: the harness's on_event uses it */
+	rift_ctx *ctx;
+	uint64_t seed;
+	size_t (*size_of)(uint64_t i);
+	uint64_t large;         /* received of rndv_threshold and up */
+	uint64_t in_place;      /* of those, delivered from registered memory */
+	uint64_t retain_index;  /* message to retain and check later (0: none) */
+	rift_msg *kept;
+};
+
+static void big_recv(rift_conn *conn, rift_msg *msg)
+{
+	struct big_side *b = rift_conn_user(conn);
+	uint64_t i = b->s.recv_count;
+	size_t want = b->size_of(i), len = rift_msg_len(msg);
+	const uint8_t *data = rift_msg_data(msg);
+	uint8_t *expect = malloc(want ? want : 1);
+
+	h_fill(expect, want, b->seed, i);
+	if (len != want || memcmp(expect, data, len) != 0 ||
+	    rift_msg_seq(msg) != i + 1)
+		b->s.bad++;
+	free(expect);
+	if (len >= b->ctx->cfg.rndv_threshold) {
+		b->large++;
+		if (rift__pool_block_size(rift__ctx_pool(b->ctx), data) >= len)
+			b->in_place++;
+	}
+	if (b->retain_index && i == b->retain_index)
+		b->kept = rift_msg_retain(msg);
+	b->s.recv_count++;
+	b->s.recv_bytes += len;
+}
+
+static void big_event(rift_conn *conn, const rift_event *ev)
+{
+	h_callbacks.on_event(conn, ev);
+}
+
+static const rift_conn_callbacks big_callbacks = { .on_event = big_event,
+						   .on_recv = big_recv };
+
+static void big_accept(rift_listener *l, rift_conn *conn)
+{
+	struct big_side *b = rift_listener_user(l);
+
+	b->s.conn = conn;
+	b->s.connected++;
+}
+
+/* Send message i of the stream: rift_conn_send (copied into registered
+ * memory) for even i, a rift_buf_alloc buffer (no copy) for odd i. */
+static int big_send(rift_conn *c, uint64_t seed, uint64_t i, size_t len)
+{
+	rift_ctx *ctx = rift_conn_ctx(c);
+	uint8_t *buf;
+	int rc;
+
+	if (i % 2 == 0) {
+		buf = malloc(len ? len : 1);
+		h_fill(buf, len, seed, i);
+		rc = rift_conn_send(c, buf, len);
+		free(buf);
+		return rc;
+	}
+	buf = rift_buf_alloc(ctx, len);
+	if (!buf)
+		return RIFT_ENOMEM;
+	h_fill(buf, len, seed, i);
+	rc = rift_conn_send_buf(c, buf, len);
+	if (rc)
+		rift_buf_free(ctx, buf);
+	return rc;
+}
+
+/* Large ones (256 KiB .. 4 MiB, one a byte past a 2 MiB block) between
+ * small ones, empty ones and one just below the threshold. */
+static size_t mixed_size(uint64_t i)
+{
+	static const size_t sizes[] = { 256u << 10, 1, 4u << 20, 5000, 0,
+					(64u << 10) - 1, 100, (2u << 20) + 1,
+					64u << 10, 3u << 20, 70000, 17 };
+
+	return sizes[i % RIFT_ARRAY_SIZE(sizes)];
+}
+
+/* The first test's stream: mixed, and a 64 MiB message in the middle. */
+static size_t with_64m(uint64_t i)
+{
+	return i == 13 ? 64u << 20 : mixed_size(i);
+}
+
+static bool is_large(size_t len)
+{
+	return len >= (64u << 10);
+}
+
+/* Listener and client for a rendezvous test; srv receives. */
+static rift_conn *big_pair(rift_ctx *ctx, const char *scheme,
+			   struct big_side *srv, struct side *cli,
+			   rift_listener **l)
+{
+	rift_conn *c = NULL;
+	char url[128];
+
+	srv->ctx = ctx;
+	snprintf(url, sizeof(url), "%s://%s:0", scheme, rt_host());
+	CHECK_EQ(rift_listen(ctx, url, &big_callbacks, srv, big_accept, l), 0);
+	snprintf(url, sizeof(url), "%s://%s:%d", scheme, rt_host(),
+		 rift_listener_port(*l));
+	CHECK_EQ(rift_connect(ctx, url, &h_callbacks, cli, &c), 0);
+	cli->conn = c;
+	h_connected(ctx, cli);
+	CHECK(h_wait(ctx, &srv->s.connected, 5000));
+	return c;
+}
+
+/* Send n messages of the stream (seed 21), keeping the window full. */
+static void big_stream(rift_ctx *ctx, rift_conn *c, struct big_side *srv,
+		       uint64_t n, int timeout_s,
+		       void (*each_round)(rift_ctx *ctx, struct big_side *srv))
+{
+	uint64_t sent = 0, end = h_now_us() + (uint64_t)timeout_s * 1000000u;
+
+	while (srv->s.recv_count < n && h_now_us() < end &&
+	       !srv->s.disconnected) {
+		while (sent < n) {
+			int rc = big_send(c, 21, sent, srv->size_of(sent));
+
+			if (rc == RIFT_EAGAIN)
+				break;
+			CHECK_EQ(rc, 0);
+			sent++;
+		}
+		rift_ctx_run(ctx, 1);
+		if (each_round)
+			each_round(ctx, srv);
+	}
+	if (srv->s.disconnected)
+		FAIL("session died: %s", srv->s.last_message);
+	if (srv->s.recv_count < n)
+		FAIL("%llu of %llu messages after %d s",
+		     (unsigned long long)srv->s.recv_count,
+		     (unsigned long long)n, timeout_s);
+}
+
 /*
+ * Large messages (256 KiB to 64 MiB) interleaved with small ones arrive
+ * whole, in order, once; each large one went by RDMA READ (the counters)
+ * and was delivered from registered memory (its data pointer is in the
+ * pool); a retained one stays valid after its callback.
+ */
+TEST_TIMEOUT(large_messages_go_by_rdma_read_and_arrive_in_place, 200)
+{
+	rift_config cfg = h_config();
+	rift_ctx *ctx;
+	struct big_side srv = { .seed = 21, .size_of = with_64m,
+				.retain_index = 2 };
+	struct side cli = { 0 };
+	rift_listener *l = NULL;
+	rift_conn *c, *conns[2];
+	rift_ctx_stats st;
+	uint64_t n = 36, large = 0, large_bytes = 0;
+	uint8_t *expect;
+
+	need_rdma();
+	/* Both ends share this thread: checking 64 MiB in on_recv stalls
+	 * the loop for seconds under TCG, which must not pass for a dead
+	 * peer (a re-attach would replay, and the counts would differ). */
+	cfg.keepalive_timeout_ms = 60000;
+	cfg.keepalive_interval_ms = 20000;
+	ctx = h_ctx(&cfg);
+	c = big_pair(ctx, "rdma", &srv, &cli, &l);
+	big_stream(ctx, c, &srv, n, 150, NULL);
+	for (uint64_t i = 0; i < n; i++)
+		if (is_large(with_64m(i))) {
+			large++;
+			large_bytes += with_64m(i);
+		}
+	rift_ctx_stats_init(&st);
+	rift_ctx_stats_get(ctx, &st);
+	printf("large %llu (in place %llu), path changes %d, rndv sends %llu "
+	       "recvs %llu, READ %llu bytes\n",
+	       (unsigned long long)srv.large, (unsigned long long)srv.in_place,
+	       cli.path_changed,
+	       (unsigned long long)st.rndv_sends,
+	       (unsigned long long)st.rndv_recvs,
+	       (unsigned long long)st.rndv_read_bytes);
+	CHECK_EQ(srv.s.recv_count, n);
+	CHECK_EQ(srv.s.bad, 0);
+	CHECK_EQ(srv.large, large);
+	CHECK_EQ(srv.in_place, large);
+	CHECK_EQ(st.rndv_sends, large);
+	CHECK_EQ(st.rndv_recvs, large);
+	CHECK_EQ(st.rndv_read_bytes, large_bytes);
+	CHECK_EQ(st.rndv_refused, 0);
+	/* The retained 4 MiB message outlived its callback intact. */
+	CHECK(srv.kept != NULL);
+	CHECK_EQ(rift_msg_len(srv.kept), 4u << 20);
+	expect = malloc(4u << 20);
+	h_fill(expect, 4u << 20, 21, 2);
+	CHECK(memcmp(rift_msg_data(srv.kept), expect, 4u << 20) == 0);
+	free(expect);
+	rift_msg_release(srv.kept);
+	conns[0] = c;
+	conns[1] = srv.s.conn;
+	h_teardown(ctx, l, conns, 2);
+}
+
+/* A client whose rendezvous descriptor is hostile (fault point on its
+ * side): the server refuses it, counts it and ends the session with
+ * RIFT_EPROTO, having delivered nothing of it. */
+static void hostile_rndv(rift__fault_point fault, const char *says,
+			 bool read_expected)
+{
+	rift_ctx *ctx = h_ctx(NULL);
+	struct big_side srv = { .seed = 21, .size_of = mixed_size };
+	struct side cli = { 0 };
+	rift_listener *l = NULL;
+	rift_conn *c, *conns[2];
+	rift_ctx_stats st;
+
+	c = big_pair(ctx, "rdma", &srv, &cli, &l);
+	/* Message 0 is 256 KiB: its descriptor lies. */
+	rift__fault_arm(fault, 1, 1);
+	CHECK_EQ(big_send(c, 21, 0, mixed_size(0)), 0);
+	CHECK_EQ(big_send(c, 21, 1, mixed_size(1)), 0);
+	CHECK(h_wait(ctx, &srv.s.disconnected, 20000));
+	CHECK_EQ(rift__fault_fired(fault), 1);
+	rift__fault_clear();
+	printf("server: %s: %s\n", rift_err_name(srv.s.last_status),
+	       srv.s.last_message);
+	CHECK_EQ(srv.s.last_status, RIFT_EPROTO);
+	CHECK_CONTAINS(srv.s.last_message, says);
+	CHECK_EQ(srv.s.recv_count, 0); /* nothing behind it either */
+	rift_ctx_stats_init(&st);
+	rift_ctx_stats_get(ctx, &st);
+	CHECK_EQ(st.rndv_refused, 1);
+	CHECK(st.protocol_errors >= 1);
+	CHECK_EQ(st.rndv_recvs, 0);
+	if (!read_expected)
+		CHECK_EQ(st.rndv_read_bytes, 0);
+	/* The client loses its session too (the server forgot it). */
+	CHECK(h_wait(ctx, &cli.disconnected, 20000));
+	conns[0] = c;
+	conns[1] = srv.s.conn;
+	h_teardown(ctx, l, conns, 2);
+}
+
+TEST_TIMEOUT(rendezvous_with_a_buffer_the_peer_does_not_own_is_refused, 120)
+{
+	need_rdma();
+	hostile_rndv(RIFT_FAULT_RNDV_BAD_RKEY, "does not own", true);
+}
+
+TEST_TIMEOUT(rendezvous_length_mismatch_is_refused_before_any_read, 120)
+{
+	need_rdma();
+	hostile_rndv(RIFT_FAULT_RNDV_BAD_LEN, "does not own", false);
+}
+
+/* Cut the receiver's path (rdma_disconnect) while READs are in flight,
+ * a few times. */
+static int cuts_done;
+static void cut_mid_read(rift_ctx *ctx, struct big_side *srv)
+{
+	RIFT_UNUSED(ctx);
+	if (cuts_done < 3 && srv->s.conn &&
+	    rift__conn_rndv_inflight(srv->s.conn) > 0 &&
+	    srv->s.recv_count > (uint64_t)cuts_done * 12 &&
+	    rift__conn_cut(srv->s.conn) == 0)
+		cuts_done++;
+}
+
+/*
+ * The path breaks while the receiver is READing: the session re-attaches
+ * on a new QP, the sender replays what was not acknowledged (its buffers
+ * were kept until then), and nothing is lost or doubled.
+ */
+TEST_TIMEOUT(path_cut_mid_rendezvous_loses_and_doubles_nothing, 200)
+{
+	rift_ctx *ctx = h_ctx(NULL);
+	struct big_side srv = { .seed = 21, .size_of = mixed_size };
+	struct side cli = { 0 };
+	rift_listener *l = NULL;
+	rift_conn *c, *conns[2];
+	rift_conn_stats st;
+	uint64_t n = 60;
+
+	need_rdma();
+	cuts_done = 0;
+	c = big_pair(ctx, "rdma", &srv, &cli, &l);
+	big_stream(ctx, c, &srv, n, 150, cut_mid_read);
+	rift_conn_stats_init(&st);
+	rift_conn_stats_get(c, &st);
+	printf("cuts %d, path_changed cli %d srv %d, replayed %llu\n",
+	       cuts_done, cli.path_changed, srv.s.path_changed,
+	       (unsigned long long)st.msgs_replayed);
+	CHECK(cuts_done >= 1);
+	CHECK(cli.path_changed >= 1);
+	CHECK_EQ(srv.s.recv_count, n);
+	CHECK_EQ(srv.s.bad, 0);
+	CHECK_EQ(srv.in_place, srv.large);
+	conns[0] = c;
+	conns[1] = srv.s.conn;
+	h_teardown(ctx, l, conns, 2);
+}
+
+/* Every RDMA path fails from now on (fault point): an auto:// session
+ * moves to TCP. */
+static int fallback_armed;
+static void fail_rdma_mid_read(rift_ctx *ctx, struct big_side *srv)
+{
+	RIFT_UNUSED(ctx);
+	if (!fallback_armed && srv->s.conn &&
+	    rift__conn_rndv_inflight(srv->s.conn) > 0 && srv->s.recv_count > 6) {
+		rift__fault_arm(RIFT_FAULT_RDMA_SEND, 1, 1000000);
+		fallback_armed = 1;
+	}
+}
+
+/*
+ * auto://: the RDMA path dies while a rendezvous is being READ and no
+ * RDMA path comes back, so the session falls back to TCP; the messages
+ * that were in flight by rendezvous are replayed there as plain streamed
+ * frames, once each, in order.
+ */
+TEST_TIMEOUT(rendezvous_in_flight_is_replayed_over_tcp_after_fallback, 200)
+{
+	rift_ctx *ctx = h_ctx(NULL);
+	struct big_side srv = { .seed = 21, .size_of = mixed_size };
+	struct side cli = { 0 };
+	rift_listener *l = NULL;
+	rift_conn *c, *conns[2];
+	rift_ctx_stats st;
+	uint64_t n = 48;
+
+	need_rdma();
+	fallback_armed = 0;
+	c = big_pair(ctx, "auto", &srv, &cli, &l);
+	CHECK_EQ(rift_conn_transport(c), RIFT_TRANSPORT_RDMA);
+	big_stream(ctx, c, &srv, n, 150, fail_rdma_mid_read);
+	rift__fault_clear();
+	rift_ctx_stats_init(&st);
+	rift_ctx_stats_get(ctx, &st);
+	printf("transport %s, fallback %s, rndv recvs %llu, large %llu\n",
+	       rift_conn_transport(c) == RIFT_TRANSPORT_TCP ? "tcp" : "rdma",
+	       rift_fallback_reason_str(rift_conn_fallback_reason(c)),
+	       (unsigned long long)st.rndv_recvs,
+	       (unsigned long long)srv.large);
+	CHECK(fallback_armed);
+	CHECK_EQ(rift_conn_transport(c), RIFT_TRANSPORT_TCP);
+	CHECK_EQ(rift_conn_fallback_reason(c), RIFT_FALLBACK_PATH_LOST);
+	CHECK_EQ(srv.s.recv_count, n);
+	CHECK_EQ(srv.s.bad, 0);
+	/* Some large ones went by READ, the rest streamed over TCP. */
+	CHECK(st.rndv_recvs > 0);
+	CHECK(st.rndv_recvs < srv.large);
+	conns[0] = c;
+	conns[1] = srv.s.conn;
+	h_teardown(ctx, l, conns, 2);
+}
+
+/*
+ * Pair topology: the link under a rendezvous stream is cut for real (100%
+ * loss) while READs are in flight; the session re-attaches over the other
+ * link and every message arrives once, in order, intact.
+ */
+TEST_TIMEOUT(link_cut_mid_rendezvous_reattaches_over_the_other_port, 240)
+{
+	rift_config cfg = h_config();
+	rift_ctx *ctx;
+	struct big_side srv = { .seed = 21, .size_of = mixed_size };
+	struct side cli = { 0 };
+	const char *topo = getenv("RIFT_LAB_TOPO");
+	const char *a0 = getenv("RIFT_LAB_SERVER_ADDR0");
+	const char *a1 = getenv("RIFT_LAB_SERVER_ADDR1");
+	rift_listener *l = NULL;
+	rift_conn *c = NULL, *conns[2];
+	uint64_t n = 48, sent = 0, end;
+	char url[256], cmd[64];
+	const char *link = NULL;
+
+	need_rdma();
+	if (!topo || strcmp(topo, "pair") != 0 || !a0 || !a1)
+		SKIP("needs the lab's pair topology (two links)");
+	cfg.keepalive_interval_ms = 100;
+	cfg.keepalive_timeout_ms = 1500;
+	ctx = h_ctx(&cfg);
+	srv.ctx = ctx;
+	CHECK_EQ(rift_listen(ctx, "rdma://0.0.0.0:0", &big_callbacks, &srv,
+			     big_accept, &l),
+		 0);
+	snprintf(url, sizeof(url), "rdma://%s:%d,%s:%d", a0,
+		 rift_listener_port(l), a1, rift_listener_port(l));
+	CHECK_EQ(rift_connect(ctx, url, &h_callbacks, &cli, &c), 0);
+	cli.conn = c;
+	h_connected(ctx, &cli);
+	CHECK(h_wait(ctx, &srv.s.connected, 5000));
+	end = h_now_us() + 200000000u;
+	while (srv.s.recv_count < n && h_now_us() < end && !srv.s.disconnected &&
+	       !cli.disconnected) {
+		while (sent < n) {
+			int rc = big_send(c, 21, sent, mixed_size(sent));
+
+			if (rc == RIFT_EAGAIN)
+				break;
+			CHECK_EQ(rc, 0);
+			sent++;
+		}
+		if (!link && srv.s.recv_count > 6 && srv.s.conn && c->path &&
+		    rift__conn_rndv_inflight(srv.s.conn) > 0) {
+			/* The link the session runs on now (the first address
+			 * may have been refused at connect time). */
+			link = strstr(c->path->peer, a0) ? "link0" : "link1";
+			snprintf(cmd, sizeof(cmd), "lab-link loss %s", link);
+			CHECK_EQ(system(cmd), 0);
+		}
+		rift_ctx_run(ctx, 1);
+	}
+	if (link) {
+		snprintf(cmd, sizeof(cmd), "lab-link noloss %s", link);
+		CHECK_EQ(system(cmd), 0);
+		printf("cut %s; path_changed cli %d srv %d\n", link,
+		       cli.path_changed, srv.s.path_changed);
+	}
+	if (cli.disconnected || srv.s.disconnected)
+		FAIL("session died: %s / %s", cli.last_message,
+		     srv.s.last_message);
+	CHECK(link != NULL);
+	CHECK_EQ(srv.s.recv_count, n);
+	CHECK_EQ(srv.s.bad, 0);
+	CHECK(cli.path_changed >= 1);
+	conns[0] = c;
+	conns[1] = srv.s.conn;
+	h_teardown(ctx, l, conns, 2);
+}
+
+/*
+ * Kept last of the pair tests: after link0 comes back up, rdma_cm could
+ * not connect over it for several seconds (seen in the lab), so a pair
+ * test running right after it may find only link1.
+ *
  * Pair topology: the client's netdev on link0 goes administratively down
  * while the connection is idle.  With traffic, rxe fails the next send at
  * once (local QP operation error); idle, only the device's
@@ -358,27 +830,4 @@ TEST_TIMEOUT(port_down_fails_an_idle_path_at_once, 240)
 	conns[0] = c;
 	conns[1] = srv.conn;
 	h_teardown(ctx, l, conns, 2);
-}
-
-/* rdma.device names a device the route does not use: a clear error. */
-TEST_T(configured_device_the_route_does_not_use_is_an_error)
-{
-	rift_config cfg = h_config();
-	rift_ctx *ctx;
-	struct side srv = { 0 }, cli = { 0 };
-	rift_listener *l;
-	rift_conn *conns[1];
-
-	need_rdma();
-	cfg.retries = 0;
-	snprintf(cfg.device, sizeof(cfg.device), "mlx5_7");
-	ctx = h_ctx(&cfg);
-	l = h_listen(ctx, &srv);
-	h_connect(ctx, rift_listener_port(l), &cli);
-	CHECK(h_wait(ctx, &cli.errors, 10000));
-	CHECK_EQ(cli.last_status, RIFT_EINVAL);
-	CHECK_CONTAINS(cli.last_message, "not the configured device mlx5_7");
-	CHECK_CONTAINS(cli.last_message, "rdma.device");
-	conns[0] = cli.conn;
-	h_teardown(ctx, l, conns, 1);
 }

@@ -836,6 +836,7 @@ static const struct {
 	FIELD("poll_batch", poll_batch),
 	FIELD("qp_pool_count", qp_pool_count),
 	FIELD("zero_copy_threshold", zero_copy_threshold),
+	FIELD("rndv_threshold", rndv_threshold),
 	FIELD("initial", pool_initial),
 	FIELD("increment", pool_increment),
 	FIELD("max", pool_max),
@@ -953,7 +954,7 @@ TEST(config_ranges_agree_with_rift_config_check)
 		}
 		checked++;
 	}
-	CHECK_EQ(checked, 31);
+	CHECK_EQ(checked, 32);
 }
 
 /* ---- the environment ---- */
@@ -1151,6 +1152,7 @@ TEST(config_dump_round_trip)
 	a.poll_batch = 1;
 	a.qp_pool_count = 4096;
 	a.zero_copy_threshold = 1u << 30;
+	a.rndv_threshold = 0;
 	a.block_size[0] = 4096;
 	a.block_size[1] = 4096 + 512;
 	a.block_size[2] = 1u << 30;

@@ -208,3 +208,53 @@ TEST(pool_huge_pages_failure_says_what_to_do)
 	CHECK_CONTAINS(err, "huge pages");
 	CHECK_CONTAINS(err, "HugePages_Free");
 }
+
+/*
+ * Large buffers (rendezvous messages above the largest class): a mapping
+ * each, known to block_size and keys, and reused from a small cache of
+ * freed ones of about the same size, so a stream of large messages does
+ * not register (pin) memory per message.
+ */
+TEST(pool_large_buffers_are_cached_for_reuse)
+{
+	struct rift__pool *p = pool_with(0, 2u << 20, 64u << 20);
+	struct rift__pool_usage u;
+	char err[256];
+	int rc;
+	uint8_t *a, *b, *c, *big[6];
+
+	a = rift__pool_alloc_large(p, (5u << 20) + 1, RIFT_POOL_SEND, &rc, err,
+				   sizeof(err));
+	CHECK(a != NULL);
+	CHECK_EQ(rift__pool_block_size(p, a), 6u << 20); /* whole 2 MiB steps */
+	CHECK_EQ(rift__pool_block_size(p, a + (5u << 20)), 6u << 20);
+	memset(a, 0x5a, (5u << 20) + 1); /* really usable memory */
+	rift__pool_free(p, a, RIFT_POOL_SEND);
+	CHECK_EQ(rift__pool_block_size(p, a), 0); /* cached, not handed out */
+	/* The same size again: the cached one, registration and all. */
+	b = rift__pool_alloc_large(p, 5u << 20, RIFT_POOL_RECV, &rc, err,
+				   sizeof(err));
+	CHECK(b == a);
+	/* Much smaller: not worth half of a cached one; a new mapping. */
+	c = rift__pool_alloc_large(p, 1u << 20, RIFT_POOL_RECV, &rc, err,
+				   sizeof(err));
+	CHECK(c != NULL && c != a);
+	CHECK_EQ(rift__pool_block_size(p, c), 2u << 20);
+	rift__pool_free(p, b, RIFT_POOL_RECV);
+	rift__pool_free(p, c, RIFT_POOL_RECV);
+	/* The cache keeps at most four freed buffers. */
+	for (int i = 0; i < 6; i++) {
+		big[i] = rift__pool_alloc_large(p, 4u << 20, RIFT_POOL_SEND, &rc,
+						err, sizeof(err));
+		CHECK(big[i] != NULL);
+	}
+	for (int i = 0; i < 6; i++)
+		rift__pool_free(p, big[i], RIFT_POOL_SEND);
+	rift__pool_usage(p, &u);
+	CHECK_EQ(u.large_bytes, 4 * (4u << 20)); /* the four freed last */
+	CHECK_EQ(u.in_use[0] + u.in_use[1], 0); /* apart from the blocks */
+	CHECK(rift__pool_alloc_large(p, 0, RIFT_POOL_SEND, &rc, err,
+				     sizeof(err)) == NULL);
+	CHECK_EQ(rc, RIFT_EINVAL);
+	rift__pool_put(p);
+}

@@ -10,15 +10,31 @@
  * two busy peers can never both wait for credits.
  *
  * Sends are copied into registered slots (post lists, inline below the
- * device's inline limit, a completion requested only every quarter queue).
- * Received buffers are copied into the stream buffer and re-posted at once;
- * zero-copy delivery and RDMA READ rendezvous for large messages are the
- * next steps (issue 4).
+ * device's inline limit, a completion requested only every quarter queue),
+ * except a message in a registered block that fits the peer's receive
+ * buffer: it goes as a two-piece SEND straight from its block.  Whole
+ * frames in a receive buffer are delivered from it in place; the rest is
+ * copied into the stream buffer, and buffers are re-posted at once.
+ *
+ * Large messages (rdma.rndv_threshold and up) move by rendezvous, as UCX
+ * and SMC-R do: the sender sends only a descriptor (the frame header, the
+ * address, length and rkey of the registered buffer holding the payload)
+ * as a SEND of its own, flagged in the immediate, in order with the other
+ * frames.  The receiver RDMA READs the payload straight into a registered
+ * block of its own and delivers it in place; frames behind a descriptor
+ * wait until it is delivered.  The sender keeps the buffer until the
+ * session's cumulative ack, which the receiver only sends after delivery,
+ * so after the READ.  A path that dies mid-READ loses nothing: the session
+ * replays the message on the next path (as a descriptor again, or as
+ * plain frames over TCP).  A descriptor the peer cannot stand behind
+ * (length not its frame's, READ refused with a remote access error) ends
+ * the session with RIFT_EPROTO.  See "rendezvous" below.
  *
  * Connection setup: the client's rdma_connect carries a small hello in its
- * private data (magic, version, receive depth, buffer size); the server
- * checks it and answers with its own in rdma_accept, or rejects with a
- * reason.  Both set a short ack timeout and a retry count below 7 so a dead
+ * private data (magic, version, flags, receive depth, buffer size) and
+ * READ resources (initiator depth, responder resources) for rendezvous;
+ * the server checks it and answers with its own in rdma_accept, or rejects
+ * with a reason.  Both set a short ack timeout and a retry count below 7 so a dead
  * peer is noticed (rxe treats 7 as infinite).
  */
 #include <arpa/inet.h>
@@ -38,13 +54,27 @@
 #define HELLO_VERSION 1u
 #define CTRL_CAP 1024
 #define RECV_FLAG (1ull << 63)
+#define READ_FLAG (1ull << 62) /* wr_id of a rendezvous READ */
 #define MAX_POLL 64
+
+/* Rendezvous: a descriptor SEND carries RNDV_IMM in its immediate (the
+ * credits returned use the low bits); a received one is marked PEND_RNDV
+ * in the pending ring. */
+#define RNDV_IMM (1u << 31)
+#define PEND_RNDV (1u << 31)
+#define RNDV_DESC_SIZE (RIFT_HDR_SIZE + 16u)
+#define RNDV_MAX 16            /* rendezvous received, not yet delivered */
+#define RNDV_CHUNK (1u << 20)  /* bytes per READ, at most */
+#define RNDV_DEPTH 16          /* READs in flight per QP, at most */
+
+/* Hello flags. */
+#define HELLO_F_RNDV 1u /* serves and issues RDMA READs (rendezvous) */
 
 /* rdma_cm private data: fits the 56 bytes a connect request may carry. */
 struct cm_hello {
 	uint32_t magic;
 	uint16_t version;
-	uint16_t reserved;
+	uint16_t flags;    /* HELLO_F_*; unknown bits are ignored */
 	uint32_t rq_depth; /* receive buffers posted = initial credits */
 	uint32_t buf_size; /* bytes per receive buffer */
 } __attribute__((packed));
@@ -88,6 +118,17 @@ struct rift__rdma_ctx {
 
 struct send_slot {
 	uint32_t covers; /* slots freed when this signaled send completes */
+	uint32_t rd_len; /* a READ: bytes it fetches */
+};
+
+/* A large message being fetched by RDMA READ, delivered in order. */
+struct rndv_op {
+	struct rift__hdr h;   /* the DATA frame it delivers */
+	uint8_t *dst;         /* registered destination (pool) */
+	uint32_t lkey;
+	uint32_t rkey;        /* the peer's buffer */
+	uint64_t raddr;
+	uint64_t posted, done; /* bytes requested, bytes arrived */
 };
 
 struct rdma_path {
@@ -115,7 +156,7 @@ struct rdma_path {
 	uint32_t pend_off;     /* bytes of pend[head] already consumed */
 	uint32_t to_return;    /* credits re-posted, not yet announced */
 	struct rift__stream rx;
-	bool draining;         /* inside drain_recvs */
+	bool draining;         /* in drain_recvs (no re-entry) */
 
 	/* send side */
 	uint32_t credits;      /* peer receive buffers we may fill */
@@ -130,6 +171,17 @@ struct rdma_path {
 	size_t cur_off;
 	uint8_t ctrl[CTRL_CAP];
 	size_t ctrl_len, ctrl_off;
+
+	/* rendezvous (see the rendezvous section) */
+	bool rndv_local;       /* our device serves and issues READs */
+	bool peer_rndv;        /* so does the peer's (its hello says) */
+	uint32_t rd_max;       /* READs in flight at most (initiator depth) */
+	uint32_t rd_inflight;
+	uint32_t rd_chunk;     /* bytes per READ */
+	struct rndv_op rndv[RNDV_MAX]; /* ring, in arrival order */
+	uint32_t rndv_head, rndv_n;
+	uint64_t rndv_sent;    /* messages sent as descriptors */
+	uint64_t rndv_recvd;   /* messages received by READ */
 };
 
 static struct rdma_path *rp_of(rift__path *p)
@@ -156,6 +208,7 @@ static struct {
 	struct ibv_context *verbs;
 	struct ibv_pd *pd;
 	int slot;
+	uint32_t rd_init, rd_resp, max_msg; /* READ limits (rendezvous) */
 } devs[RIFT_POOL_MAX_DEVICES];
 static int n_devs;
 
@@ -193,9 +246,20 @@ static int dev_get(struct rdma_path *rp, struct rift__pool *pool)
 		devs[i].slot = rc;
 		n_devs++;
 		rc = 0;
+		/* Without READ support the path just streams everything. */
+		if (rift__vb_read_limits(verbs, rp->id->port_num,
+					 &devs[i].rd_init, &devs[i].rd_resp,
+					 &devs[i].max_msg, verr))
+			devs[i].rd_init = devs[i].rd_resp = 0;
 	}
 	rp->pd = devs[i].pd;
 	rp->dev_slot = devs[i].slot;
+	/* One depth both ways: READs we issue, READs we serve. */
+	rp->rd_max = devs[i].rd_init < RNDV_DEPTH ? devs[i].rd_init : RNDV_DEPTH;
+	if (devs[i].rd_resp < rp->rd_max)
+		rp->rd_max = devs[i].rd_resp;
+	rp->rd_chunk = devs[i].max_msg < RNDV_CHUNK ? devs[i].max_msg : RNDV_CHUNK;
+	rp->rndv_local = rp->rd_max > 0 && rp->rd_chunk >= 4096;
 out:
 	pthread_mutex_unlock(&dev_mu);
 	if (rc) {
@@ -515,7 +579,7 @@ static void hello_fill(struct rdma_path *rp, struct cm_hello *h)
 {
 	h->magic = htonl(HELLO_MAGIC);
 	h->version = htons(HELLO_VERSION);
-	h->reserved = 0;
+	h->flags = htons(rp->rndv_local ? HELLO_F_RNDV : 0);
 	h->rq_depth = htonl(rp->rq_depth);
 	h->buf_size = htonl(rp->buf_size);
 }
@@ -539,6 +603,7 @@ static const char *hello_check(struct rdma_path *rp, const void *data,
 		return "hello advertises an impossible buffer size";
 	rp->credits = ntohl(h.rq_depth);
 	rp->peer_buf = ntohl(h.buf_size);
+	rp->peer_rndv = (ntohs(h.flags) & HELLO_F_RNDV) != 0;
 	return NULL;
 }
 
@@ -558,22 +623,404 @@ static struct rdma_path *path_new(rift_ctx *ctx, bool is_client)
 	return rp;
 }
 
+/* ---- rendezvous: large messages by RDMA READ ---- */
+
+/*
+ * Wire format of a descriptor (RNDV_DESC_SIZE bytes, a SEND of its own
+ * with RNDV_IMM in its immediate, never mixed with stream bytes):
+ *
+ *   0  the DATA frame header, as the session encoded it (seq, len, ack)
+ *  24  u64 address of the payload in the sender's memory
+ *  32  u32 rkey of the registered memory holding it
+ *  36  u32 payload length again: it must match the header
+ *
+ * Why READ rather than WRITE: the receiver chooses where the message
+ * lands (a block of its own pool, when it has room) and when (it fetches
+ * in order, as it delivers), and needs no extra round trip to advertise
+ * a destination first.  The sender's buffer is the registered memory the
+ * message already lives in: a pool block (rift_buf_alloc, or the copy
+ * rift_conn_send makes anyway) or, above the largest block class, a
+ * large registered buffer from the pool's registration cache.
+ *
+ * What the peer can reach: the rkey covers the whole registered pool
+ * region (or large buffer) holding the message, as with UCX's and brpc's
+ * registered memory, not just the message; and a QP of ours on that
+ * device must grant remote READ (responder resources) for rendezvous to
+ * work at all.  The pool registers its regions for remote access anyway;
+ * bounding each advertisement to its message (a type 2 memory window
+ * bound per message and invalidated on ack, as NVMe-oF does with FRWR)
+ * is the step that would close this.
+ */
+
+static void put_be64(uint8_t *p, uint64_t v)
+{
+	for (int i = 7; i >= 0; i--, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+static uint64_t get_be64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static void put_be32(uint8_t *p, uint32_t v)
+{
+	v = htonl(v);
+	memcpy(p, &v, 4);
+}
+
+static uint32_t get_be32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return ntohl(v);
+}
+
+/*
+ * Does m go by rendezvous on this path?  Large enough, both devices do
+ * READs, and its buffer is registered memory with a key on our device
+ * (anything else, e.g. a malloc'd buffer when registered memory ran out,
+ * is streamed through the send slots).  *rkey is its key when so.
+ */
+static bool rndv_wanted(struct rdma_path *rp, struct rift__omsg *m,
+			uint32_t *rkey)
+{
+	uint32_t thr = rp->base.ctx->cfg.rndv_threshold, lkey;
+	struct rift__buf *b;
+
+	if (!thr || !rp->rndv_local || !rp->peer_rndv || m->len < thr ||
+	    m->len > UINT32_MAX)
+		return false;
+	b = rift__container_of(m, struct rift__buf, om);
+	return b->pool && rift__pool_keys(b->pool, b, rp->dev_slot, &lkey, rkey);
+}
+
+/*
+ * Sender: at a frame boundary, put the descriptor of the next message
+ * into buf when it goes by rendezvous.  The message counts as written:
+ * the session keeps it (and its buffer, which the peer READs) until the
+ * peer's cumulative ack, which comes only after the peer delivered it.
+ */
+static bool rndv_desc(struct rdma_path *rp, uint8_t *buf)
+{
+	rift__path *p = &rp->base;
+	struct rift__omsg *m;
+	uint32_t rkey, len;
+
+	if (rp->cur || rp->ctrl_off < rp->ctrl_len || p->pending ||
+	    !rp->peer_rndv || !p->conn)
+		return false;
+	/* Look before encoding: small messages pay nothing here. */
+	m = p->conn->cursor;
+	if (!m || !rndv_wanted(rp, m, &rkey))
+		return false;
+	m = rift__sess_next(p, NULL);
+	if (!m)
+		return false;
+	len = (uint32_t)m->len;
+	/* Test builds: play a peer that advertises memory it does not own,
+	 * or a length its frame does not have. */
+	if (rift__fault_hit(RIFT_FAULT_RNDV_BAD_RKEY))
+		rkey ^= 0x00ffff00u;
+	if (rift__fault_hit(RIFT_FAULT_RNDV_BAD_LEN))
+		len += 4096;
+	memcpy(buf, m->hdr, RIFT_HDR_SIZE);
+	put_be64(buf + RIFT_HDR_SIZE, (uintptr_t)m->data);
+	put_be32(buf + RIFT_HDR_SIZE + 8, rkey);
+	put_be32(buf + RIFT_HDR_SIZE + 12, len);
+	rift__sess_written(p, m);
+	rp->rndv_sent++;
+	p->ctx->stats.rndv_sends++;
+	return true;
+}
+
+/*
+ * The peer advertised something it cannot stand behind.  Counted, the
+ * reason kept in the connection's last error, and the session ends with
+ * RIFT_EPROTO (not just this path): re-attaching would only replay the
+ * same descriptor, and a peer whose advertisements cannot be trusted is
+ * broken or hostile, like one that lies in its acks.
+ */
+static void rndv_refuse(struct rdma_path *rp, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void rndv_refuse(struct rdma_path *rp, const char *fmt, ...)
+{
+	char msg[RIFT_ERRMSG_LEN];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	rp->base.ctx->stats.rndv_refused++;
+	rift__path_failed(&rp->base, RIFT_EPROTO, "rendezvous refused: %s", msg);
+}
+
+static void rndv_dst_free(struct rdma_path *rp, struct rndv_op *op)
+{
+	if (op->dst)
+		rift__pool_free(rp->base.ctx->rdma->pool, op->dst,
+				RIFT_POOL_RECV);
+	op->dst = NULL;
+}
+
+/* Post READs for what is not requested yet, within the READ depth and
+ * leaving send slots for credits and acks.  0, or -1 if the path died. */
+static int rndv_post_reads(struct rdma_path *rp)
+{
+	struct ibv_send_wr wrs[RNDV_DEPTH], *last = NULL;
+	struct ibv_sge sges[RNDV_DEPTH];
+	rift__vb_err err;
+	int n = 0, rc;
+
+	for (uint32_t k = 0; k < rp->rndv_n; k++) {
+		struct rndv_op *op = &rp->rndv[(rp->rndv_head + k) % RNDV_MAX];
+
+		while (op->posted < op->h.len && rp->rd_inflight < rp->rd_max &&
+		       rp->slots_free > 2 && n < RNDV_DEPTH) {
+			uint32_t slot = rp->slot_next;
+			uint64_t chunk = op->h.len - op->posted;
+			struct ibv_send_wr *wr = &wrs[n];
+
+			if (chunk > rp->rd_chunk)
+				chunk = rp->rd_chunk;
+			sges[n] = (struct ibv_sge){
+				.addr = (uintptr_t)(op->dst + op->posted),
+				.length = (uint32_t)chunk,
+				.lkey = op->lkey };
+			memset(wr, 0, sizeof(*wr));
+			wr->wr_id = READ_FLAG | slot;
+			wr->opcode = IBV_WR_RDMA_READ;
+			wr->sg_list = &sges[n];
+			wr->num_sge = 1;
+			/* Every READ is signaled: its completion is what lets
+			 * the message go up. */
+			wr->send_flags = IBV_SEND_SIGNALED;
+			wr->wr.rdma.remote_addr = op->raddr + op->posted;
+			wr->wr.rdma.rkey = op->rkey;
+			rp->unsignaled++;
+			rp->slots[slot].covers = rp->unsignaled;
+			rp->slots[slot].rd_len = (uint32_t)chunk;
+			rp->unsignaled = 0;
+			rp->slots_free--;
+			rp->slot_next = (slot + 1) % rp->sq_depth;
+			rp->rd_inflight++;
+			op->posted += chunk;
+			if (last)
+				last->next = wr;
+			last = wr;
+			n++;
+		}
+	}
+	if (!n)
+		return 0;
+	rc = rift__vb_post_send(rp->id->qp, wrs, err);
+	if (rc) {
+		rift__path_failed(&rp->base, rc, "%s", err);
+		return -1;
+	}
+	return 0;
+}
+
+/* A READ completed (in order: the oldest request not yet done). */
+static void rndv_read_done(struct rdma_path *rp, uint32_t slot)
+{
+	uint32_t n = rp->slots[slot].rd_len;
+
+	rp->rd_inflight--;
+	for (uint32_t k = 0; k < rp->rndv_n; k++) {
+		struct rndv_op *op = &rp->rndv[(rp->rndv_head + k) % RNDV_MAX];
+
+		if (op->done < op->posted) {
+			op->done += n;
+			break;
+		}
+	}
+	rp->base.ctx->stats.rndv_read_bytes += n;
+}
+
+/*
+ * Receiver: descriptor in receive buffer i (len bytes).  Checks it all
+ * before any READ, takes a registered destination and starts fetching.
+ * Returns 0 (taken: the buffer may be re-posted), 1 (too many in flight:
+ * try again after a delivery) or -1 (the path died).
+ */
+static int rndv_start(struct rdma_path *rp, uint32_t i, uint32_t len)
+{
+	rift__path *p = &rp->base;
+	rift_ctx *ctx = p->ctx;
+	struct rift__pool *pool = ctx->rdma->pool;
+	const uint8_t *d = recv_buf(rp, i);
+	struct rndv_op *op;
+	struct rift__hdr h;
+	const char *why = NULL;
+	char err[RIFT_ERRMSG_LEN];
+	uint64_t raddr;
+	uint32_t rkey, dlen, rk;
+	int rc;
+
+	if (rp->rndv_n == RNDV_MAX)
+		return 1;
+	if (!rp->rndv_local) {
+		rndv_refuse(rp, "descriptor from a peer we never offered "
+				"rendezvous");
+		return -1;
+	}
+	if (len != RNDV_DESC_SIZE) {
+		rndv_refuse(rp, "descriptor of %u bytes, not %u", len,
+			    RNDV_DESC_SIZE);
+		return -1;
+	}
+	if (rp->rx.big || rp->rx.rstart != rp->rx.rend) {
+		rndv_refuse(rp, "descriptor in the middle of a frame");
+		return -1;
+	}
+	if (rift__hdr_decode(d, RIFT_HDR_SIZE, ctx->cfg.max_msg_size, &h, &why)) {
+		rndv_refuse(rp, "descriptor with a bad frame header: %s", why);
+		return -1;
+	}
+	raddr = get_be64(d + RIFT_HDR_SIZE);
+	rkey = get_be32(d + RIFT_HDR_SIZE + 8);
+	dlen = get_be32(d + RIFT_HDR_SIZE + 12);
+	if (h.type != RIFT_FRAME_DATA || h.len == 0 || dlen != h.len ||
+	    raddr + dlen < raddr) {
+		rndv_refuse(rp, "peer advertised a buffer it does not own "
+				"(%u bytes at 0x%llx for a %s frame of %u "
+				"bytes)",
+			    dlen, (unsigned long long)raddr,
+			    rift__frame_name(h.type), h.len);
+		return -1;
+	}
+	op = &rp->rndv[(rp->rndv_head + rp->rndv_n) % RNDV_MAX];
+	memset(op, 0, sizeof(*op));
+	/* A block of the receive share when it fits one; else (or when that
+	 * share is used up) a large registered buffer. */
+	op->dst = NULL;
+	if (h.len <= ctx->cfg.block_size[RIFT_BLOCK_CLASSES - 1])
+		op->dst = rift__pool_alloc(pool, h.len, RIFT_POOL_RECV, &rc, err,
+					   sizeof(err));
+	if (!op->dst)
+		op->dst = rift__pool_alloc_large(pool, h.len, RIFT_POOL_RECV, &rc,
+						 err, sizeof(err));
+	if (!op->dst || !rift__pool_keys(pool, op->dst, rp->dev_slot,
+					 &op->lkey, &rk)) {
+		if (op->dst)
+			rndv_dst_free(rp, op);
+		rift__path_failed(p, op->dst ? RIFT_EIO : rc,
+				  "no registered memory to READ a %u-byte "
+				  "message into: %s",
+				  h.len, op->dst ? "block without a key" : err);
+		return -1;
+	}
+	op->h = h;
+	op->raddr = raddr;
+	op->rkey = rkey;
+	rp->rndv_n++;
+	return rndv_post_reads(rp);
+}
+
+/*
+ * Deliver the fetched messages at the head of the ring, in order, in
+ * place: the application borrows the destination block until on_recv
+ * returns (rift_msg_retain copies it, as for any in-place delivery; so
+ * does the session when it holds the message while receiving is stopped).
+ * Returns 0, or -1 when the path died.
+ */
+static int rndv_deliver(struct rdma_path *rp)
+{
+	rift__path *p = &rp->base;
+
+	while (rp->rndv_n) {
+		struct rndv_op *op = &rp->rndv[rp->rndv_head];
+		int rc;
+
+		if (op->done < op->h.len)
+			break;
+		rc = rift__path_on_frame(p, &op->h, op->dst, NULL);
+		rp->rndv_recvd++;
+		p->ctx->stats.rndv_recvs++;
+		rndv_dst_free(rp, op);
+		rp->rndv_head = (rp->rndv_head + 1) % RNDV_MAX;
+		rp->rndv_n--;
+		if (rc < 0 || p->state == RIFT_PATH_DEAD)
+			return -1;
+	}
+	return rndv_post_reads(rp);
+}
+
+/* A READ failed.  A remote access error means the peer's buffer was not
+ * what it said: refused.  Anything else is the path failing. */
+static void rndv_read_failed(struct rdma_path *rp, struct ibv_wc *w)
+{
+	struct rndv_op *op = NULL;
+
+	for (uint32_t k = 0; k < rp->rndv_n && !op; k++)
+		if (rp->rndv[(rp->rndv_head + k) % RNDV_MAX].done <
+		    rp->rndv[(rp->rndv_head + k) % RNDV_MAX].posted)
+			op = &rp->rndv[(rp->rndv_head + k) % RNDV_MAX];
+	if ((w->status == IBV_WC_REM_ACCESS_ERR ||
+	     w->status == IBV_WC_REM_INV_REQ_ERR) && op) {
+		rndv_refuse(rp, "peer advertised a buffer it does not own "
+				"(RDMA READ of %u bytes at 0x%llx, rkey 0x%x: %s)",
+			    op->h.len, (unsigned long long)op->raddr, op->rkey,
+			    rift__vb_wc_str(w->status));
+		return;
+	}
+	rift__path_failed(&rp->base, RIFT_ECONNRESET,
+			  "RDMA READ completion error: %s (vendor error 0x%x)",
+			  rift__vb_wc_str(w->status), w->vendor_err);
+}
+
 /* ---- receive side ---- */
 
 /*
  * Feed completed receive buffers into the stream in order, re-posting each
  * as soon as its bytes are taken (that is when its credit comes back).
  */
-static int drain_recvs_once(struct rdma_path *rp)
+static int drain_once(struct rdma_path *rp);
+
+static int drain_recvs(struct rdma_path *rp)
+{
+	int rc;
+
+	/* A refused frame makes the session flush an ERROR frame from
+	 * inside this drain; that flush must not drain again (it would
+	 * offer the same frame again, and again). */
+	if (rp->draining)
+		return 0;
+	rp->draining = true;
+	rc = drain_once(rp);
+	rp->draining = false;
+	return rc;
+}
+
+static int drain_once(struct rdma_path *rp)
 {
 	rift__path *p = &rp->base;
+	int rc = rndv_deliver(rp);
 
+	if (rc)
+		return rc;
 	while (rp->pend_n) {
-		uint32_t i = rp->pend[rp->pend_head];
+		uint32_t i = rp->pend[rp->pend_head] & ~PEND_RNDV;
 		uint32_t len = rp->pend_len[rp->pend_head];
 		uint8_t *dst;
 		size_t room, n;
-		int rc;
+
+		if (rp->pend[rp->pend_head] & PEND_RNDV) {
+			/* A descriptor: fetching starts now, so the next ones
+			 * can overlap; what follows is delivered after it. */
+			rc = rndv_start(rp, i, len);
+			if (rc)
+				return rc < 0 ? -1 : 0;
+			goto next;
+		}
+		if (rp->rndv_n)
+			return 0; /* stream bytes wait for the rendezvous */
 
 		if (rp->pend_off == 0) {
 			/* Whole frames go to the application from the
@@ -597,6 +1044,7 @@ static int drain_recvs_once(struct rdma_path *rp)
 			if (rp->pend_off < len)
 				continue; /* the stream took part; more room now */
 		}
+next:
 		rp->pend_head = (rp->pend_head + 1) % rp->rq_depth;
 		rp->pend_n--;
 		rp->pend_off = 0;
@@ -607,23 +1055,6 @@ static int drain_recvs_once(struct rdma_path *rp)
 	return 0;
 }
 
-/*
- * Not re-entrant: a frame handler may flush (a refused frame sends its
- * ERROR at once), and the flush must not feed the same buffer, whose frame
- * is still being handled, into the stream again.
- */
-static int drain_recvs(struct rdma_path *rp)
-{
-	int rc;
-
-	if (rp->draining)
-		return 0;
-	rp->draining = true;
-	rc = drain_recvs_once(rp);
-	rp->draining = false;
-	return rc;
-}
-
 /* ---- send side ---- */
 
 /* Copy stream bytes (owed control frames, then messages) into buf. */
@@ -631,6 +1062,7 @@ static size_t fill(struct rdma_path *rp, uint8_t *buf, size_t cap)
 {
 	rift__path *p = &rp->base;
 	size_t used = 0;
+	uint32_t rkey;
 
 	while (used < cap) {
 		size_t n;
@@ -657,6 +1089,10 @@ static size_t fill(struct rdma_path *rp, uint8_t *buf, size_t cap)
 			rp->cur_off = 0;
 			if (!rp->cur)
 				break;
+			if (rndv_wanted(rp, rp->cur, &rkey)) {
+				rp->cur = NULL; /* its descriptor goes next */
+				break;
+			}
 		}
 		if (rp->cur_off < RIFT_HDR_SIZE) {
 			n = RIFT_HDR_SIZE - rp->cur_off;
@@ -732,7 +1168,7 @@ static void rdma_flush(rift__path *p)
 
 	if (!rp->established || p->state == RIFT_PATH_DEAD)
 		return;
-	if (rp->pend_n && drain_recvs(rp) < 0)
+	if ((rp->pend_n || rp->rndv_n) && drain_recvs(rp) < 0)
 		return;
 	if (rift__fault_hit(RIFT_FAULT_RDMA_SEND)) {
 		rift__path_failed(p, RIFT_ECONNRESET,
@@ -746,14 +1182,25 @@ static void rdma_flush(rift__path *p)
 		bool update = !data && rp->credits >= 1 &&
 			      rp->to_return >= (credit_only ? credit_only : 1);
 		struct ibv_send_wr *wr;
-		uint32_t slot, len = 0;
+		uint32_t slot, len = 0, imm = 0;
 
 		if ((!data && !update) || rp->slots_free == 0 || nwr == 32)
 			break;
 		slot = rp->slot_next;
 		wr = &wrs[nwr];
 		memset(wr, 0, sizeof(*wr));
-		if (data && zero_copy(rp, sges[nwr], cap)) {
+		/* A large message at a frame boundary: only its descriptor
+		 * goes, from the slot (fill stops in front of one). */
+		if (data && rndv_desc(rp, slot_buf(rp, slot))) {
+			len = RNDV_DESC_SIZE;
+			imm = RNDV_IMM;
+			sges[nwr][0] = (struct ibv_sge){
+				.addr = (uintptr_t)slot_buf(rp, slot),
+				.length = len,
+				.lkey = rp->slkey[slot] };
+			wr->sg_list = sges[nwr];
+			wr->num_sge = 1;
+		} else if (data && zero_copy(rp, sges[nwr], cap)) {
 			/* Header and payload straight from the registered
 			 * block: the slot only holds the queue entry. */
 			wr->sg_list = sges[nwr];
@@ -763,6 +1210,12 @@ static void rdma_flush(rift__path *p)
 		} else {
 			if (data)
 				len = (uint32_t)fill(rp, slot_buf(rp, slot), cap);
+			/* Nothing but owed control bits that encoded to nothing
+			 * in front of a rendezvous message: its descriptor. */
+			if (data && len == 0 && rndv_desc(rp, slot_buf(rp, slot))) {
+				len = RNDV_DESC_SIZE;
+				imm = RNDV_IMM;
+			}
 			if (data && len == 0)
 				break;
 			sges[nwr][0] = (struct ibv_sge){
@@ -774,7 +1227,7 @@ static void rdma_flush(rift__path *p)
 		}
 		wr->wr_id = slot;
 		wr->opcode = IBV_WR_SEND_WITH_IMM;
-		wr->imm_data = htonl(rp->to_return);
+		wr->imm_data = htonl(rp->to_return | imm);
 		if (len <= rp->inline_max)
 			wr->send_flags |= IBV_SEND_INLINE;
 		rp->to_return = 0;
@@ -844,6 +1297,10 @@ static int cq_poll(struct rdma_path *rp)
 				rift__metrics_wc_error(p, w->status);
 				if (w->status == IBV_WC_WR_FLUSH_ERR)
 					continue; /* follows the first error */
+				if (w->wr_id & READ_FLAG) {
+					rndv_read_failed(rp, w);
+					return -1;
+				}
 				rift__path_failed(
 					p, RIFT_ECONNRESET,
 					"%s completion error: %s (vendor error "
@@ -858,8 +1315,11 @@ static int cq_poll(struct rdma_path *rp)
 				uint32_t tail = (rp->pend_head + rp->pend_n) %
 						rp->rq_depth;
 
-				if (w->wc_flags & IBV_WC_WITH_IMM)
-					rp->credits += ntohl(w->imm_data);
+				uint32_t imm = (w->wc_flags & IBV_WC_WITH_IMM)
+						       ? ntohl(w->imm_data)
+						       : 0;
+
+				rp->credits += imm & ~RNDV_IMM;
 				if (rp->credits > 65536) {
 					rift__path_failed(p, RIFT_EPROTO,
 							  "peer returned more "
@@ -867,12 +1327,16 @@ static int cq_poll(struct rdma_path *rp)
 							  "buffers");
 					return -1;
 				}
-				rp->pend[tail] = i;
+				rp->pend[tail] = i | ((imm & RNDV_IMM) ? PEND_RNDV : 0);
 				rp->pend_len[tail] = w->byte_len;
 				rp->pend_n++;
 				p->last_rx_us = p->ctx->now_us;
 			} else {
-				rp->slots_free += rp->slots[w->wr_id].covers;
+				uint32_t slot = (uint32_t)(w->wr_id & ~READ_FLAG);
+
+				rp->slots_free += rp->slots[slot].covers;
+				if (w->wr_id & READ_FLAG)
+					rndv_read_done(rp, slot);
 			}
 		}
 	}
@@ -1016,6 +1480,12 @@ static void path_cm_event(struct rdma_path *rp, struct rdma_cm_event *ev)
 		param.private_data_len = sizeof(hello);
 		param.retry_count = (uint8_t)cfg->rdma_retry_count;
 		param.rnr_retry_count = 3;
+		/* READ resources for rendezvous, both ways: the QP's
+		 * max_rd_atomic / max_dest_rd_atomic come from these. */
+		if (rp->rndv_local) {
+			param.initiator_depth = (uint8_t)rp->rd_max;
+			param.responder_resources = (uint8_t)rp->rd_max;
+		}
 		rc = rift__vb_connect(rp->id, &param, err);
 		if (rc)
 			rift__path_failed(p, rc, "%s", err);
@@ -1030,6 +1500,12 @@ static void path_cm_event(struct rdma_path *rp, struct rdma_cm_event *ev)
 				break;
 			}
 		}
+		RIFT_DEBUG("%s: established, rendezvous %s/%s, READ depth %u "
+			   "(cm: initiator %u responder %u)",
+			   p->peer, rp->rndv_local ? "on" : "off",
+			   rp->peer_rndv ? "on" : "off", rp->rd_max,
+			   ev->param.conn.initiator_depth,
+			   ev->param.conn.responder_resources);
 		rp->established = true;
 		if (p->is_client)
 			rift__path_connected(p);
@@ -1074,6 +1550,33 @@ static void path_cm_event(struct rdma_path *rp, struct rdma_cm_event *ev)
 	default:
 		break; /* TIMEWAIT_EXIT and friends need nothing */
 	}
+}
+
+/*
+ * Accepting: READ resources are what both sides can do, each way (our
+ * responder resources cannot exceed the client's initiator depth, nor
+ * our initiator depth its responder resources).  A client that offers
+ * none gets no rendezvous, and our hello says so.
+ */
+static void rndv_accept_depths(struct rdma_path *rp, struct rdma_cm_event *ev,
+			       struct rdma_conn_param *param)
+{
+	uint32_t init = ev->param.conn.responder_resources;
+	uint32_t resp = ev->param.conn.initiator_depth;
+
+	if (!rp->rndv_local)
+		return;
+	if (init > rp->rd_max)
+		init = rp->rd_max;
+	if (resp > rp->rd_max)
+		resp = rp->rd_max;
+	if (!init || !resp) {
+		rp->rndv_local = false;
+		return;
+	}
+	param->initiator_depth = (uint8_t)init;
+	param->responder_resources = (uint8_t)resp;
+	rp->rd_max = init;
 }
 
 static void listener_cm_event(struct rdma_listener *rl, struct rdma_cm_event *ev)
@@ -1124,8 +1627,9 @@ static void listener_cm_event(struct rdma_listener *rl, struct rdma_cm_event *ev
 		rift__vb_reject(id, &rej, sizeof(rej));
 		return;
 	}
-	hello_fill(rp, &hello);
 	memset(&param, 0, sizeof(param));
+	rndv_accept_depths(rp, ev, &param);
+	hello_fill(rp, &hello);
 	param.private_data = &hello;
 	param.private_data_len = sizeof(hello);
 	param.rnr_retry_count = 3;
@@ -1264,7 +1768,10 @@ static void rdma_destroy(rift__path *p)
 		rp->id->context = NULL;
 		rift__vb_id_destroy(rp->id);
 	}
-	/* The QP is gone, so no DMA touches the blocks any more. */
+	/* The QP is gone, so no DMA touches the blocks any more (nor do
+	 * READs still in flight: their destinations go too). */
+	for (uint32_t k = 0; k < rp->rndv_n; k++)
+		rndv_dst_free(rp, &rp->rndv[(rp->rndv_head + k) % RNDV_MAX]);
 	for (uint32_t i = 0; rp->rbufs && i < rp->rq_depth; i++)
 		if (rp->rbufs[i])
 			rift__pool_free(p->ctx->rdma->pool, rp->rbufs[i],
@@ -1300,6 +1807,15 @@ uint64_t rift__conn_inplace_recv_bytes(const rift_conn *conn)
 	if (!p || p->ops != &rift__rdma_ops)
 		return 0;
 	return rp_of(p)->inplace_bytes;
+}
+
+uint64_t rift__conn_rndv_inflight(const rift_conn *conn)
+{
+	rift__path *p = conn->path;
+
+	if (!p || p->ops != &rift__rdma_ops)
+		return 0;
+	return rp_of(p)->rndv_n;
 }
 
 static void rdma_cut(rift__path *p)

@@ -317,6 +317,25 @@ void rift__vb_dereg_mr(struct ibv_mr *mr)
 		ibv_dereg_mr(mr);
 }
 
+int rift__vb_read_limits(struct ibv_context *c, uint8_t port,
+			 uint32_t *init_depth, uint32_t *resp_res,
+			 uint32_t *max_msg, rift__vb_err err)
+{
+	struct ibv_device_attr da;
+	struct ibv_port_attr pa;
+	int rc = rift__vb_device_query(c, &da, err);
+
+	if (!rc)
+		rc = rift__vb_port_query(c, port, &pa, err);
+	if (rc)
+		return rc;
+	*init_depth = da.max_qp_init_rd_atom > 0 ? (uint32_t)da.max_qp_init_rd_atom
+						 : 0;
+	*resp_res = da.max_qp_rd_atom > 0 ? (uint32_t)da.max_qp_rd_atom : 0;
+	*max_msg = pa.max_msg_sz;
+	return 0;
+}
+
 int rift__vb_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		       rift__vb_err err)
 {

@@ -86,6 +86,15 @@ void rift__vb_pool_dereg(void *handle);
 int rift__vb_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
 		    struct ibv_mr **out, rift__vb_err err);
 void rift__vb_dereg_mr(struct ibv_mr *mr);
+/*
+ * What RDMA READ rendezvous may use on this device and port: READs one
+ * QP may have in flight as initiator (max_qp_init_rd_atom) and serve as
+ * responder (max_qp_rd_atom), and the largest message (the port's
+ * max_msg_sz).  0 or RIFT_E* with err filled.
+ */
+int rift__vb_read_limits(struct ibv_context *c, uint8_t port,
+			 uint32_t *init_depth, uint32_t *resp_res,
+			 uint32_t *max_msg, rift__vb_err err);
 int rift__vb_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		       rift__vb_err err);
 int rift__vb_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
