@@ -302,9 +302,11 @@ int rift__vb_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
 	COUNT(reg_mr);
 	if (rift__fault_hit(RIFT_FAULT_IBV_REG_MR))
 		return fail(err, "ibv_reg_mr (fault point)", ENOMEM);
+	/* Remote read only: the rendezvous lets a peer READ a message it
+	 * was told about, and nothing in rift lets a peer write into the
+	 * pool, so no rkey handed out can be used to overwrite it. */
 	*out = ibv_reg_mr(pd, addr, len,
-			  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
-				  IBV_ACCESS_REMOTE_WRITE);
+			  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
 	if (!*out)
 		return fail(err, "ibv_reg_mr", errno);
 	return 0;
