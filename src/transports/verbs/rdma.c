@@ -646,8 +646,9 @@ static struct rdma_path *path_new(rift_ctx *ctx, bool is_client)
  * region (or large buffer) holding the message, as with UCX's and brpc's
  * registered memory, not just the message; and a QP of ours on that
  * device must grant remote READ (responder resources) for rendezvous to
- * work at all.  The pool registers its regions for remote access anyway;
- * bounding each advertisement to its message (a type 2 memory window
+ * work at all.  The pool registers its regions for remote READ only (no
+ * peer can write into them); bounding each advertisement to its message,
+ * so a peer cannot read other blocks of the region (a type 2 memory window
  * bound per message and invalidated on ack, as NVMe-oF does with FRWR)
  * is the step that would close this.
  */
