@@ -560,6 +560,9 @@ typedef struct rift_ctx_stats {
 	uint64_t pool_registered_bytes; /* block pool (reserved, 0), bytes */
 	uint64_t pool_blocks_in_use[RIFT_BLOCK_CLASSES]; /* by class
 					  (reserved, 0), count */
+	uint64_t qp_pool_prepared;     /* rdma: QP sets made ahead, count */
+	uint64_t qp_pool_hits;         /* accepts served by a prepared set */
+	uint64_t qp_pool_misses;       /* accepts that made their own */
 } rift_ctx_stats;
 
 void rift__ctx_stats_init(rift_ctx_stats *st, size_t size);

@@ -331,6 +331,8 @@ struct rift_listener {
 	rift_accept_cb on_accept;
 	void (*close_cb)(rift_listener *l);
 	bool closing;
+	bool auto_scheme;        /* auto://: TCP sessions are served too */
+	bool tcp_shared;        /* rdma cm=tcp: its socket serves them, no twin */
 	int port;
 	int fd;
 	rift__io io;

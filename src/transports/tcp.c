@@ -20,6 +20,7 @@
 
 #include "session/session.h"
 #include "session/stream.h"
+#include "transports/verbs/cm_tcp.h"
 
 #define BATCH_IOV 128
 #define BATCH_BYTES (4u << 20)
@@ -352,36 +353,43 @@ static void tcp_destroy(rift__path *p)
 
 /* ---- listening ---- */
 
+/* An accepted socket becomes a server path of l, handshaking. */
+int rift__tcp_adopt(rift_listener *l, int fd, const struct sockaddr *sa)
+{
+	rift_ctx *ctx = l->ctx;
+	struct tcp_path *tp;
+	char addr[64];
+
+	if (set_socket_opts(fd) || !(tp = tcp_path_new(ctx, fd, false)))
+		return RIFT_ENOMEM;
+	rift__sockaddr_str(sa, addr, sizeof(addr));
+	snprintf(tp->base.peer, sizeof(tp->base.peer), "tcp://%s", addr);
+	tp->reading = true;
+	if (rift__io_start(ctx, &tp->io, fd, EPOLLIN, tcp_io_cb)) {
+		tp->fd = -1; /* the caller closes it */
+		rift__path_destroy(&tp->base);
+		return RIFT_ENOMEM;
+	}
+	rift__listener_path(l, &tp->base);
+	return 0;
+}
+
 static void accept_cb(rift__io *io, uint32_t revents)
 {
 	rift_listener *l = rift__container_of(io, rift_listener, io);
-	rift_ctx *ctx = l->ctx;
 
 	RIFT_UNUSED(revents);
 	for (int i = 0; i < ACCEPTS_PER_EVENT && !l->closing; i++) {
 		struct sockaddr_storage sa;
 		socklen_t len = sizeof(sa);
-		struct tcp_path *tp;
-		char addr[64];
 		int fd;
 
 		fd = accept4(l->fd, (struct sockaddr *)&sa, &len,
 			     SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0)
 			return; /* EAGAIN, or EMFILE & co: try on the next event */
-		if (set_socket_opts(fd) ||
-		    !(tp = tcp_path_new(ctx, fd, false))) {
+		if (rift__tcp_adopt(l, fd, (struct sockaddr *)&sa))
 			close(fd);
-			continue;
-		}
-		rift__sockaddr_str((struct sockaddr *)&sa, addr, sizeof(addr));
-		snprintf(tp->base.peer, sizeof(tp->base.peer), "tcp://%s", addr);
-		tp->reading = true;
-		if (rift__io_start(ctx, &tp->io, fd, EPOLLIN, tcp_io_cb)) {
-			rift__path_destroy(&tp->base);
-			continue;
-		}
-		rift__listener_path(l, &tp->base);
 	}
 }
 
