@@ -115,6 +115,10 @@ struct rift__rdma_ctx {
 	struct rift__list paths; /* paths with a CQ, for busy polling */
 	struct dev_watch *watch[RIFT_POOL_MAX_DEVICES]; /* async events */
 	int n_watch;
+	/* cm=tcp: the last device selection, by local address; cleared by
+	 * any device event (a GID or port may have changed) */
+	struct sockaddr_storage sel_addr;
+	void *sel;                   /* struct dev_sel, or NULL */
 	rift_fallback_reason probed; /* cached device probe */
 	bool probe_done;
 	char device[RIFT_DEVICE_NAME_MAX];
@@ -339,6 +343,7 @@ void rift__rdma_ctx_destroy(rift_ctx *ctx)
 		rift__io_stop(ctx, &r->io);
 		rift__vb_channel_destroy(r->ch);
 	}
+	free(r->sel);
 	for (int i = 0; i < r->n_watch; i++) {
 		rift__io_stop(ctx, &r->watch[i]->io);
 		rift__vb_device_close(r->watch[i]->c);
@@ -412,6 +417,9 @@ static void watch_cb(rift__io *io, uint32_t revents)
 	while (rift__vb_async_get(w->c, &type, &port) == 0) {
 		struct rift__list *it, *next;
 		bool fatal = type == IBV_EVENT_DEVICE_FATAL;
+
+		free(r->sel);
+		r->sel = NULL;
 
 		RIFT_DEBUG("%s port %d: %s", rift__vb_device_name(w->dev), port,
 			   rift__vb_event_str(type));
@@ -1426,13 +1434,30 @@ static int tcp_select(struct rdma_path *rp)
 	struct sockaddr_storage ss;
 	struct dev_sel s;
 	char err[RIFT_ERRMSG_LEN];
-	int rc = rift__cmtcp_local(rp->tc, &ss);
+	struct rift__rdma_ctx *r = p->ctx->rdma;
+	int rc;
 
-	if (rc)
-		snprintf(err, sizeof(err), "getsockname: %s", rift_strerror(rc));
+	memset(&ss, 0, sizeof(ss));
+	rc = rift__cmtcp_local(rp->tc, &ss);
+	/* The key is the address: a client's port changes every time. */
+	if (ss.ss_family == AF_INET6)
+		((struct sockaddr_in6 *)&ss)->sin6_port = 0;
 	else
+		((struct sockaddr_in *)&ss)->sin_port = 0;
+	if (rc) {
+		snprintf(err, sizeof(err), "getsockname: %s", rift_strerror(rc));
+	} else if (r->sel && memcmp(&ss, &r->sel_addr, sizeof(ss)) == 0) {
+		/* Connections from one address share the lookup (a dozen
+		 * verbs queries): accepts stay cheap. */
+		s = *(struct dev_sel *)r->sel;
+	} else {
 		rc = dev_select(p->ctx, (struct sockaddr *)&ss, &s, err,
 				sizeof(err));
+		if (!rc && (r->sel || (r->sel = malloc(sizeof(s))))) {
+			*(struct dev_sel *)r->sel = s;
+			r->sel_addr = ss;
+		}
+	}
 	if (rc) {
 		p->fb_reason = rc == RIFT_ENODEV ? RIFT_FALLBACK_NO_DEVICE
 						 : RIFT_FALLBACK_ADDR_RESOLVE;
@@ -1558,8 +1583,22 @@ void rift__rdma_boot_connected(rift__path *p)
 	rift__cmtcp_send(rp->tc, &b);
 }
 
+uint64_t rift__rdma_accepts, rift__rdma_accept_us;
+uint32_t rift__rdma_accept_samples[RIFT_ACCEPT_SAMPLES];
+
+static void accept_done(uint64_t t0)
+{
+	uint64_t us = rift__clock_us() - t0;
+
+	rift__rdma_accept_samples[rift__rdma_accepts % RIFT_ACCEPT_SAMPLES] =
+		(uint32_t)us;
+	rift__rdma_accepts++;
+	rift__rdma_accept_us += us;
+}
+
 void rift__rdma_boot_received(rift__path *p, const struct rift__boot *b)
 {
+	uint64_t t0 = rift__clock_us();
 	struct rdma_path *rp = rp_of(p);
 	struct rdma_listener *rl = !p->is_client && p->lst &&
 						   p->lst->ops == &rift__rdma_ops
@@ -1615,6 +1654,7 @@ void rift__rdma_boot_received(rift__path *p, const struct rift__boot *b)
 		boot_fill(rp, &mine);
 		if (rift__cmtcp_send(rp->tc, &mine))
 			return;
+		accept_done(t0);
 	}
 	rp->established = true;
 	rift__cmtcp_live(rp->tc);
@@ -1824,6 +1864,7 @@ static void path_cm_event(struct rdma_path *rp, struct rdma_cm_event *ev)
 
 static void listener_cm_event(struct rdma_listener *rl, struct rdma_cm_event *ev)
 {
+	uint64_t t0 = rift__clock_us();
 	rift_listener *l = rl->l;
 	rift_ctx *ctx = l->ctx;
 	struct rdma_cm_id *id = ev->id;
@@ -1891,8 +1932,11 @@ static void listener_cm_event(struct rdma_listener *rl, struct rdma_cm_event *ev
 	param.private_data_len = sizeof(hello);
 	param.rnr_retry_count = 3;
 	if (rift__vb_set_ack_timeout(id, (uint8_t)ctx->cfg.rdma_ack_timeout, err) ||
-	    rift__vb_accept(id, &param, err))
+	    rift__vb_accept(id, &param, err)) {
 		rift__path_failed(&rp->base, RIFT_ECONNABORTED, "%s", err);
+		return;
+	}
+	accept_done(t0);
 	return;
 
 reject:
