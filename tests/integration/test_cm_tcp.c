@@ -535,3 +535,46 @@ TEST_T(prepared_qp_pool_serves_accepts_and_is_refilled)
 		CHECK_EQ(st.qp_pool_prepared, 4 + n);
 	}
 }
+
+/*
+ * auto:// with cm=tcp: one socket on the listener's port serves both the
+ * side channels of RDMA clients and the sessions of TCP clients (the first
+ * two bytes tell them apart); no TCP twin is needed or could bind.
+ */
+TEST_T(cm_tcp_auto_listener_serves_rdma_and_tcp_on_one_port)
+{
+	rift_config cfg = cfg_cm(RIFT_CM_TCP);
+	struct side srv = { 0 }, a = { 0 }, t = { 0 };
+	rift_listener *l = NULL;
+	rift_conn *conns[4];
+	rift_ctx *ctx;
+	char url[160];
+
+	need_rdma();
+	ctx = h_ctx(&cfg);
+	n_accepted = 0;
+	snprintf(url, sizeof(url), "auto://%s:0", rt_host());
+	CHECK_EQ(rift_listen(ctx, url, &h_callbacks, &srv, accept_many, &l), 0);
+	snprintf(url, sizeof(url), "auto://%s:%d", rt_host(),
+		 rift_listener_port(l));
+	CHECK_EQ(rift_connect(ctx, url, &h_callbacks, &a, &a.conn), 0);
+	h_connected(ctx, &a);
+	CHECK_EQ(rift_conn_transport(a.conn), RIFT_TRANSPORT_RDMA);
+	snprintf(url, sizeof(url), "tcp://%s:%d", rt_host(),
+		 rift_listener_port(l));
+	CHECK_EQ(rift_connect(ctx, url, &h_callbacks, &t, &t.conn), 0);
+	h_connected(ctx, &t);
+	CHECK_EQ(rift_conn_transport(t.conn), RIFT_TRANSPORT_TCP);
+	CHECK_EQ(rift_conn_send(a.conn, "over rdma", 9), 0);
+	CHECK_EQ(rift_conn_send(t.conn, "over tcp", 8), 0);
+	for (int i = 0; i < 1000 && srv.recv_count < 2; i++)
+		rift_ctx_run(ctx, 5);
+	CHECK_EQ(srv.recv_count, 2);
+	CHECK_EQ(n_accepted, 2);
+	CHECK_EQ(stats(ctx).protocol_errors, 0);
+	conns[0] = a.conn;
+	conns[1] = t.conn;
+	conns[2] = accepted[0];
+	conns[3] = accepted[1];
+	h_teardown(ctx, l, conns, 4);
+}

@@ -267,9 +267,9 @@ static void finish_connect(struct rift__cmtcp *tc)
 		err = errno;
 	if (err == ECONNREFUSED) {
 		tc_fail(tc, RIFT_ECONNREFUSED, RIFT_FALLBACK_REJECTED,
-			"cm=tcp side channel to %s refused: no cm=tcp listener "
-			"on that TCP port (is the peer listening with rdma.cm = "
-			"rdmacm?)",
+			"cm=tcp side channel to %s: connection refused: no "
+			"cm=tcp listener on that TCP port (is the peer "
+			"listening with rdma.cm = rdmacm?)",
 			tc->addr);
 		return;
 	}
