@@ -571,6 +571,9 @@ typedef struct rift_ctx_stats {
 	uint64_t rndv_read_bytes;      /* bytes those READs moved */
 	uint64_t rndv_refused;         /* descriptors refused: a buffer the
 					  peer does not own, count */
+	uint64_t qp_pool_prepared;     /* rdma: QP sets made ahead, count */
+	uint64_t qp_pool_hits;         /* accepts served by a prepared set */
+	uint64_t qp_pool_misses;       /* accepts that made their own */
 } rift_ctx_stats;
 
 void rift__ctx_stats_init(rift_ctx_stats *st, size_t size);

@@ -175,6 +175,16 @@ struct rift__transport_ops {
 	void (*cut)(rift__path *p);
 };
 
+/*
+ * Listeners (tcp.c): accept4 failed with err.  Out of descriptors or memory
+ * the listener watched by io stops for a while (the pause timer, set up
+ * with rift__accept_pause_init, watches it again) instead of spinning.
+ * Returns true when the next accept may be tried at once.
+ */
+void rift__accept_pause_init(rift_ctx *ctx, rift_timer *t, rift__io *io);
+bool rift__accept_failed(rift_ctx *ctx, rift__io *io, rift_timer *pause,
+			 int err);
+
 /* Tests: cut the connection's current path; 0 or RIFT_ENOTCONN. */
 int rift__conn_cut(rift_conn *conn);
 
@@ -331,6 +341,8 @@ struct rift_listener {
 	rift_accept_cb on_accept;
 	void (*close_cb)(rift_listener *l);
 	bool closing;
+	bool auto_scheme;        /* auto://: TCP sessions are served too */
+	bool tcp_shared;        /* rdma cm=tcp: its socket serves them, no twin */
 	int port;
 	int fd;
 	rift__io io;

@@ -2,11 +2,14 @@
  * runner.c - run each registered test in a forked child with a time limit.
  *
  *   rift-tests [-v] [-l] [-j N] [--transport tcp|rdma] [--host ADDR]
+ *              [--cm rdmacm|tcp]
  *              [--timeout SECS] [NAME-SUBSTRING...]
  *
  * --transport rdma runs only the data-path tests (TEST_T), over RDMA: that
  * is how the soft-RoCE lab reuses the TCP suite.  The last line is
  * "N passed, N failed, N skipped"; the exit status is 1 if any failed.
+ * --cm tcp makes h_config() set rdma.cm = tcp, so the same suite runs over
+ * QPs brought up by the TCP side channel instead of rdma_cm.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +27,7 @@
 static struct rt_test *tests;
 static const char *transport = "tcp";
 static const char *host = "127.0.0.1";
+static const char *cm = "rdmacm";
 
 void rt_register(struct rt_test *t)
 {
@@ -58,6 +62,11 @@ void rt_skip(const char *why)
 const char *rt_transport(void)
 {
 	return transport;
+}
+
+const char *rt_cm(void)
+{
+	return cm;
 }
 
 const char *rt_host(void)
@@ -189,12 +198,15 @@ int main(int argc, char **argv)
 			transport = argv[++i];
 		} else if (!strcmp(argv[i], "--host") && i + 1 < argc) {
 			host = argv[++i];
+		} else if (!strcmp(argv[i], "--cm") && i + 1 < argc) {
+			cm = argv[++i];
 		} else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) {
 			timeout_s = atoi(argv[++i]);
 		} else if (argv[i][0] == '-') {
 			fprintf(stderr,
 				"usage: %s [-v] [-l] [--transport tcp|rdma] "
-				"[--host ADDR] [--timeout SECS] [NAME...]\n",
+				"[--host ADDR] [--cm rdmacm|tcp] [--timeout SECS] "
+				"[NAME...]\n",
 				argv[0]);
 			return 2;
 		} else {
@@ -205,6 +217,10 @@ int main(int argc, char **argv)
 	if (strcmp(transport, "tcp") && strcmp(transport, "rdma") &&
 	    strcmp(transport, "auto")) {
 		fprintf(stderr, "unknown transport '%s'\n", transport);
+		return 2;
+	}
+	if (strcmp(cm, "rdmacm") && strcmp(cm, "tcp")) {
+		fprintf(stderr, "unknown cm '%s' (rdmacm or tcp)\n", cm);
 		return 2;
 	}
 	/* Many-connection tests need descriptors: raise the soft limit. */
@@ -233,7 +249,8 @@ int main(int argc, char **argv)
 		}
 	}
 	if (!list)
-		printf("%s: %d passed, %d failed, %d skipped\n", transport,
-		       passed, failed, skipped);
+		printf("%s%s: %d passed, %d failed, %d skipped\n", transport,
+		       strcmp(cm, "tcp") ? "" : " (cm=tcp)", passed, failed,
+		       skipped);
 	return failed ? 1 : 0;
 }

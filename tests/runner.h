@@ -37,6 +37,8 @@ __attribute__((noreturn)) void rt_skip(const char *why);
 
 /* "tcp" or "rdma": the transport this run tests. */
 const char *rt_transport(void);
+/* "rdmacm" or "tcp": the rdma.cm h_config() sets (--cm). */
+const char *rt_cm(void);
 /* Host address tests should listen on and connect to. */
 const char *rt_host(void);
 /* Build "<transport>://<host>:<port>" into a static buffer. */

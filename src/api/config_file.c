@@ -140,7 +140,7 @@ static const struct key keys[] = {
 	{ "rdma", "poll_batch", NULL, M(poll_batch), K_UINT, 1, 1024, NULL,
 	  "completions taken per poll" },
 	{ "rdma", "qp_pool_count", NULL, M(qp_pool_count), K_UINT, 0, 4096,
-	  NULL, "prepared QPs kept ready" },
+	  NULL, "prepared QP sets kept ready per listener" },
 	{ "rdma", "zero_copy_threshold", NULL, M(zero_copy_threshold), K_SIZE,
 	  0, GiB, NULL, "messages from this size are received in place" },
 	{ "rdma", "rndv_threshold", NULL, M(rndv_threshold), K_SIZE, 0, GiB,

@@ -590,6 +590,7 @@ int rift_listen(rift_ctx *ctx, const char *url, const rift_conn_callbacks *cbs,
 	/* rdma:// listens on RDMA only, tcp:// on TCP only; auto:// on both,
 	 * at the same port number, so clients that fell back find it. */
 	l->ops = &rift__tcp_ops;
+	l->auto_scheme = u.scheme == RIFT_SCHEME_AUTO;
 	if (u.scheme != RIFT_SCHEME_TCP) {
 		rift_fallback_reason why = rift__rdma_ops.available(ctx);
 
@@ -607,7 +608,11 @@ int rift_listen(rift_ctx *ctx, const char *url, const rift_conn_callbacks *cbs,
 		free(l);
 		return rc; /* the transport set ctx->errmsg */
 	}
-	if (u.scheme == RIFT_SCHEME_AUTO && l->ops == &rift__rdma_ops) {
+	/* With rdma.cm = tcp the side channel's socket already serves TCP
+	 * sessions on that port (it tells them apart by their first bytes):
+	 * a twin could not bind it. */
+	if (u.scheme == RIFT_SCHEME_AUTO && l->ops == &rift__rdma_ops &&
+	    !l->tcp_shared) {
 		rc = listen_twin(l, &sa, len);
 		if (rc) {
 			l->ops->listen_close(l);

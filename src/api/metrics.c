@@ -394,6 +394,17 @@ static const struct family_def ctx_counters[] = {
 	  "Paths failed because the peer sent nothing for "
 	  "keepalive_timeout_ms.",
 	  CTX_STAT(keepalive_timeouts) },
+	{ "rift_qp_pool_prepared_total",
+	  "RDMA connection resource sets (CQ, buffers, cm=tcp QP) prepared "
+	  "ahead by listeners (rdma.qp_pool_count).",
+	  CTX_STAT(qp_pool_prepared) },
+	{ "rift_qp_pool_hits_total",
+	  "RDMA accepts served by a prepared resource set.",
+	  CTX_STAT(qp_pool_hits) },
+	{ "rift_qp_pool_misses_total",
+	  "RDMA accepts that made their own resources (pool empty or on "
+	  "another device).",
+	  CTX_STAT(qp_pool_misses) },
 	{ "rift_sessions_resumed_total",
 	  "Sessions a server re-attached (RESUME accepted).",
 	  CTX_STAT(sessions_resumed) },

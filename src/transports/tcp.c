@@ -20,6 +20,7 @@
 
 #include "session/session.h"
 #include "session/stream.h"
+#include "transports/verbs/cm_tcp.h"
 
 #define BATCH_IOV 128
 #define BATCH_BYTES (4u << 20)
@@ -328,11 +329,15 @@ static void tcp_destroy(rift__path *p)
 
 static void accept_resume(rift_timer *t, void *user)
 {
-	rift_listener *l = user;
+	rift__io *io = user;
 
-	RIFT_UNUSED(t);
-	if (l->fd >= 0)
-		rift__io_modify(l->ctx, &l->io, EPOLLIN);
+	if (io->cb) /* still listening */
+		rift__io_modify(t->ctx, io, EPOLLIN);
+}
+
+void rift__accept_pause_init(rift_ctx *ctx, rift_timer *t, rift__io *io)
+{
+	rift__timer_init(ctx, t, accept_resume, io);
 }
 
 /*
@@ -342,52 +347,61 @@ static void accept_resume(rift_timer *t, void *user)
  * connection is accepted when resources come back, or times out at the
  * client like any connect to an overloaded server.
  */
-static void accept_pause(rift_listener *l, int err)
+bool rift__accept_failed(rift_ctx *ctx, rift__io *io, rift_timer *pause,
+			 int err)
+{
+	if (err == ECONNABORTED || err == EINTR)
+		return true; /* that one is gone; next */
+	if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
+		ctx->stats.accept_pauses++;
+		RIFT_DEBUG("accept: %s; pausing the listener %d ms",
+			   strerror(err), ACCEPT_PAUSE_MS);
+		rift__io_modify(ctx, io, 0);
+		rift_timer_start(pause, ACCEPT_PAUSE_MS, 0);
+	}
+	return false; /* EAGAIN: drained */
+}
+
+/* An accepted socket becomes a server path of l, handshaking. */
+int rift__tcp_adopt(rift_listener *l, int fd, const struct sockaddr *sa)
 {
 	rift_ctx *ctx = l->ctx;
+	struct tcp_path *tp;
+	char addr[64];
 
-	ctx->stats.accept_pauses++;
-	RIFT_DEBUG("listener port %d: accept: %s; pausing %d ms", l->port,
-		   strerror(err), ACCEPT_PAUSE_MS);
-	rift__io_modify(ctx, &l->io, 0);
-	rift_timer_start(&l->accept_pause, ACCEPT_PAUSE_MS, 0);
+	if (set_socket_opts(fd) || !(tp = tcp_path_new(ctx, fd, false)))
+		return RIFT_ENOMEM;
+	rift__sockaddr_str(sa, addr, sizeof(addr));
+	snprintf(tp->base.peer, sizeof(tp->base.peer), "tcp://%s", addr);
+	if (rift__io_start(ctx, &tp->io, fd, EPOLLIN, tcp_io_cb)) {
+		tp->fd = -1; /* the caller closes it */
+		rift__path_destroy(&tp->base);
+		return RIFT_ENOMEM;
+	}
+	rift__listener_path(l, &tp->base);
+	return 0;
 }
 
 static void accept_cb(rift__io *io, uint32_t revents)
 {
 	rift_listener *l = rift__container_of(io, rift_listener, io);
-	rift_ctx *ctx = l->ctx;
 
 	RIFT_UNUSED(revents);
 	for (int i = 0; i < ACCEPTS_PER_EVENT && !l->closing; i++) {
 		struct sockaddr_storage sa;
 		socklen_t len = sizeof(sa);
-		struct tcp_path *tp;
-		char addr[64];
 		int fd;
 
 		fd = accept4(l->fd, (struct sockaddr *)&sa, &len,
 			     SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
-			if (errno == EMFILE || errno == ENFILE ||
-			    errno == ENOBUFS || errno == ENOMEM)
-				accept_pause(l, errno);
-			else if (errno == ECONNABORTED || errno == EINTR)
-				continue; /* that one is gone; next */
-			return; /* EAGAIN: drained */
+			if (rift__accept_failed(l->ctx, &l->io, &l->accept_pause,
+						errno))
+				continue;
+			return;
 		}
-		if (set_socket_opts(fd) ||
-		    !(tp = tcp_path_new(ctx, fd, false))) {
+		if (rift__tcp_adopt(l, fd, (struct sockaddr *)&sa))
 			close(fd);
-			continue;
-		}
-		rift__sockaddr_str((struct sockaddr *)&sa, addr, sizeof(addr));
-		snprintf(tp->base.peer, sizeof(tp->base.peer), "tcp://%s", addr);
-		if (rift__io_start(ctx, &tp->io, fd, EPOLLIN, tcp_io_cb)) {
-			rift__path_destroy(&tp->base);
-			continue;
-		}
-		rift__listener_path(l, &tp->base);
 	}
 }
 
@@ -401,7 +415,7 @@ static int tcp_listen(rift_listener *l, const struct sockaddr *sa,
 	int fd, one = 1, rc;
 
 	rift__sockaddr_str(sa, addr, sizeof(addr));
-	rift__timer_init(ctx, &l->accept_pause, accept_resume, l);
+	rift__accept_pause_init(ctx, &l->accept_pause, &l->io);
 	fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return rift__ctx_fail(ctx, rift__from_errno(errno),

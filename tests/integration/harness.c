@@ -200,6 +200,8 @@ rift_config h_config(void)
 	cfg.keepalive_interval_ms = 200;
 	cfg.keepalive_timeout_ms = 1000;
 	cfg.session_grace_ms = 5000;
+	if (strcmp(rt_cm(), "tcp") == 0)
+		cfg.cm = RIFT_CM_TCP;
 	return cfg;
 }
 

@@ -72,7 +72,8 @@ TEST_TIMEOUT(thousand_concurrent_connections_on_one_context, 240)
 	if (rl.rlim_cur < 2 * NCONN + 64)
 		SKIP("RLIMIT_NOFILE too low for 2000 sockets");
 	CHECK_EQ(rift_listen(ctx, rt_url(0), &cbs, NULL, scale_accept, &l), 0);
-	printf("%d connections\n", nconn());
+	printf("%d connections, RLIMIT_NOFILE %llu\n", nconn(),
+	       (unsigned long long)rl.rlim_cur);
 	for (int i = 0; i < nconn(); i++)
 		CHECK_EQ(rift_connect(ctx, rt_url(rift_listener_port(l)), &cbs,
 				      &got[i], &conns[i]),
@@ -88,7 +89,16 @@ TEST_TIMEOUT(thousand_concurrent_connections_on_one_context, 240)
 		while ((rc = rift_conn_send(conns[i], &i, sizeof(i))) ==
 		       RIFT_ENOTCONN && h_now_us() < end)
 			rift_ctx_run(ctx, 1);
-		CHECK_EQ(rc, 0);
+		if (rc) {
+			rift_ctx_stats_init(&st);
+			rift_ctx_stats_get(ctx, &st);
+			FAIL("connection %d: send: %s; last error: %s (path downs "
+			     "%llu, keepalive timeouts %llu, protocol errors %llu)",
+			     i, rift_err_name(rc), rift_conn_last_error(conns[i]),
+			     (unsigned long long)st.path_downs,
+			     (unsigned long long)st.keepalive_timeouts,
+			     (unsigned long long)st.protocol_errors);
+		}
 	}
 	while (h_now_us() < end) {
 		total = 0;

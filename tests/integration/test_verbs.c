@@ -139,9 +139,16 @@ static enum rdma_cm_event_type raw_cm_connect(rift_ctx *server, int port,
 
 static void hostile_hello(const void *pdata, uint8_t len, const char *what)
 {
-	rift_ctx *ctx = h_ctx(NULL);
+	rift_config cfg = h_config();
+	rift_ctx *ctx;
 	struct side srv = { 0 };
-	rift_listener *l = h_listen(ctx, &srv);
+	rift_listener *l;
+
+	/* rdma_cm's private data: a cm=tcp run tests its own hellos in
+	 * test_cm_tcp.c. */
+	cfg.cm = RIFT_CM_RDMACM;
+	ctx = h_ctx(&cfg);
+	l = h_listen(ctx, &srv);
 	rift_ctx_stats st;
 	uint8_t why = 0;
 
@@ -298,29 +305,6 @@ TEST_T(registered_buffers_are_sent_and_received_without_a_copy)
 	conns[0] = c;
 	conns[1] = srv.conn;
 	h_teardown(ctx, l, conns, 2);
-}
-
-/* rdma.device names a device the route does not use: a clear error. */
-TEST_T(configured_device_the_route_does_not_use_is_an_error)
-{
-	rift_config cfg = h_config();
-	rift_ctx *ctx;
-	struct side srv = { 0 }, cli = { 0 };
-	rift_listener *l;
-	rift_conn *conns[1];
-
-	need_rdma();
-	cfg.retries = 0;
-	snprintf(cfg.device, sizeof(cfg.device), "mlx5_7");
-	ctx = h_ctx(&cfg);
-	l = h_listen(ctx, &srv);
-	h_connect(ctx, rift_listener_port(l), &cli);
-	CHECK(h_wait(ctx, &cli.errors, 10000));
-	CHECK_EQ(cli.last_status, RIFT_EINVAL);
-	CHECK_CONTAINS(cli.last_message, "not the configured device mlx5_7");
-	CHECK_CONTAINS(cli.last_message, "rdma.device");
-	conns[0] = cli.conn;
-	h_teardown(ctx, l, conns, 1);
 }
 
 /* ---- rendezvous: large messages by RDMA READ ---- */
@@ -830,4 +814,39 @@ TEST_TIMEOUT(port_down_fails_an_idle_path_at_once, 240)
 	conns[0] = c;
 	conns[1] = srv.conn;
 	h_teardown(ctx, l, conns, 2);
+}
+
+/* rdma.device names a device the route does not use: a clear error. */
+TEST_T(configured_device_the_route_does_not_use_is_an_error)
+{
+	rift_config cfg = h_config();
+	rift_ctx *ctx;
+	struct side srv = { 0 }, cli = { 0 };
+	rift_listener *l;
+	rift_conn *conns[1];
+
+	need_rdma();
+	cfg.retries = 0;
+	snprintf(cfg.device, sizeof(cfg.device), "mlx5_7");
+	ctx = h_ctx(&cfg);
+	if (cfg.cm == RIFT_CM_TCP) {
+		/* cm=tcp finds the device of a bound address at listen. */
+		l = NULL;
+		CHECK_EQ(rift_listen(ctx, rt_url(0), &h_callbacks, &srv,
+				     h_accept_side, &l),
+			 RIFT_EINVAL);
+		CHECK_CONTAINS(rift_ctx_last_error(ctx),
+			       "not the configured device mlx5_7");
+		CHECK_CONTAINS(rift_ctx_last_error(ctx), "rdma.device");
+		h_teardown(ctx, NULL, NULL, 0);
+		return;
+	}
+	l = h_listen(ctx, &srv);
+	h_connect(ctx, rift_listener_port(l), &cli);
+	CHECK(h_wait(ctx, &cli.errors, 10000));
+	CHECK_EQ(cli.last_status, RIFT_EINVAL);
+	CHECK_CONTAINS(cli.last_message, "not the configured device mlx5_7");
+	CHECK_CONTAINS(cli.last_message, "rdma.device");
+	conns[0] = cli.conn;
+	h_teardown(ctx, l, conns, 1);
 }

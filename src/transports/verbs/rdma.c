@@ -48,6 +48,7 @@
 #include "session/session.h"
 #include "memory/pool.h"
 #include "session/stream.h"
+#include "transports/verbs/cm_tcp.h"
 #include "transports/verbs/verbs.h"
 
 #define HELLO_MAGIC 0x52494654u /* "RIFT" */
@@ -79,16 +80,49 @@ struct cm_hello {
 	uint32_t buf_size; /* bytes per receive buffer */
 } __attribute__((packed));
 
-/* Reject reasons carried back in rdma_reject's private data. */
-enum { REJ_BAD_HELLO = 1, REJ_RESOURCES = 2, REJ_CLOSING = 3 };
+_Static_assert(sizeof(struct cm_hello) == RIFT_BOOT_HELLO_LEN,
+	       "cm=tcp carries the rdma_cm hello as it is");
+
+/* Reject reasons in rdma_reject's private data: enum rift__rej. */
 
 /* The id context says whether an event is for a path or a listener. */
 enum owner_kind { OWNER_PATH = 1, OWNER_LISTENER = 2 };
 
+/*
+ * What a path needs before it connects, made on demand or ahead of time by
+ * a listener's prepared-QP pool: completion channel and armed CQ, receive
+ * buffers and send slots from the block pool and, with cm=tcp, the QP
+ * itself in INIT with every receive posted.  rdma_cm binds a QP to its
+ * cm_id at rdma_create_qp, so with rdmacm the QP is the one piece made at
+ * accept time (docs/config.md, rdma.qp_pool_count).
+ */
+struct qp_res {
+	struct rift__list node;      /* listener's pool */
+	struct ibv_context *verbs;   /* librdmacm's context of the device */
+	uint8_t port;                /* cm=tcp: the port the QP is INIT on */
+	struct ibv_pd *pd;           /* the device's, shared */
+	int dev_slot;                /* the device's slot in the block pool */
+	struct ibv_comp_channel *cch;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;           /* cm=tcp only */
+	uint8_t **rbufs, **sbufs;
+	uint32_t *rlkey, *slkey;
+	uint32_t buf_size, rq_depth, sq_depth, inline_max;
+	bool posted;                 /* every receive is posted */
+};
+
 struct rdma_listener {
 	enum owner_kind kind;
 	rift_listener *l;
-	struct rdma_cm_id *id;
+	struct rdma_cm_id *id; /* rdmacm: listening; cm=tcp: rejects rdma_cm */
+	struct rift__cmtcp_listener *tl; /* cm=tcp side channel */
+	/* prepared-QP pool (rdma.qp_pool_count) */
+	struct rift__list prep;      /* struct qp_res, ready */
+	uint32_t n_prep;
+	struct ibv_context *prep_verbs; /* device prepared for; NULL: unknown */
+	uint8_t prep_port;
+	rift_timer refill;           /* refills from the loop, never inline */
+	uint64_t refill_fails;       /* consecutive failures: back off */
 };
 
 /*
@@ -111,6 +145,10 @@ struct rift__rdma_ctx {
 	struct rift__list paths; /* paths with a CQ, for busy polling */
 	struct dev_watch *watch[RIFT_POOL_MAX_DEVICES]; /* async events */
 	int n_watch;
+	/* cm=tcp: the last device selection, by local address; cleared by
+	 * any device event (a GID or port may have changed) */
+	struct sockaddr_storage sel_addr;
+	void *sel;                   /* struct dev_sel, or NULL */
 	rift_fallback_reason probed; /* cached device probe */
 	bool probe_done;
 	char device[RIFT_DEVICE_NAME_MAX];
@@ -134,8 +172,16 @@ struct rndv_op {
 struct rdma_path {
 	rift__path base;
 	enum owner_kind kind;
-	struct rdma_cm_id *id;
+	struct rdma_cm_id *id; /* rdmacm only */
+	struct ibv_qp *qp;     /* both cm modes */
+	struct ibv_context *verbs; /* device (librdmacm's context) */
+	uint8_t port_num;
 	struct ibv_pd *pd;     /* the device's, shared: not ours to free */
+	/* cm=tcp: side channel, and what the bootstrap says about us */
+	struct rift__cmtcp *tc;
+	uint8_t gid[16], link_layer, mtu;
+	uint16_t lid;
+	uint32_t gid_index, psn;
 	int dev_slot;          /* the device's slot in the block pool */
 	struct ibv_comp_channel *cch;
 	struct ibv_cq *cq;
@@ -208,16 +254,19 @@ static struct {
 	struct ibv_context *verbs;
 	struct ibv_pd *pd;
 	int slot;
-	uint32_t rd_init, rd_resp, max_msg; /* READ limits (rendezvous) */
+	uint8_t rd_atom;      /* RDMA READs served at once (responder) */
+	uint8_t init_atom;    /* RDMA READs issued at once (initiator) */
+	uint32_t max_msg;     /* largest message (bytes per READ) */
 } devs[RIFT_POOL_MAX_DEVICES];
 static int n_devs;
 
-/* The device's PD and pool slot; fails the path (with a reason) if not. */
-static int dev_get(struct rdma_path *rp, struct rift__pool *pool)
+#define RD_ATOM_MAX 16 /* outstanding RDMA READs per QP, each way */
+
+/* The device's PD and pool slot (made on first use); 0 or RIFT_E*. */
+static int dev_pd(struct rift__pool *pool, struct ibv_context *verbs,
+		  int *idx, char *err, size_t errlen)
 {
-	rift__path *p = &rp->base;
-	struct ibv_context *verbs = rp->id->verbs;
-	char err[RIFT_ERRMSG_LEN];
+	uint32_t init, resp;
 	rift__vb_err verr;
 	int i, rc = 0;
 
@@ -227,45 +276,40 @@ static int dev_get(struct rdma_path *rp, struct rift__pool *pool)
 			break;
 	if (i == n_devs) {
 		if (n_devs == RIFT_POOL_MAX_DEVICES) {
-			snprintf(err, sizeof(err), "more than %d RDMA devices",
+			snprintf(err, errlen, "more than %d RDMA devices",
 				 RIFT_POOL_MAX_DEVICES);
 			rc = RIFT_ENOSPC;
 			goto out;
 		}
 		rc = rift__vb_pd_alloc(verbs, &devs[i].pd, verr);
 		if (rc) {
-			snprintf(err, sizeof(err), "%s", verr);
+			snprintf(err, errlen, "%s", verr);
 			goto out;
 		}
-		rc = rift__pool_add_device(pool, devs[i].pd, err, sizeof(err));
+		rc = rift__pool_add_device(pool, devs[i].pd, err, errlen);
 		if (rc < 0) {
 			rift__vb_pd_free(devs[i].pd);
 			goto out;
 		}
 		devs[i].verbs = verbs;
 		devs[i].slot = rc;
+		/* Without READ support (depths 0) paths stream everything.
+		 * Every port of a device shares its limits; port 1 exists. */
+		devs[i].rd_atom = devs[i].init_atom = 0;
+		devs[i].max_msg = 0;
+		if (rift__vb_read_limits(verbs, 1, &init, &resp,
+					 &devs[i].max_msg, verr) == 0) {
+			devs[i].rd_atom = (uint8_t)(resp < RD_ATOM_MAX
+						    ? resp : RD_ATOM_MAX);
+			devs[i].init_atom = (uint8_t)(init < RD_ATOM_MAX
+						      ? init : RD_ATOM_MAX);
+		}
 		n_devs++;
 		rc = 0;
-		/* Without READ support the path just streams everything. */
-		if (rift__vb_read_limits(verbs, rp->id->port_num,
-					 &devs[i].rd_init, &devs[i].rd_resp,
-					 &devs[i].max_msg, verr))
-			devs[i].rd_init = devs[i].rd_resp = 0;
 	}
-	rp->pd = devs[i].pd;
-	rp->dev_slot = devs[i].slot;
-	/* One depth both ways: READs we issue, READs we serve. */
-	rp->rd_max = devs[i].rd_init < RNDV_DEPTH ? devs[i].rd_init : RNDV_DEPTH;
-	if (devs[i].rd_resp < rp->rd_max)
-		rp->rd_max = devs[i].rd_resp;
-	rp->rd_chunk = devs[i].max_msg < RNDV_CHUNK ? devs[i].max_msg : RNDV_CHUNK;
-	rp->rndv_local = rp->rd_max > 0 && rp->rd_chunk >= 4096;
+	*idx = i;
 out:
 	pthread_mutex_unlock(&dev_mu);
-	if (rc) {
-		p->fb_reason = RIFT_FALLBACK_REG_MR;
-		rift__path_failed(p, rc, "%s", err);
-	}
 	return rc;
 }
 
@@ -277,6 +321,26 @@ static void dev_users_put(void)
 			rift__vb_pd_free(devs[i].pd);
 		n_devs = 0;
 	}
+	pthread_mutex_unlock(&dev_mu);
+}
+
+/* The device's READ limits (0 until a path or pool set used it). */
+static void dev_atoms(struct ibv_context *verbs, uint8_t *rd, uint8_t *init,
+		      uint32_t *max_msg)
+{
+	uint32_t dummy;
+
+	if (!max_msg)
+		max_msg = &dummy;
+	*rd = *init = 0;
+	*max_msg = 0;
+	pthread_mutex_lock(&dev_mu);
+	for (int i = 0; i < n_devs; i++)
+		if (devs[i].verbs == verbs) {
+			*rd = devs[i].rd_atom;
+			*init = devs[i].init_atom;
+			*max_msg = devs[i].max_msg;
+		}
 	pthread_mutex_unlock(&dev_mu);
 }
 
@@ -354,6 +418,7 @@ void rift__rdma_ctx_destroy(rift_ctx *ctx)
 		rift__io_stop(ctx, &r->io);
 		rift__vb_channel_destroy(r->ch);
 	}
+	free(r->sel);
 	for (int i = 0; i < r->n_watch; i++) {
 		rift__io_stop(ctx, &r->watch[i]->io);
 		rift__vb_device_close(r->watch[i]->c);
@@ -402,7 +467,7 @@ static int post_recv(struct rdma_path *rp, uint32_t i)
 	struct ibv_recv_wr wr = { .wr_id = RECV_FLAG | i, .sg_list = &sge,
 				  .num_sge = 1 };
 	rift__vb_err err;
-	int rc = rift__vb_post_recv(rp->id->qp, &wr, err);
+	int rc = rift__vb_post_recv(rp->qp, &wr, err);
 
 	if (rc)
 		rift__path_failed(&rp->base, rc, "%s", err);
@@ -410,30 +475,6 @@ static int post_recv(struct rdma_path *rp, uint32_t i)
 }
 
 static void cq_io_cb(rift__io *io, uint32_t revents);
-
-/* Take n blocks of the pool for one use, with their keys on our device. */
-static int take_blocks(struct rdma_path *rp, uint8_t **bufs, uint32_t *lkeys,
-		       uint32_t n, enum rift__pool_use use)
-{
-	struct rift__pool *pool = rp->base.ctx->rdma->pool;
-	char err[RIFT_ERRMSG_LEN];
-	uint32_t rkey;
-	int rc;
-
-	for (uint32_t i = 0; i < n; i++) {
-		bufs[i] = rift__pool_alloc(pool, rp->buf_size, use, &rc, err,
-					   sizeof(err));
-		if (!bufs[i] ||
-		    !rift__pool_keys(pool, bufs[i], rp->dev_slot, &lkeys[i], &rkey)) {
-			rp->base.fb_reason = RIFT_FALLBACK_REG_MR;
-			rift__path_failed(&rp->base, bufs[i] ? RIFT_EIO : rc,
-					  "%s", bufs[i] ? "pool block without "
-							  "a key" : err);
-			return bufs[i] ? RIFT_EIO : rc;
-		}
-	}
-	return 0;
-}
 
 /*
  * A port went down (or the device died): fail every path of this context
@@ -452,6 +493,9 @@ static void watch_cb(rift__io *io, uint32_t revents)
 		struct rift__list *it, *next;
 		bool fatal = type == IBV_EVENT_DEVICE_FATAL;
 
+		free(r->sel);
+		r->sel = NULL;
+
 		RIFT_DEBUG("%s port %d: %s", rift__vb_device_name(w->dev), port,
 			   rift__vb_event_str(type));
 		if (type != IBV_EVENT_PORT_ERR && !fatal)
@@ -461,9 +505,9 @@ static void watch_cb(rift__io *io, uint32_t revents)
 				it, struct rdma_path, poll_node);
 
 			next = it->next;
-			if (rp->base.state == RIFT_PATH_DEAD || !rp->id ||
-			    rp->id->verbs->device != w->dev ||
-			    (!fatal && rp->id->port_num != port))
+			if (rp->base.state == RIFT_PATH_DEAD || !rp->verbs ||
+			    rp->verbs->device != w->dev ||
+			    (!fatal && rp->port_num != port))
 				continue;
 			rift__path_failed(&rp->base,
 					  fatal ? RIFT_ENODEV : RIFT_ENETDOWN,
@@ -506,14 +550,100 @@ static void watch_device(rift_ctx *ctx, struct ibv_device *dev)
 	r->watch[r->n_watch++] = w;
 }
 
-/*
- * QP, CQ, buffers from the registered pool and posted receives: everything
- * a path needs before rdma_connect / rdma_accept.
- */
-static int path_resources(struct rdma_path *rp)
+/* ---- path resources: made on demand or prepared ahead ---- */
+
+/* Take n blocks of the pool for one use, with their keys on the device. */
+static int take_blocks(struct rift__pool *pool, struct qp_res *r,
+		       uint8_t **bufs, uint32_t *lkeys, uint32_t n,
+		       enum rift__pool_use use, char *err, size_t errlen)
 {
-	rift__path *p = &rp->base;
-	rift_config *cfg = &p->ctx->cfg;
+	uint32_t rkey;
+	int rc;
+
+	for (uint32_t i = 0; i < n; i++) {
+		bufs[i] = rift__pool_alloc(pool, r->buf_size, use, &rc, err,
+					   errlen);
+		if (!bufs[i])
+			return rc;
+		if (!rift__pool_keys(pool, bufs[i], r->dev_slot, &lkeys[i],
+				     &rkey)) {
+			snprintf(err, errlen, "pool block without a key");
+			return RIFT_EIO;
+		}
+	}
+	return 0;
+}
+
+static void res_free(rift_ctx *ctx, struct qp_res *r)
+{
+	struct rift__pool *pool = ctx->rdma->pool;
+
+	rift__vb_qp_destroy(r->qp);
+	rift__vb_qp_teardown(NULL, r->cch, r->cq);
+	/* The QP is gone, so no DMA touches the blocks any more. */
+	for (uint32_t i = 0; r->rbufs && i < r->rq_depth; i++)
+		if (r->rbufs[i])
+			rift__pool_free(pool, r->rbufs[i], RIFT_POOL_RECV);
+	for (uint32_t i = 0; r->sbufs && i < r->sq_depth; i++)
+		if (r->sbufs[i])
+			rift__pool_free(pool, r->sbufs[i], RIFT_POOL_SEND);
+	free(r->rbufs);
+	free(r->sbufs);
+	free(r->rlkey);
+	free(r->slkey);
+	memset(r, 0, sizeof(*r));
+}
+
+/* The QP (RESET) to INIT on port: receives may be posted from here on. */
+static int qp_to_init(struct ibv_qp *qp, uint8_t port, rift__vb_err err)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT,
+		.pkey_index = 0,
+		.port_num = port,
+		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE |
+				   IBV_ACCESS_REMOTE_READ |
+				   IBV_ACCESS_REMOTE_WRITE,
+	};
+
+	return rift__vb_qp_modify(qp, &a,
+				  IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+					  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
+				  "INIT", err);
+}
+
+static int post_all(struct qp_res *r, char *err, size_t errlen)
+{
+	rift__vb_err verr;
+
+	for (uint32_t i = 0; i < r->rq_depth; i++) {
+		struct ibv_sge sge = { .addr = (uintptr_t)r->rbufs[i],
+				       .length = r->buf_size,
+				       .lkey = r->rlkey[i] };
+		struct ibv_recv_wr wr = { .wr_id = RECV_FLAG | i,
+					  .sg_list = &sge, .num_sge = 1 };
+		int rc = rift__vb_post_recv(r->qp, &wr, verr);
+
+		if (rc) {
+			snprintf(err, errlen, "%s", verr);
+			return rc;
+		}
+	}
+	r->posted = true;
+	return 0;
+}
+
+/*
+ * Everything but the connection: CQ, buffers and (with_qp, cm=tcp) the QP
+ * in INIT on port with its receives posted.  0, or RIFT_E* with err and
+ * *fb (the fallback reason) set and nothing left behind.
+ */
+static int res_make(rift_ctx *ctx, struct ibv_context *verbs, uint8_t port,
+		    bool with_qp, struct qp_res *r, rift_fallback_reason *fb,
+		    char *err, size_t errlen)
+{
+	rift_config *cfg = &ctx->cfg;
+	struct rift__pool *pool = ctx->rdma->pool;
 	struct rift__vb_qp_caps caps = {
 		.sq_depth = cfg->sq_depth,
 		.rq_depth = cfg->rq_depth,
@@ -521,50 +651,272 @@ static int path_resources(struct rdma_path *rp)
 		.max_recv_sge = cfg->max_recv_sge,
 		.inline_max = cfg->inline_threshold,
 	};
-	rift__vb_err err;
-	int rc;
+	rift__vb_err verr;
+	int rc, d;
 
-	rp->buf_size = cfg->block_size[0];
-	rp->rq_depth = cfg->rq_depth;
-	rp->sq_depth = cfg->sq_depth;
-	rc = dev_get(rp, p->ctx->rdma->pool);
+	memset(r, 0, sizeof(*r));
+	rift__list_init(&r->node);
+	r->verbs = verbs;
+	r->port = port;
+	r->buf_size = cfg->block_size[0];
+	r->rq_depth = cfg->rq_depth;
+	r->sq_depth = cfg->sq_depth;
+	r->inline_max = cfg->inline_threshold;
+	*fb = RIFT_FALLBACK_REG_MR;
+	rc = dev_pd(pool, verbs, &d, err, errlen);
 	if (rc)
 		return rc;
-	watch_device(p->ctx, rp->id->verbs->device);
-	rc = rift__vb_qp_setup(rp->id, rp->pd,
-			       cfg->cq_size < rp->rq_depth + rp->sq_depth
-				       ? rp->rq_depth + rp->sq_depth
+	r->pd = devs[d].pd;
+	r->dev_slot = devs[d].slot;
+	*fb = RIFT_FALLBACK_NONE;
+	rc = rift__vb_cq_setup(verbs,
+			       cfg->cq_size < r->rq_depth + r->sq_depth
+				       ? r->rq_depth + r->sq_depth
 				       : cfg->cq_size,
-			       &caps, &rp->cch, &rp->cq, err);
+			       &r->cch, &r->cq, verr);
+	if (!rc && with_qp) {
+		rc = rift__vb_qp_create(r->pd, r->cq, &caps, &r->qp, verr);
+		if (!rc) {
+			r->inline_max = caps.inline_max;
+			rc = qp_to_init(r->qp, port, verr);
+		}
+	}
 	if (rc) {
+		snprintf(err, errlen, "%s", verr);
+		goto fail;
+	}
+	r->rbufs = calloc(r->rq_depth, sizeof(*r->rbufs));
+	r->rlkey = calloc(r->rq_depth, sizeof(*r->rlkey));
+	r->sbufs = calloc(r->sq_depth, sizeof(*r->sbufs));
+	r->slkey = calloc(r->sq_depth, sizeof(*r->slkey));
+	if (!r->rbufs || !r->rlkey || !r->sbufs || !r->slkey) {
+		snprintf(err, errlen, "out of memory for buffers");
+		rc = RIFT_ENOMEM;
+		goto fail;
+	}
+	*fb = RIFT_FALLBACK_REG_MR;
+	rc = take_blocks(pool, r, r->rbufs, r->rlkey, r->rq_depth,
+			 RIFT_POOL_RECV, err, errlen);
+	if (!rc)
+		rc = take_blocks(pool, r, r->sbufs, r->slkey, r->sq_depth,
+				 RIFT_POOL_SEND, err, errlen);
+	if (rc)
+		goto fail;
+	*fb = RIFT_FALLBACK_NONE;
+	if (r->qp) {
+		rc = post_all(r, err, errlen);
+		if (rc)
+			goto fail;
+	}
+	return 0;
+
+fail:
+	res_free(ctx, r);
+	return rc;
+}
+
+static void pool_schedule(struct rdma_listener *rl, uint64_t delay_ms);
+
+/*
+ * A prepared resource set for (verbs, port), or NULL.  The pool follows
+ * the device connections arrive on: a miss on another device retargets it
+ * (a wildcard listener learns its device from the first accept).
+ */
+static bool pool_take(struct rdma_listener *rl, struct ibv_context *verbs,
+		      uint8_t port, bool tcp, struct qp_res *out)
+{
+	rift_ctx *ctx = rl->l->ctx;
+	struct rift__list *it;
+
+	if (!ctx->cfg.qp_pool_count)
+		return false;
+	for (it = rl->prep.next; it != &rl->prep; it = it->next) {
+		struct qp_res *r = rift__list_entry(it, struct qp_res, node);
+
+		if (r->verbs == verbs && (!tcp || r->port == port)) {
+			rift__list_del(&r->node);
+			rl->n_prep--;
+			*out = *r;
+			rift__list_init(&out->node);
+			free(r);
+			ctx->stats.qp_pool_hits++;
+			pool_schedule(rl, 0);
+			return true;
+		}
+	}
+	ctx->stats.qp_pool_misses++;
+	if (rl->prep_verbs != verbs || (tcp && rl->prep_port != port)) {
+		while (!rift__list_empty(&rl->prep)) {
+			struct qp_res *r = rift__list_entry(rl->prep.next,
+							    struct qp_res, node);
+
+			rift__list_del(&r->node);
+			res_free(ctx, r);
+			free(r);
+		}
+		rl->n_prep = 0;
+		rl->prep_verbs = verbs;
+		rl->prep_port = port;
+		rl->refill_fails = 0;
+	}
+	pool_schedule(rl, 0);
+	return false;
+}
+
+/*
+ * Refill from the loop, a few sets a round so a large pool does not stall
+ * it; a failure (pool share used up, device gone) backs off.
+ */
+#define REFILL_PER_ROUND 4
+
+static void refill_cb(rift_timer *t, void *user)
+{
+	struct rdma_listener *rl = user;
+	rift_ctx *ctx = rl->l->ctx;
+	bool tcp = ctx->cfg.cm == RIFT_CM_TCP;
+	char err[RIFT_ERRMSG_LEN];
+
+	RIFT_UNUSED(t);
+	for (int k = 0; k < REFILL_PER_ROUND &&
+			rl->n_prep < ctx->cfg.qp_pool_count && rl->prep_verbs;
+	     k++) {
+		struct qp_res *r = malloc(sizeof(*r));
+		rift_fallback_reason fb;
+
+		if (!r || res_make(ctx, rl->prep_verbs, rl->prep_port, tcp, r,
+				   &fb, err, sizeof(err))) {
+			RIFT_DEBUG("prepared-QP pool: %s",
+				   r ? err : "out of memory");
+			free(r);
+			rl->refill_fails++;
+			pool_schedule(rl, rl->refill_fails < 10
+						  ? 100u << rl->refill_fails
+						  : 60000);
+			return;
+		}
+		rl->refill_fails = 0;
+		rift__list_add_tail(&rl->prep, &r->node);
+		rl->n_prep++;
+		ctx->stats.qp_pool_prepared++;
+	}
+	if (rl->n_prep < ctx->cfg.qp_pool_count && rl->prep_verbs)
+		pool_schedule(rl, 0);
+}
+
+static void pool_schedule(struct rdma_listener *rl, uint64_t delay_ms)
+{
+	if (rl->l->ctx->cfg.qp_pool_count && rl->prep_verbs &&
+	    !rift__timer_active(&rl->refill))
+		rift_timer_start(&rl->refill, delay_ms, 0);
+}
+
+static void pool_init(struct rdma_listener *rl, struct ibv_context *verbs,
+		      uint8_t port)
+{
+	rift__list_init(&rl->prep);
+	rift__timer_init(rl->l->ctx, &rl->refill, refill_cb, rl);
+	rl->prep_verbs = verbs;
+	rl->prep_port = port;
+	pool_schedule(rl, 0);
+}
+
+static void pool_free(struct rdma_listener *rl)
+{
+	rift_timer_stop(&rl->refill);
+	while (!rift__list_empty(&rl->prep)) {
+		struct qp_res *r = rift__list_entry(rl->prep.next,
+						    struct qp_res, node);
+
+		rift__list_del(&r->node);
+		res_free(rl->l->ctx, r);
+		free(r);
+	}
+	rl->n_prep = 0;
+}
+
+/*
+ * QP, CQ, buffers from the registered pool and posted receives: everything
+ * a path needs before rdma_connect / rdma_accept, or before its bootstrap
+ * (cm=tcp).  rp->verbs and rp->port_num say where.  A listener's prepared
+ * set is used when it has one for that device.  Fails the path.
+ */
+static int path_resources(struct rdma_path *rp, struct rdma_listener *rl)
+{
+	rift__path *p = &rp->base;
+	rift_config *cfg = &p->ctx->cfg;
+	bool tcp = rp->tc != NULL;
+	struct qp_res r;
+	rift_fallback_reason fb = RIFT_FALLBACK_NONE;
+	char err[RIFT_ERRMSG_LEN];
+	rift__vb_err verr;
+	int rc = 0;
+
+	if (!rl || !pool_take(rl, rp->verbs, rp->port_num, tcp, &r))
+		rc = res_make(p->ctx, rp->verbs, rp->port_num, tcp, &r, &fb,
+			      err, sizeof(err));
+	if (rc) {
+		p->fb_reason = fb;
 		rift__path_failed(p, rc, "%s", err);
 		return rc;
 	}
-	rp->inline_max = caps.inline_max;
+	/* From here the path owns the set: its destruction frees it. */
+	rp->pd = r.pd;
+	rp->dev_slot = r.dev_slot;
+	rp->cch = r.cch;
+	rp->cq = r.cq;
+	rp->qp = r.qp;
+	rp->rbufs = r.rbufs;
+	rp->rlkey = r.rlkey;
+	rp->sbufs = r.sbufs;
+	rp->slkey = r.slkey;
+	rp->buf_size = r.buf_size;
+	rp->rq_depth = r.rq_depth;
+	rp->sq_depth = r.sq_depth;
+	rp->inline_max = r.inline_max;
+	{
+		uint8_t rd, init;
+		uint32_t max_msg;
+
+		/* One depth both ways: READs we issue, READs we serve. */
+		dev_atoms(rp->verbs, &rd, &init, &max_msg);
+		rp->rd_max = init < RNDV_DEPTH ? init : RNDV_DEPTH;
+		if (rd < rp->rd_max)
+			rp->rd_max = rd;
+		rp->rd_chunk = max_msg < RNDV_CHUNK ? max_msg : RNDV_CHUNK;
+		rp->rndv_local = rp->rd_max > 0 && rp->rd_chunk >= 4096;
+	}
+	watch_device(p->ctx, rp->verbs->device);
 	rp->slots = calloc(rp->sq_depth, sizeof(*rp->slots));
 	rp->pend = calloc(rp->rq_depth, sizeof(*rp->pend));
 	rp->pend_len = calloc(rp->rq_depth, sizeof(*rp->pend_len));
-	rp->rbufs = calloc(rp->rq_depth, sizeof(*rp->rbufs));
-	rp->rlkey = calloc(rp->rq_depth, sizeof(*rp->rlkey));
-	rp->sbufs = calloc(rp->sq_depth, sizeof(*rp->sbufs));
-	rp->slkey = calloc(rp->sq_depth, sizeof(*rp->slkey));
-	if (!rp->slots || !rp->pend || !rp->pend_len || !rp->rbufs ||
-	    !rp->rlkey || !rp->sbufs || !rp->slkey) {
+	if (!rp->slots || !rp->pend || !rp->pend_len) {
 		rift__path_failed(p, RIFT_ENOMEM, "out of memory for buffers");
 		return RIFT_ENOMEM;
 	}
-	rc = take_blocks(rp, rp->rbufs, rp->rlkey, rp->rq_depth, RIFT_POOL_RECV);
-	if (!rc)
-		rc = take_blocks(rp, rp->sbufs, rp->slkey, rp->sq_depth,
-				 RIFT_POOL_SEND);
-	if (rc)
-		return rc;
-	rp->slots_free = rp->sq_depth;
-	for (uint32_t i = 0; i < rp->rq_depth; i++) {
-		rc = post_recv(rp, i);
-		if (rc)
+	if (!rp->qp) {
+		struct rift__vb_qp_caps caps = {
+			.sq_depth = cfg->sq_depth,
+			.rq_depth = cfg->rq_depth,
+			.max_send_sge = cfg->max_send_sge,
+			.max_recv_sge = cfg->max_recv_sge,
+			.inline_max = cfg->inline_threshold,
+		};
+
+		rc = rift__vb_qp_create_cm(rp->id, rp->pd, rp->cq, &caps, verr);
+		if (rc) {
+			rift__path_failed(p, rc, "%s", verr);
 			return rc;
+		}
+		rp->qp = rp->id->qp;
+		rp->inline_max = caps.inline_max;
 	}
+	rp->slots_free = rp->sq_depth;
+	if (!r.posted)
+		for (uint32_t i = 0; i < rp->rq_depth; i++) {
+			rc = post_recv(rp, i);
+			if (rc)
+				return rc;
+		}
 	rc = rift__io_start(p->ctx, &rp->cq_io, rp->cch->fd, EPOLLIN, cq_io_cb);
 	if (rc) {
 		rift__path_failed(p, rc, "epoll: cannot watch the CQ channel");
@@ -1264,7 +1616,7 @@ static void rdma_flush(rift__path *p)
 	}
 	RIFT_DEBUG("%s: post %d sends, credits left %u", p->peer, nwr,
 		   rp->credits);
-	rc = rift__vb_post_send(rp->id->qp, first, err);
+	rc = rift__vb_post_send(rp->qp, first, err);
 	if (rc) {
 		rift__path_failed(p, rc, "%s", err);
 		return;
@@ -1401,6 +1753,414 @@ int rift__rdma_poll(rift_ctx *ctx)
 	return total;
 }
 
+/* ---- cm=tcp: QP bring-up over the side channel (cm_tcp.c) ---- */
+
+/* Where a cm=tcp path lives: device, port and GID of its local address. */
+struct dev_sel {
+	struct ibv_context *verbs;
+	uint8_t port, link_layer, mtu;
+	uint16_t lid;
+	uint32_t gid_index;
+	uint8_t gid[16];
+};
+
+/* The GID an address has on RoCE: IPv4 mapped into IPv6, or IPv6 as is. */
+static bool addr_gid(const struct sockaddr *sa, uint8_t gid[16])
+{
+	memset(gid, 0, 16);
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const void *)sa;
+
+		if (in->sin_addr.s_addr == htonl(INADDR_ANY))
+			return false;
+		gid[10] = gid[11] = 0xff;
+		memcpy(gid + 12, &in->sin_addr, 4);
+		return true;
+	}
+	if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const void *)sa;
+
+		if (IN6_IS_ADDR_UNSPECIFIED(&in6->sin6_addr))
+			return false;
+		memcpy(gid, &in6->sin6_addr, 16);
+		return true;
+	}
+	return false;
+}
+
+/*
+ * Find the device, port and GID whose GID is the local address, as rdma_cm
+ * would (RoCE v2 before v1); rdma.device and rdma.port must agree with it.
+ * Without a match (a wildcard listener, InfiniBand, whose GIDs hold no
+ * address) the configured or first active port is used.  rdma.gid_index,
+ * when set, picks the GID on that port and must exist.  0 or RIFT_E*
+ * with err.
+ */
+static int dev_select(rift_ctx *ctx, const struct sockaddr *local,
+		      struct dev_sel *s, char *err, size_t errlen)
+{
+	rift_config *cfg = &ctx->cfg;
+	struct ibv_context **list = NULL, *first = NULL;
+	struct ibv_port_attr pa;
+	struct ibv_gid_entry e;
+	uint8_t want[16], first_port = 0, first_ll = 0;
+	bool have_addr = addr_gid(local, want);
+	char a[INET6_ADDRSTRLEN];
+	rift__vb_err verr;
+	int n = 0, rank = 0, rc;
+
+	memset(s, 0, sizeof(*s));
+	rift__sockaddr_str(local, a, sizeof(a));
+	rc = rift__vb_cm_devices(&list, &n, verr);
+	if (rc) {
+		snprintf(err, errlen, "%s", verr);
+		return rc;
+	}
+	for (int i = 0; i < n; i++) {
+		struct ibv_device_attr da;
+		struct ibv_gid_entry *ents;
+		size_t cap = 0;
+		bool cfg_dev = !cfg->device[0] ||
+			       strcmp(cfg->device,
+				      rift__vb_device_name(list[i]->device)) == 0;
+		int m;
+
+		if (rift__vb_device_query(list[i], &da, verr))
+			continue;
+		for (uint8_t port = 1; port <= da.phys_port_cnt; port++) {
+			if (rift__vb_port_query(list[i], port, &pa, verr))
+				continue;
+			cap += pa.gid_tbl_len;
+			if (!first && cfg_dev && pa.state == IBV_PORT_ACTIVE &&
+			    (!cfg->port || port == cfg->port)) {
+				first = list[i];
+				first_port = port;
+				first_ll = pa.link_layer;
+			}
+		}
+		if (!have_addr || !cap)
+			continue;
+		ents = calloc(cap, sizeof(*ents));
+		m = ents ? rift__vb_gid_table(list[i], ents, cap, verr) : -1;
+		for (int k = 0; k < m; k++) {
+			int r = ents[k].gid_type == IBV_GID_TYPE_ROCE_V2 ? 2 : 1;
+
+			if (r <= rank || memcmp(ents[k].gid.raw, want, 16) != 0)
+				continue;
+			rank = r;
+			s->verbs = list[i];
+			s->port = (uint8_t)ents[k].port_num;
+			s->gid_index = ents[k].gid_index;
+		}
+		free(ents);
+	}
+	rc = RIFT_EINVAL;
+	if (s->verbs) {
+		const char *dev = rift__vb_device_name(s->verbs->device);
+
+		if (cfg->device[0] && strcmp(cfg->device, dev) != 0) {
+			snprintf(err, errlen, "the address %s is on device %s, not "
+					      "the configured device %s "
+					      "(rdma.device): use an address on %s",
+				 a, dev, cfg->device, cfg->device);
+			goto out;
+		}
+		if (cfg->port && s->port != cfg->port) {
+			snprintf(err, errlen, "the address %s is on %s port %u, "
+					      "not the configured port %u "
+					      "(rdma.port)",
+				 a, dev, s->port, cfg->port);
+			goto out;
+		}
+	} else if (!first) {
+		rc = RIFT_ENODEV;
+		snprintf(err, errlen, "no active RDMA port%s%s",
+			 cfg->device[0] ? " on the configured device " : "",
+			 cfg->device);
+		goto out;
+	} else if (have_addr && first_ll != IBV_LINK_LAYER_INFINIBAND &&
+		   cfg->gid_index < 0) {
+		rc = RIFT_ENODEV;
+		snprintf(err, errlen, "no RDMA device has a GID for %s (the side "
+				      "channel's local address): use an address "
+				      "on an RDMA netdev, or set rdma.gid_index",
+			 a);
+		goto out;
+	} else {
+		s->verbs = first;
+		s->port = first_port;
+		s->gid_index = 0;
+	}
+	if (cfg->gid_index >= 0)
+		s->gid_index = (uint32_t)cfg->gid_index;
+	rc = rift__vb_port_query(s->verbs, s->port, &pa, verr);
+	if (rc) {
+		snprintf(err, errlen, "%s", verr);
+		goto out;
+	}
+	if (pa.state != IBV_PORT_ACTIVE) {
+		rc = RIFT_ENETDOWN;
+		snprintf(err, errlen, "%s port %u is not active",
+			 rift__vb_device_name(s->verbs->device), s->port);
+		goto out;
+	}
+	rc = rift__vb_gid_query(s->verbs, s->port, s->gid_index, &e, verr);
+	if (rc) {
+		if (rc == RIFT_ENOENT)
+			rc = RIFT_EINVAL;
+		snprintf(err, errlen, "rdma.gid_index %u does not exist on %s "
+				      "port %u (its table has %d entries; "
+				      "rift-info lists the valid ones)",
+			 s->gid_index, rift__vb_device_name(s->verbs->device),
+			 s->port, pa.gid_tbl_len);
+		goto out;
+	}
+	memcpy(s->gid, e.gid.raw, 16);
+	s->link_layer = pa.link_layer == IBV_LINK_LAYER_INFINIBAND ? 1 : 2;
+	s->lid = pa.lid;
+	s->mtu = (uint8_t)pa.active_mtu;
+	rc = 0;
+out:
+	rift__vb_cm_devices_free(list);
+	return rc;
+}
+
+/* The device of the side channel's local address; fails the path. */
+static int tcp_select(struct rdma_path *rp)
+{
+	rift__path *p = &rp->base;
+	struct sockaddr_storage ss;
+	struct dev_sel s;
+	char err[RIFT_ERRMSG_LEN];
+	struct rift__rdma_ctx *r = p->ctx->rdma;
+	int rc;
+
+	memset(&ss, 0, sizeof(ss));
+	rc = rift__cmtcp_local(rp->tc, &ss);
+	/* The key is the address: a client's port changes every time. */
+	if (ss.ss_family == AF_INET6)
+		((struct sockaddr_in6 *)&ss)->sin6_port = 0;
+	else
+		((struct sockaddr_in *)&ss)->sin_port = 0;
+	if (rc) {
+		snprintf(err, sizeof(err), "getsockname: %s", rift_strerror(rc));
+	} else if (r->sel && memcmp(&ss, &r->sel_addr, sizeof(ss)) == 0) {
+		/* Connections from one address share the lookup (a dozen
+		 * verbs queries): accepts stay cheap. */
+		s = *(struct dev_sel *)r->sel;
+	} else {
+		rc = dev_select(p->ctx, (struct sockaddr *)&ss, &s, err,
+				sizeof(err));
+		if (!rc && (r->sel || (r->sel = malloc(sizeof(s))))) {
+			*(struct dev_sel *)r->sel = s;
+			r->sel_addr = ss;
+		}
+	}
+	if (rc) {
+		p->fb_reason = rc == RIFT_ENODEV ? RIFT_FALLBACK_NO_DEVICE
+						 : RIFT_FALLBACK_ADDR_RESOLVE;
+		if (!p->is_client)
+			rift__cmtcp_refuse(rp->tc, RIFT_REJ_NO_RDMA);
+		rift__path_failed(p, rc, "cm=tcp: %s", err);
+		return rc;
+	}
+	rp->verbs = s.verbs;
+	rp->port_num = s.port;
+	rp->link_layer = s.link_layer;
+	rp->mtu = s.mtu;
+	rp->lid = s.lid;
+	rp->gid_index = s.gid_index;
+	memcpy(rp->gid, s.gid, 16);
+	rp->psn = (uint32_t)((rift__clock_us() ^ ((uintptr_t)rp >> 4)) *
+			     2654435761u) & 0xffffffu;
+	return 0;
+}
+
+static void boot_fill(struct rdma_path *rp, struct rift__boot *b)
+{
+	struct cm_hello h;
+	uint8_t init;
+
+	memset(b, 0, sizeof(*b));
+	b->link_layer = rp->link_layer;
+	b->lid = rp->lid;
+	memcpy(b->gid, rp->gid, 16);
+	b->qpn = rp->qp->qp_num;
+	b->psn = rp->psn;
+	b->mtu = rp->mtu;
+	dev_atoms(rp->verbs, &b->rd_atom, &init, NULL);
+	hello_fill(rp, &h);
+	memcpy(b->hello, &h, sizeof(h));
+}
+
+/*
+ * INIT -> RTR -> RTS toward the peer's QP: what rdma_cm does from its CM
+ * messages, from the bootstrap.  The ack timeout and retry count are the
+ * configured ones (retry 7 never fails on rxe: LAB.md).
+ */
+static int qp_up(struct rdma_path *rp, const struct rift__boot *peer,
+		 rift__vb_err err)
+{
+	rift_config *cfg = &rp->base.ctx->cfg;
+	struct ibv_qp_attr a;
+	uint8_t rd, init;
+	int rc;
+
+	dev_atoms(rp->verbs, &rd, &init, NULL);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = (enum ibv_mtu)(rp->mtu < peer->mtu ? rp->mtu : peer->mtu);
+	a.dest_qp_num = peer->qpn;
+	a.rq_psn = peer->psn;
+	a.max_dest_rd_atomic = rd;
+	a.min_rnr_timer = 12; /* 0.64 ms, rdma_cm's default */
+	a.ah_attr.port_num = rp->port_num;
+	if (rp->link_layer == 2) {
+		a.ah_attr.is_global = 1;
+		memcpy(a.ah_attr.grh.dgid.raw, peer->gid, 16);
+		a.ah_attr.grh.sgid_index = (uint8_t)rp->gid_index;
+		a.ah_attr.grh.hop_limit = 64;
+	} else {
+		a.ah_attr.dlid = peer->lid;
+	}
+	rc = rift__vb_qp_modify(rp->qp, &a,
+				IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+					IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+					IBV_QP_MAX_DEST_RD_ATOMIC |
+					IBV_QP_MIN_RNR_TIMER,
+				"RTR", err);
+	if (rc)
+		return rc;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = (uint8_t)cfg->rdma_ack_timeout;
+	a.retry_cnt = (uint8_t)cfg->rdma_retry_count;
+	a.rnr_retry = 3; /* as with rdma_cm: credits make RNR an accident */
+	a.sq_psn = rp->psn;
+	a.max_rd_atomic = init < peer->rd_atom ? init : peer->rd_atom;
+	return rift__vb_qp_modify(rp->qp, &a,
+				  IBV_QP_STATE | IBV_QP_TIMEOUT |
+					  IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+					  IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC,
+				  "RTS", err);
+}
+
+rift__path *rift__rdma_boot_path(rift_listener *l, struct rift__cmtcp *tc,
+				 const char *peer)
+{
+	struct rdma_path *rp = path_new(l->ctx, false);
+
+	if (!rp)
+		return NULL;
+	rp->tc = tc;
+	snprintf(rp->base.peer, sizeof(rp->base.peer), "rdma://%s", peer);
+	rift__listener_path(l, &rp->base);
+	return &rp->base;
+}
+
+void rift__rdma_boot_connected(rift__path *p)
+{
+	struct rdma_path *rp = rp_of(p);
+	struct rift__boot b;
+
+	if (tcp_select(rp) || path_resources(rp, NULL))
+		return;
+	boot_fill(rp, &b);
+	rift__cmtcp_send(rp->tc, &b);
+}
+
+uint64_t rift__rdma_accepts, rift__rdma_accept_us;
+uint32_t rift__rdma_accept_samples[RIFT_ACCEPT_SAMPLES];
+
+static void accept_done(uint64_t t0)
+{
+	uint64_t us = rift__clock_us() - t0;
+
+	rift__rdma_accept_samples[rift__rdma_accepts % RIFT_ACCEPT_SAMPLES] =
+		(uint32_t)us;
+	rift__rdma_accepts++;
+	rift__rdma_accept_us += us;
+}
+
+void rift__rdma_boot_received(rift__path *p, const struct rift__boot *b)
+{
+	uint64_t t0 = rift__clock_us();
+	struct rdma_path *rp = rp_of(p);
+	struct rdma_listener *rl = !p->is_client && p->lst &&
+						   p->lst->ops == &rift__rdma_ops
+					   ? p->lst->transport_state
+					   : NULL;
+	struct rift__boot mine;
+	rift__vb_err err;
+	const char *bad;
+	int rc;
+
+	if (b->status) {
+		if (!p->is_client) {
+			rift__path_failed(p, RIFT_EPROTO, "cm=tcp: a client's "
+					  "bootstrap with a refusal status");
+			return;
+		}
+		p->fb_reason = b->status == RIFT_REJ_NO_RDMA
+				       ? RIFT_FALLBACK_PEER_NO_RDMA
+				       : RIFT_FALLBACK_REJECTED;
+		rift__path_failed(p, RIFT_ECONNREFUSED, "cm=tcp: rejected: %s",
+				  rift__rej_str(b->status));
+		return;
+	}
+	if (!p->is_client && tcp_select(rp))
+		return;
+	/* A peer that names a QP, GID or buffers that cannot be is refused
+	 * (and counted as a protocol error), never trusted. */
+	bad = rift__boot_check(b, rp->link_layer);
+	if (!bad)
+		bad = hello_check(rp, b->hello, RIFT_BOOT_HELLO_LEN);
+	if (bad) {
+		if (!p->is_client)
+			rift__cmtcp_refuse(rp->tc, RIFT_REJ_BAD_HELLO);
+		else
+			p->fb_reason = RIFT_FALLBACK_PEER_NO_RDMA;
+		rift__path_failed(p, RIFT_EPROTO, "cm=tcp: %s", bad);
+		return;
+	}
+	if (!p->is_client && path_resources(rp, rl)) {
+		rift__cmtcp_refuse(rp->tc, RIFT_REJ_RESOURCES);
+		return;
+	}
+	rc = qp_up(rp, b, err);
+	if (rc) {
+		if (!p->is_client)
+			rift__cmtcp_refuse(rp->tc, RIFT_REJ_RESOURCES);
+		rift__path_failed(p, rc, "cm=tcp: %s", err);
+		return;
+	}
+	if (!p->is_client) {
+		/* Our QP is ready to receive before the client hears of it,
+		 * so its first SEND never races our RTR. */
+		boot_fill(rp, &mine);
+		if (rift__cmtcp_send(rp->tc, &mine))
+			return;
+		accept_done(t0);
+	}
+	rp->established = true;
+	rift__cmtcp_live(rp->tc);
+	if (p->is_client)
+		rift__path_connected(p);
+	rift__path_kick(p);
+}
+
+void rift__rdma_boot_closed(rift__path *p, int err, const char *why)
+{
+	struct rdma_path *rp = rp_of(p);
+
+	/* What the QP already holds (the peer's last messages, its CLOSE)
+	 * goes first: the socket closing can overtake it. */
+	if (rp->established && rp->cq)
+		cq_poll(rp);
+	if (p->state != RIFT_PATH_DEAD)
+		rift__path_failed(p, err, "%s", why);
+}
+
 /* ---- connection management events ---- */
 
 static void fail_setup(struct rdma_path *rp, int err, rift_fallback_reason why,
@@ -1435,6 +2195,44 @@ static const char *device_mismatch(struct rdma_path *rp, char *buf, size_t len)
 	return NULL;
 }
 
+/*
+ * rdma.gid_index under rdma_cm: the GID follows the address, so an index
+ * is accepted only when it names the GID the route uses; otherwise the
+ * error says how to get that GID (its address, or rdma.cm = tcp).
+ */
+static const char *gid_mismatch(rift_ctx *ctx, struct rdma_cm_id *id,
+				char *buf, size_t len)
+{
+	static const uint8_t zero[16];
+	int idx = ctx->cfg.gid_index;
+	const uint8_t *sgid = id->route.addr.addr.ibaddr.sgid.raw;
+	struct ibv_gid_entry e;
+	rift__vb_err err;
+	char a[INET6_ADDRSTRLEN], b[INET6_ADDRSTRLEN];
+
+	if (idx < 0 || !id->verbs)
+		return NULL;
+	if (rift__vb_gid_query(id->verbs, id->port_num, (uint32_t)idx, &e,
+			       err)) {
+		snprintf(buf, len, "rdma.gid_index %d does not exist on %s port "
+				   "%u (%s)",
+			 idx, rift__vb_device_name(id->verbs->device),
+			 id->port_num, err);
+		return buf;
+	}
+	if (memcmp(sgid, zero, 16) == 0 || memcmp(e.gid.raw, sgid, 16) == 0)
+		return NULL;
+	inet_ntop(AF_INET6, e.gid.raw, a, sizeof(a));
+	inet_ntop(AF_INET6, sgid, b, sizeof(b));
+	snprintf(buf, len, "rdma.gid_index %d is GID %s on %s port %u, but "
+			   "rdma_cm's route uses GID %s: with rdma.cm = rdmacm "
+			   "the GID follows the address (use that GID's address, "
+			   "or rdma.cm = tcp to choose the GID by index)",
+		 idx, a, rift__vb_device_name(id->verbs->device), id->port_num,
+		 b);
+	return buf;
+}
+
 static void path_cm_event(struct rdma_path *rp, struct rdma_cm_event *ev)
 {
 	rift__path *p = &rp->base;
@@ -1443,7 +2241,7 @@ static void path_cm_event(struct rdma_path *rp, struct rdma_cm_event *ev)
 	struct cm_hello hello;
 	rift__vb_err err;
 	const char *bad;
-	char mismatch[200];
+	char mismatch[320];
 	int rc;
 
 	RIFT_DEBUG("rdma path %p: %s (status %d)", (void *)p,
@@ -1452,7 +2250,12 @@ static void path_cm_event(struct rdma_path *rp, struct rdma_cm_event *ev)
 		return;
 	switch (ev->event) {
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		rp->verbs = rp->id->verbs;
+		rp->port_num = rp->id->port_num;
 		bad = device_mismatch(rp, mismatch, sizeof(mismatch));
+		if (!bad)
+			bad = gid_mismatch(p->ctx, rp->id, mismatch,
+					   sizeof(mismatch));
 		if (bad) {
 			fail_setup(rp, RIFT_EINVAL, RIFT_FALLBACK_ADDR_RESOLVE,
 				   bad, 0);
@@ -1473,7 +2276,7 @@ static void path_cm_event(struct rdma_path *rp, struct rdma_cm_event *ev)
 			rift__path_failed(p, rc, "%s", err);
 			break;
 		}
-		if (path_resources(rp))
+		if (path_resources(rp, NULL))
 			break;
 		hello_fill(rp, &hello);
 		memset(&param, 0, sizeof(param));
@@ -1533,11 +2336,15 @@ static void path_cm_event(struct rdma_path *rp, struct rdma_cm_event *ev)
 
 		if (ev->param.conn.private_data && ev->param.conn.private_data_len)
 			why = *(const uint8_t *)ev->param.conn.private_data;
+		if (why >= 1 && why <= RIFT_REJ__MAX) {
+			snprintf(mismatch, sizeof(mismatch), "rejected: %s",
+				 rift__rej_str(why));
+			fail_setup(rp, RIFT_ECONNREFUSED, RIFT_FALLBACK_REJECTED,
+				   mismatch, ev->status);
+			break;
+		}
 		fail_setup(rp, RIFT_ECONNREFUSED, RIFT_FALLBACK_REJECTED,
-			   why == REJ_BAD_HELLO   ? "rejected: peer refused our hello"
-			   : why == REJ_RESOURCES ? "rejected: peer out of resources"
-			   : why == REJ_CLOSING   ? "rejected: listener closing"
-						  : "connection refused (no rift listener on that port)",
+			   "connection refused (no rift listener on that port)",
 			   ev->status);
 		break;
 	}
@@ -1582,6 +2389,7 @@ static void rndv_accept_depths(struct rdma_path *rp, struct rdma_cm_event *ev,
 
 static void listener_cm_event(struct rdma_listener *rl, struct rdma_cm_event *ev)
 {
+	uint64_t t0 = rift__clock_us();
 	rift_listener *l = rl->l;
 	rift_ctx *ctx = l->ctx;
 	struct rdma_cm_id *id = ev->id;
@@ -1591,22 +2399,30 @@ static void listener_cm_event(struct rdma_listener *rl, struct rdma_cm_event *ev
 	rift__vb_err err;
 	const char *bad;
 	uint8_t rej;
-	char addr[64];
+	char addr[64], msg[320];
 
 	RIFT_DEBUG("rdma listener %p: %s", (void *)l,
 		   rift__vb_cm_event_str(ev->event));
 	if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST)
 		return;
+	if (rl->tl) {
+		/* cm=tcp listens for rdma_cm only to say so. */
+		RIFT_DEBUG("rdma_cm request at a cm=tcp listener: rejected");
+		rej = RIFT_REJ_CM_TCP;
+		goto reject;
+	}
 	if (l->closing) {
-		rej = REJ_CLOSING;
+		rej = RIFT_REJ_CLOSING;
 		goto reject;
 	}
 	rp = path_new(ctx, false);
 	if (!rp) {
-		rej = REJ_RESOURCES;
+		rej = RIFT_REJ_RESOURCES;
 		goto reject;
 	}
 	rp->id = id;
+	rp->verbs = id->verbs;
+	rp->port_num = id->port_num;
 	id->context = &rp->kind; /* ids point at an owner kind */
 	rift__sockaddr_str(&id->route.addr.dst_addr, addr, sizeof(addr));
 	snprintf(rp->base.peer, sizeof(rp->base.peer), "rdma://%s", addr);
@@ -1618,13 +2434,20 @@ static void listener_cm_event(struct rdma_listener *rl, struct rdma_cm_event *ev
 		 * never trusted with a session. */
 		rp->id = NULL; /* destroyed below, after the reject */
 		rift__path_failed(&rp->base, RIFT_EPROTO, "%s", bad);
-		rej = REJ_BAD_HELLO;
+		rej = RIFT_REJ_BAD_HELLO;
 		goto reject;
 	}
-	if (path_resources(rp)) {
+	bad = gid_mismatch(ctx, id, msg, sizeof(msg));
+	if (bad) {
+		rp->id = NULL;
+		rift__path_failed(&rp->base, RIFT_EINVAL, "%s", bad);
+		rej = RIFT_REJ_RESOURCES;
+		goto reject;
+	}
+	if (path_resources(rp, rl)) {
 		/* Tell the client now instead of letting it time out; the
 		 * path's destruction frees the id. */
-		rej = REJ_RESOURCES;
+		rej = RIFT_REJ_RESOURCES;
 		rift__vb_reject(id, &rej, sizeof(rej));
 		return;
 	}
@@ -1635,8 +2458,11 @@ static void listener_cm_event(struct rdma_listener *rl, struct rdma_cm_event *ev
 	param.private_data_len = sizeof(hello);
 	param.rnr_retry_count = 3;
 	if (rift__vb_set_ack_timeout(id, (uint8_t)ctx->cfg.rdma_ack_timeout, err) ||
-	    rift__vb_accept(id, &param, err))
+	    rift__vb_accept(id, &param, err)) {
 		rift__path_failed(&rp->base, RIFT_ECONNABORTED, "%s", err);
+		return;
+	}
+	accept_done(t0);
 	return;
 
 reject:
@@ -1685,13 +2511,23 @@ static int rdma_connect_op(rift_ctx *ctx, const struct sockaddr *sa,
 	rift__vb_err err;
 	int rc;
 
-	RIFT_UNUSED(len);
 	r = rctx(ctx, err);
 	if (!r)
 		return rift__ctx_fail(ctx, RIFT_ENODEV, "%s", err);
 	rp = path_new(ctx, true);
 	if (!rp)
 		return RIFT_ENOMEM;
+	if (ctx->cfg.cm == RIFT_CM_TCP) {
+		/* The side channel goes to the same address and port. */
+		rc = rift__cmtcp_connect(&rp->base, sa, len, &rp->tc);
+		if (rc) {
+			rift__path_destroy(&rp->base);
+			return rift__ctx_fail(ctx, rc, "cm=tcp side channel: "
+					      "connect: %s", rift_strerror(rc));
+		}
+		*out = &rp->base;
+		return 0;
+	}
 	rc = rift__vb_id_create(r->ch, &rp->kind, &rp->id, err);
 	if (!rc)
 		rc = rift__vb_resolve_addr(rp->id, sa,
@@ -1704,6 +2540,58 @@ static int rdma_connect_op(rift_ctx *ctx, const struct sockaddr *sa,
 	return 0;
 }
 
+static bool wildcard(const struct sockaddr *sa)
+{
+	uint8_t g[16];
+
+	return !addr_gid(sa, g);
+}
+
+/*
+ * cm=tcp: the side channel listens on the URL's TCP port; an rdma_cm id
+ * on the same port answers rdma_cm clients with RIFT_REJ_CM_TCP, so a
+ * mismatched peer gets a clear error instead of a timeout (best effort).
+ */
+static int listen_tcp(struct rdma_listener *rl, const struct sockaddr *sa,
+		      socklen_t len)
+{
+	rift_listener *l = rl->l;
+	rift_ctx *ctx = l->ctx;
+	struct sockaddr_storage ss;
+	struct dev_sel sel;
+	char err[RIFT_ERRMSG_LEN];
+	rift__vb_err verr;
+	int rc;
+
+	if (!wildcard(sa) || ctx->cfg.gid_index >= 0) {
+		/* Checked now so a bad rdma.device / gid_index fails the
+		 * listen, not every accept. */
+		rc = dev_select(ctx, sa, &sel, err, sizeof(err));
+		if (rc)
+			return rift__ctx_fail(ctx, rc, "listen (cm=tcp): %s", err);
+		if (!wildcard(sa))
+			rl->prep_verbs = sel.verbs, rl->prep_port = sel.port;
+	}
+	rc = rift__cmtcp_listen(l, sa, len, l->auto_scheme, &rl->tl);
+	if (rc)
+		return rc;
+	l->tcp_shared = l->auto_scheme;
+	memcpy(&ss, sa, len);
+	if (ss.ss_family == AF_INET6)
+		((struct sockaddr_in6 *)&ss)->sin6_port = htons((uint16_t)l->port);
+	else
+		((struct sockaddr_in *)&ss)->sin_port = htons((uint16_t)l->port);
+	if (rift__vb_id_create(ctx->rdma->ch, &rl->kind, &rl->id, verr) ||
+	    rift__vb_bind(rl->id, (struct sockaddr *)&ss, verr) ||
+	    rift__vb_listen(rl->id, (int)ctx->cfg.listen_backlog, verr)) {
+		RIFT_DEBUG("cm=tcp listener: no rdma_cm id to refuse rdma_cm "
+			   "clients with: %s", verr);
+		rift__vb_id_destroy(rl->id);
+		rl->id = NULL;
+	}
+	return 0;
+}
+
 static int rdma_listen_op(rift_listener *l, const struct sockaddr *sa,
 			  socklen_t len)
 {
@@ -1712,9 +2600,10 @@ static int rdma_listen_op(rift_listener *l, const struct sockaddr *sa,
 	struct rdma_listener *rl;
 	rift__vb_err err;
 	const struct sockaddr *bound;
+	char msg[320];
+	const char *bad;
 	int rc;
 
-	RIFT_UNUSED(len);
 	r = rctx(ctx, err);
 	if (!r)
 		return rift__ctx_fail(ctx, RIFT_ENODEV, "listen: %s", err);
@@ -1723,6 +2612,16 @@ static int rdma_listen_op(rift_listener *l, const struct sockaddr *sa,
 		return rift__ctx_fail(ctx, RIFT_ENOMEM, "listen: out of memory");
 	rl->kind = OWNER_LISTENER;
 	rl->l = l;
+	if (ctx->cfg.cm == RIFT_CM_TCP) {
+		rc = listen_tcp(rl, sa, len);
+		if (rc) {
+			free(rl);
+			return rc;
+		}
+		pool_init(rl, rl->prep_verbs, rl->prep_port);
+		l->transport_state = rl;
+		return 0;
+	}
 	rc = rift__vb_id_create(r->ch, &rl->kind, &rl->id, err);
 	if (!rc)
 		rc = rift__vb_bind(rl->id, sa, err);
@@ -1733,10 +2632,18 @@ static int rdma_listen_op(rift_listener *l, const struct sockaddr *sa,
 		free(rl);
 		return rift__ctx_fail(ctx, rc, "listen: %s", err);
 	}
+	/* Bound to an address: the device is known now. */
+	bad = gid_mismatch(ctx, rl->id, msg, sizeof(msg));
+	if (bad) {
+		rift__vb_id_destroy(rl->id);
+		free(rl);
+		return rift__ctx_fail(ctx, RIFT_EINVAL, "listen: %s", bad);
+	}
 	bound = &rl->id->route.addr.src_addr;
 	l->port = bound->sa_family == AF_INET6
 			  ? ntohs(((const struct sockaddr_in6 *)bound)->sin6_port)
 			  : ntohs(((const struct sockaddr_in *)bound)->sin_port);
+	pool_init(rl, rl->id->verbs, rl->id->port_num);
 	l->transport_state = rl;
 	return 0;
 }
@@ -1747,6 +2654,8 @@ static void rdma_listen_close(rift_listener *l)
 
 	if (!rl)
 		return;
+	pool_free(rl);
+	rift__cmtcp_listen_close(rl->tl);
 	rift__vb_id_destroy(rl->id);
 	free(rl);
 	l->transport_state = NULL;
@@ -1763,8 +2672,12 @@ static void rdma_destroy(rift__path *p)
 		if (rp->established)
 			rift__vb_disconnect(rp->id);
 		rift__vb_qp_teardown(rp->id, NULL, NULL);
+	} else {
+		rift__vb_qp_destroy(rp->qp);
 	}
 	rift__vb_qp_teardown(NULL, rp->cch, rp->cq);
+	/* cm=tcp: closing the side channel tells the peer at once. */
+	rift__cmtcp_close(rp->tc);
 	if (rp->id) {
 		rp->id->context = NULL;
 		rift__vb_id_destroy(rp->id);
@@ -1823,7 +2736,9 @@ static void rdma_cut(rift__path *p)
 {
 	struct rdma_path *rp = rp_of(p);
 
-	if (rp->id && rp->established)
+	if (rp->tc)
+		rift__cmtcp_shutdown(rp->tc);
+	else if (rp->id && rp->established)
 		rift__vb_disconnect(rp->id);
 }
 

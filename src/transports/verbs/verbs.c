@@ -205,18 +205,16 @@ void rift__vb_pd_free(struct ibv_pd *pd)
 		ibv_dealloc_pd(pd);
 }
 
-int rift__vb_qp_setup(struct rdma_cm_id *id, struct ibv_pd *pd,
-		      uint32_t cq_size, struct rift__vb_qp_caps *caps,
+int rift__vb_cq_setup(struct ibv_context *verbs, uint32_t cq_size,
 		      struct ibv_comp_channel **ch, struct ibv_cq **cq,
 		      rift__vb_err err)
 {
-	struct ibv_qp_init_attr qa;
 	int rc;
 
 	*ch = NULL;
 	*cq = NULL;
 	COUNT(create_comp_channel);
-	*ch = ibv_create_comp_channel(id->verbs);
+	*ch = ibv_create_comp_channel(verbs);
 	if (!*ch) {
 		rc = fail(err, "ibv_create_comp_channel", errno);
 		goto fail;
@@ -225,7 +223,7 @@ int rift__vb_qp_setup(struct rdma_cm_id *id, struct ibv_pd *pd,
 	if (rc)
 		goto fail;
 	COUNT(create_cq);
-	*cq = ibv_create_cq(id->verbs, (int)cq_size, NULL, *ch, 0);
+	*cq = ibv_create_cq(verbs, (int)cq_size, NULL, *ch, 0);
 	if (!*cq) {
 		rc = fail(err, "ibv_create_cq", errno);
 		goto fail;
@@ -236,29 +234,130 @@ int rift__vb_qp_setup(struct rdma_cm_id *id, struct ibv_pd *pd,
 		rc = fail(err, "ibv_req_notify_cq", rc);
 		goto fail;
 	}
-	memset(&qa, 0, sizeof(qa));
-	qa.send_cq = *cq;
-	qa.recv_cq = *cq;
-	qa.qp_type = IBV_QPT_RC;
-	qa.sq_sig_all = 0;
-	qa.cap.max_send_wr = caps->sq_depth;
-	qa.cap.max_recv_wr = caps->rq_depth;
-	qa.cap.max_send_sge = caps->max_send_sge;
-	qa.cap.max_recv_sge = caps->max_recv_sge;
-	qa.cap.max_inline_data = caps->inline_max;
-	COUNT(create_qp);
-	if (rdma_create_qp(id, pd, &qa)) {
-		rc = fail(err, "rdma_create_qp", errno);
-		goto fail;
-	}
-	/* The device may round up; inline may come back smaller. */
-	caps->inline_max = qa.cap.max_inline_data;
 	return 0;
 
 fail:
 	rift__vb_qp_teardown(NULL, *ch, *cq);
 	*ch = NULL;
 	*cq = NULL;
+	return rc;
+}
+
+static void qp_init_attr(struct ibv_qp_init_attr *qa, struct ibv_cq *cq,
+			 const struct rift__vb_qp_caps *caps)
+{
+	memset(qa, 0, sizeof(*qa));
+	qa->send_cq = cq;
+	qa->recv_cq = cq;
+	qa->qp_type = IBV_QPT_RC;
+	qa->sq_sig_all = 0;
+	qa->cap.max_send_wr = caps->sq_depth;
+	qa->cap.max_recv_wr = caps->rq_depth;
+	qa->cap.max_send_sge = caps->max_send_sge;
+	qa->cap.max_recv_sge = caps->max_recv_sge;
+	qa->cap.max_inline_data = caps->inline_max;
+}
+
+int rift__vb_qp_create_cm(struct rdma_cm_id *id, struct ibv_pd *pd,
+			  struct ibv_cq *cq, struct rift__vb_qp_caps *caps,
+			  rift__vb_err err)
+{
+	struct ibv_qp_init_attr qa;
+
+	qp_init_attr(&qa, cq, caps);
+	COUNT(create_qp);
+	if (rdma_create_qp(id, pd, &qa))
+		return fail(err, "rdma_create_qp", errno);
+	/* The device may round up; inline may come back smaller. */
+	caps->inline_max = qa.cap.max_inline_data;
+	return 0;
+}
+
+int rift__vb_qp_create(struct ibv_pd *pd, struct ibv_cq *cq,
+		       struct rift__vb_qp_caps *caps, struct ibv_qp **out,
+		       rift__vb_err err)
+{
+	struct ibv_qp_init_attr qa;
+
+	qp_init_attr(&qa, cq, caps);
+	COUNT(create_qp);
+	*out = ibv_create_qp(pd, &qa);
+	if (!*out)
+		return fail(err, "ibv_create_qp", errno);
+	caps->inline_max = qa.cap.max_inline_data;
+	return 0;
+}
+
+void rift__vb_qp_destroy(struct ibv_qp *qp)
+{
+	COUNT(destroy);
+	if (qp)
+		ibv_destroy_qp(qp);
+}
+
+int rift__vb_qp_modify(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
+		       const char *what, rift__vb_err err)
+{
+	char call[64];
+	int rc;
+
+	COUNT(modify_qp);
+	rc = ibv_modify_qp(qp, attr, mask);
+	if (rc) {
+		snprintf(call, sizeof(call), "ibv_modify_qp(%s)", what);
+		return fail(err, call, rc);
+	}
+	return 0;
+}
+
+int rift__vb_cm_devices(struct ibv_context ***list, int *n, rift__vb_err err)
+{
+	COUNT(get_devices);
+	*n = 0;
+	errno = 0;
+	*list = rdma_get_devices(n);
+	if (!*list)
+		return fail(err, "rdma_get_devices", errno ? errno : ENODEV);
+	return 0;
+}
+
+void rift__vb_cm_devices_free(struct ibv_context **list)
+{
+	if (list)
+		rdma_free_devices(list);
+}
+
+int rift__vb_gid_query(struct ibv_context *c, uint8_t port, uint32_t index,
+		       struct ibv_gid_entry *e, rift__vb_err err)
+{
+	int rc;
+
+	COUNT(query_gid);
+	/* Returns a positive errno; ENODATA for an empty entry. */
+	rc = ibv_query_gid_ex(c, port, index, e, 0);
+	if (rc == ENODATA || rc == EINVAL) {
+		snprintf(err, sizeof(rift__vb_err),
+			 "ibv_query_gid_ex: no GID at index %u", index);
+		return RIFT_ENOENT;
+	}
+	return rc ? fail(err, "ibv_query_gid_ex", rc) : 0;
+}
+
+int rift__vb_qp_setup(struct rdma_cm_id *id, struct ibv_pd *pd,
+		      uint32_t cq_size, struct rift__vb_qp_caps *caps,
+		      struct ibv_comp_channel **ch, struct ibv_cq **cq,
+		      rift__vb_err err)
+{
+	int rc = rift__vb_cq_setup(id->verbs, cq_size, ch, cq, err);
+
+	if (rc)
+		return rc;
+	rc = rift__vb_qp_create_cm(id, pd, *cq, caps, err);
+	if (rc) {
+		rift__vb_qp_teardown(NULL, *ch, *cq);
+		*ch = NULL;
+		*cq = NULL;
+	}
 	return rc;
 }
 

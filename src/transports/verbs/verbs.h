@@ -22,7 +22,8 @@
 	XX(alloc_pd) XX(create_comp_channel) XX(create_cq) XX(create_qp)      \
 	XX(reg_mr) XX(post_recv) XX(post_send) XX(poll_cq) XX(req_notify_cq)  \
 	XX(get_cq_event) XX(connect) XX(accept) XX(reject) XX(bind_addr)      \
-	XX(listen) XX(disconnect) XX(get_cm_event) XX(destroy)
+	XX(listen) XX(disconnect) XX(get_cm_event) XX(destroy)              \
+	XX(modify_qp) XX(query_gid) XX(get_devices)
 
 enum rift__vb_call {
 #define XX(name) RIFT_VB_##name,
@@ -79,6 +80,37 @@ int rift__vb_qp_setup(struct rdma_cm_id *id, struct ibv_pd *pd,
 		      rift__vb_err err);
 void rift__vb_qp_teardown(struct rdma_cm_id *id, struct ibv_comp_channel *ch,
 			  struct ibv_cq *cq);
+/*
+ * The pieces of rift__vb_qp_setup apart, for QPs made without rdma_cm
+ * (cm=tcp) or ahead of time (the prepared-QP pool): a non-blocking
+ * completion channel and an armed CQ on a device; an RC QP on that CQ in
+ * RESET state (caps->inline_max updated to what the device gives); a QP
+ * made by rift__vb_qp_setup on id, taking ch and cq made here.
+ */
+int rift__vb_cq_setup(struct ibv_context *verbs, uint32_t cq_size,
+		      struct ibv_comp_channel **ch, struct ibv_cq **cq,
+		      rift__vb_err err);
+int rift__vb_qp_create(struct ibv_pd *pd, struct ibv_cq *cq,
+		       struct rift__vb_qp_caps *caps, struct ibv_qp **out,
+		       rift__vb_err err);
+int rift__vb_qp_create_cm(struct rdma_cm_id *id, struct ibv_pd *pd,
+			  struct ibv_cq *cq, struct rift__vb_qp_caps *caps,
+			  rift__vb_err err);
+void rift__vb_qp_destroy(struct ibv_qp *qp);
+/* ibv_modify_qp; what names the transition in err ("INIT", "RTR"...). */
+int rift__vb_qp_modify(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
+		       const char *what, rift__vb_err err);
+/*
+ * The devices librdmacm has open (the contexts rdma_cm ids use, so PDs and
+ * registrations are shared by both cm modes): *list of *n, freed with
+ * rift__vb_cm_devices_free.
+ */
+int rift__vb_cm_devices(struct ibv_context ***list, int *n, rift__vb_err err);
+void rift__vb_cm_devices_free(struct ibv_context **list);
+/* One GID table entry; RIFT_ENOENT when the index is empty or past the
+ * table's end. */
+int rift__vb_gid_query(struct ibv_context *c, uint8_t port, uint32_t index,
+		       struct ibv_gid_entry *e, rift__vb_err err);
 /* Registration in the block pool's shape (dev is a struct ibv_pd *). */
 int rift__vb_pool_reg(void *dev, void *addr, size_t len, void **handle,
 		      uint32_t *lkey, uint32_t *rkey, char *err, size_t errlen);
