@@ -395,7 +395,7 @@ static const struct family_def ctx_counters[] = {
 	  "keepalive_timeout_ms.",
 	  CTX_STAT(keepalive_timeouts) },
 	{ "rift_qp_pool_prepared_total",
-	  "RDMA connection resource sets (CQ, buffers, cm=tcp QP) prepared "
+	  "RDMA connection resource sets (CQ, buffers, QP in INIT) prepared "
 	  "ahead by listeners (rdma.qp_pool_count).",
 	  CTX_STAT(qp_pool_prepared) },
 	{ "rift_qp_pool_hits_total",

@@ -134,5 +134,10 @@ uint64_t rift__conn_inplace_recv_bytes(const rift_conn *conn);
 /* Tests: rendezvous messages the current verbs path is fetching (READs
  * posted or waiting) or holding for delivery. */
 uint64_t rift__conn_rndv_inflight(const rift_conn *conn);
+/* Tests: ibv_query_qp of the current verbs path's QP (RTS, else RIFT_EIO):
+ * ack timeout, retry counts, and whether the QP is rift's own rather than
+ * one librdmacm made (rdma_create_qp).  RIFT_EINVAL without a QP. */
+int rift__conn_qp_attrs(const rift_conn *conn, uint8_t *timeout,
+			uint8_t *retry, uint8_t *rnr_retry, bool *user_qp);
 
 #endif

@@ -537,6 +537,88 @@ TEST_T(prepared_qp_pool_serves_accepts_and_is_refilled)
 }
 
 /*
+ * rdmacm accepts on prepared QPs (librdmacm's user-managed QP mode): the
+ * accepted QP is rift's own, brought to RTS with rdma_cm's attributes, so
+ * the ack timeout and retry count are the configured ones (not the
+ * defaults, which would hide a lost RDMA_OPTION_ID_ACK_TIMEOUT); messages
+ * flow both ways; a cut on the accepting side (our QP to ERR, then
+ * rdma_disconnect) fails the client's path, which re-attaches through
+ * another prepared QP, and nothing is lost.
+ */
+static void check_qp(rift_conn *c, const rift_config *cfg, bool own)
+{
+	uint8_t timeout = 0, retry = 0, rnr = 0;
+	bool user = !own;
+
+	CHECK_EQ(rift__conn_qp_attrs(c, &timeout, &retry, &rnr, &user), 0);
+	printf("%s QP: timeout %u retry %u rnr_retry %u, %s\n",
+	       own ? "accepted" : "connecting", timeout, retry, rnr,
+	       user ? "rift's own" : "librdmacm's");
+	CHECK_EQ(timeout, cfg->rdma_ack_timeout);
+	CHECK_EQ(retry, cfg->rdma_retry_count);
+	CHECK_EQ(rnr, 3);
+	CHECK_EQ(user, own);
+}
+
+TEST_T(prepared_qp_pool_rdmacm_accepts_on_own_qps)
+{
+	rift_config cfg = cfg_cm(RIFT_CM_RDMACM);
+	struct side srv = { .verify = true, .seed = 5, .max_size = 2000 };
+	struct side cli = { .verify = true, .seed = 6, .max_size = 2000 };
+	rift_listener *l;
+	rift_ctx *ctx;
+	rift_conn *c, *conns[2];
+	const uint64_t n = 200;
+	uint64_t end;
+
+	need_rdma();
+	cfg.qp_pool_count = 4;
+	cfg.rdma_ack_timeout = 12; /* neither is a default */
+	cfg.rdma_retry_count = 5;
+	cfg.keepalive_interval_ms = 20000;
+	cfg.keepalive_timeout_ms = 60000;
+	ctx = h_ctx(&cfg);
+	l = h_listen(ctx, &srv);
+	end = h_now_us() + 10000000u;
+	while (stats(ctx).qp_pool_prepared < 4 && h_now_us() < end)
+		rift_ctx_run(ctx, 5);
+	CHECK_EQ(stats(ctx).qp_pool_prepared, 4);
+	c = h_connect(ctx, rift_listener_port(l), &cli);
+	h_connected(ctx, &cli);
+	CHECK(h_wait(ctx, &srv.connected, 5000));
+	CHECK_EQ(stats(ctx).qp_pool_hits, 1);
+	CHECK_EQ(stats(ctx).qp_pool_misses, 0);
+	check_qp(srv.conn, &cfg, true);
+	check_qp(c, &cfg, false);
+	for (uint64_t i = 0; i < n / 2; i++) {
+		CHECK_EQ(h_send(c, 5, i, 2000), 0);
+		CHECK_EQ(h_send(srv.conn, 6, i, 2000), 0);
+	}
+	CHECK(h_wait_u64(ctx, &srv.recv_count, n / 2, 20000));
+	CHECK(h_wait_u64(ctx, &cli.recv_count, n / 2, 20000));
+
+	/* The accepting side cuts: its QP to ERR, then the DREQ. */
+	CHECK_EQ(rift__conn_cut(srv.conn), 0);
+	CHECK(h_wait(ctx, &cli.path_changed, 10000));
+	CHECK_EQ(rift_conn_transport(c), RIFT_TRANSPORT_RDMA);
+	CHECK(h_wait(ctx, &srv.path_changed, 10000));
+	CHECK_EQ(stats(ctx).qp_pool_hits, 2);
+	CHECK_EQ(stats(ctx).qp_pool_misses, 0);
+	check_qp(srv.conn, &cfg, true);
+	for (uint64_t i = n / 2; i < n; i++) {
+		CHECK_EQ(h_send(c, 5, i, 2000), 0);
+		CHECK_EQ(h_send(srv.conn, 6, i, 2000), 0);
+	}
+	CHECK(h_wait_u64(ctx, &srv.recv_count, n, 20000));
+	CHECK(h_wait_u64(ctx, &cli.recv_count, n, 20000));
+	CHECK_EQ(srv.bad + cli.bad, 0);
+	CHECK_EQ(cli.errors + cli.disconnected + srv.disconnected, 0);
+	conns[0] = c;
+	conns[1] = srv.conn;
+	h_teardown(ctx, l, conns, 2);
+}
+
+/*
  * auto:// with cm=tcp: one socket on the listener's port serves both the
  * side channels of RDMA clients and the sessions of TCP clients (the first
  * two bytes tell them apart); no TCP twin is needed or could bind.

@@ -91,20 +91,23 @@ enum owner_kind { OWNER_PATH = 1, OWNER_LISTENER = 2 };
 /*
  * What a path needs before it connects, made on demand or ahead of time by
  * a listener's prepared-QP pool: completion channel and armed CQ, receive
- * buffers and send slots from the block pool and, with cm=tcp, the QP
- * itself in INIT with every receive posted.  rdma_cm binds a QP to its
- * cm_id at rdma_create_qp, so with rdmacm the QP is the one piece made at
- * accept time (docs/config.md, rdma.qp_pool_count).
+ * buffers and send slots from the block pool and the QP itself in INIT on
+ * a port with every receive posted.  With rdmacm the accepting side keeps
+ * the QP its own (librdmacm's user-managed QP mode: ibv_create_qp, the
+ * transitions from rdma_init_qp_attr, rdma_accept with conn_param.qp_num),
+ * so an accept waits on no QP creation in either cm mode; the connecting
+ * side lets rdma_create_qp bind one to its id (docs/config.md,
+ * rdma.qp_pool_count).
  */
 struct qp_res {
 	struct rift__list node;      /* listener's pool */
 	struct ibv_context *verbs;   /* librdmacm's context of the device */
-	uint8_t port;                /* cm=tcp: the port the QP is INIT on */
+	uint8_t port;                /* the port the QP is INIT on */
 	struct ibv_pd *pd;           /* the device's, shared */
 	int dev_slot;                /* the device's slot in the block pool */
 	struct ibv_comp_channel *cch;
 	struct ibv_cq *cq;
-	struct ibv_qp *qp;           /* cm=tcp only */
+	struct ibv_qp *qp;           /* NULL: rdma_create_qp makes it */
 	uint8_t **rbufs, **sbufs;
 	uint32_t *rlkey, *slkey;
 	uint32_t buf_size, rq_depth, sq_depth, inline_max;
@@ -174,6 +177,9 @@ struct rdma_path {
 	enum owner_kind kind;
 	struct rdma_cm_id *id; /* rdmacm only */
 	struct ibv_qp *qp;     /* both cm modes */
+	/* rdmacm: qp is ours, not librdmacm's (accepted: user-managed QP
+	 * mode), so moving it to ERR and destroying it are ours too */
+	bool user_qp;
 	struct ibv_context *verbs; /* device (librdmacm's context) */
 	uint8_t port_num;
 	struct ibv_pd *pd;     /* the device's, shared: not ours to free */
@@ -634,8 +640,8 @@ static int post_all(struct qp_res *r, char *err, size_t errlen)
 }
 
 /*
- * Everything but the connection: CQ, buffers and (with_qp, cm=tcp) the QP
- * in INIT on port with its receives posted.  0, or RIFT_E* with err and
+ * Everything but the connection: CQ, buffers and (with_qp: cm=tcp, or an
+ * rdmacm accept) the QP in INIT on port with its receives posted.  0, or RIFT_E* with err and
  * *fb (the fallback reason) set and nothing left behind.
  */
 static int res_make(rift_ctx *ctx, struct ibv_context *verbs, uint8_t port,
@@ -719,11 +725,12 @@ static void pool_schedule(struct rdma_listener *rl, uint64_t delay_ms);
 
 /*
  * A prepared resource set for (verbs, port), or NULL.  The pool follows
- * the device connections arrive on: a miss on another device retargets it
- * (a wildcard listener learns its device from the first accept).
+ * the device and port connections arrive on: a miss on another retargets
+ * it (a wildcard listener learns its device from the first accept).  Both
+ * cm modes hold QPs in INIT, and INIT binds a QP to its port.
  */
 static bool pool_take(struct rdma_listener *rl, struct ibv_context *verbs,
-		      uint8_t port, bool tcp, struct qp_res *out)
+		      uint8_t port, struct qp_res *out)
 {
 	rift_ctx *ctx = rl->l->ctx;
 	struct rift__list *it;
@@ -733,7 +740,7 @@ static bool pool_take(struct rdma_listener *rl, struct ibv_context *verbs,
 	for (it = rl->prep.next; it != &rl->prep; it = it->next) {
 		struct qp_res *r = rift__list_entry(it, struct qp_res, node);
 
-		if (r->verbs == verbs && (!tcp || r->port == port)) {
+		if (r->verbs == verbs && r->port == port) {
 			rift__list_del(&r->node);
 			rl->n_prep--;
 			*out = *r;
@@ -745,7 +752,7 @@ static bool pool_take(struct rdma_listener *rl, struct ibv_context *verbs,
 		}
 	}
 	ctx->stats.qp_pool_misses++;
-	if (rl->prep_verbs != verbs || (tcp && rl->prep_port != port)) {
+	if (rl->prep_verbs != verbs || rl->prep_port != port) {
 		while (!rift__list_empty(&rl->prep)) {
 			struct qp_res *r = rift__list_entry(rl->prep.next,
 							    struct qp_res, node);
@@ -773,7 +780,6 @@ static void refill_cb(rift_timer *t, void *user)
 {
 	struct rdma_listener *rl = user;
 	rift_ctx *ctx = rl->l->ctx;
-	bool tcp = ctx->cfg.cm == RIFT_CM_TCP;
 	char err[RIFT_ERRMSG_LEN];
 
 	RIFT_UNUSED(t);
@@ -783,7 +789,7 @@ static void refill_cb(rift_timer *t, void *user)
 		struct qp_res *r = malloc(sizeof(*r));
 		rift_fallback_reason fb;
 
-		if (!r || res_make(ctx, rl->prep_verbs, rl->prep_port, tcp, r,
+		if (!r || res_make(ctx, rl->prep_verbs, rl->prep_port, true, r,
 				   &fb, err, sizeof(err))) {
 			RIFT_DEBUG("prepared-QP pool: %s",
 				   r ? err : "out of memory");
@@ -844,15 +850,16 @@ static int path_resources(struct rdma_path *rp, struct rdma_listener *rl)
 {
 	rift__path *p = &rp->base;
 	rift_config *cfg = &p->ctx->cfg;
-	bool tcp = rp->tc != NULL;
+	/* Ours (cm=tcp, or accepting), or rdma_create_qp's (connecting). */
+	bool own = rp->tc != NULL || rl != NULL;
 	struct qp_res r;
 	rift_fallback_reason fb = RIFT_FALLBACK_NONE;
 	char err[RIFT_ERRMSG_LEN];
 	rift__vb_err verr;
 	int rc = 0;
 
-	if (!rl || !pool_take(rl, rp->verbs, rp->port_num, tcp, &r))
-		rc = res_make(p->ctx, rp->verbs, rp->port_num, tcp, &r, &fb,
+	if (!rl || !pool_take(rl, rp->verbs, rp->port_num, &r))
+		rc = res_make(p->ctx, rp->verbs, rp->port_num, own, &r, &fb,
 			      err, sizeof(err));
 	if (rc) {
 		p->fb_reason = fb;
@@ -865,6 +872,7 @@ static int path_resources(struct rdma_path *rp, struct rdma_listener *rl)
 	rp->cch = r.cch;
 	rp->cq = r.cq;
 	rp->qp = r.qp;
+	rp->user_qp = rp->id && r.qp;
 	rp->rbufs = r.rbufs;
 	rp->rlkey = r.rlkey;
 	rp->sbufs = r.sbufs;
@@ -2387,6 +2395,63 @@ static void rndv_accept_depths(struct rdma_path *rp, struct rdma_cm_event *ev,
 	rp->rd_max = init;
 }
 
+/*
+ * Accepting with our own QP (INIT, receives posted): INIT (again, with
+ * rdma_cm's port, P_Key and access flags), RTR and RTS with what
+ * rdma_init_qp_attr gives for id, as rdma_accept does for a QP of its own
+ * (librdmacm's ucma_modify_qp_rtr/rts).  The RTS attributes carry the ack
+ * timeout set on id and the client's retry count.  Our READ depths replace
+ * rdma_cm's, as conn_param's do in rdma_accept.
+ */
+static int accept_qp_up(struct rdma_path *rp, const struct rdma_conn_param *cp,
+			rift__vb_err err)
+{
+	struct ibv_qp_attr a;
+	int mask, rc;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	rc = rift__vb_init_qp_attr(rp->id, &a, &mask, err);
+	if (!rc)
+		rc = rift__vb_qp_modify(rp->qp, &a, mask, "INIT", err);
+	if (rc)
+		return rc;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	rc = rift__vb_init_qp_attr(rp->id, &a, &mask, err);
+	if (rc)
+		return rc;
+	/* librdmacm's workaround for an old rdma_ucm bug: bits 21-23 (RoCE
+	 * only, unknown to libibverbs) must not reach an InfiniBand QP. */
+	if (mask & 0xe00000) {
+		struct ibv_port_attr pa;
+
+		if (!rift__vb_port_query(rp->verbs, rp->port_num, &pa, err) &&
+		    pa.link_layer == IBV_LINK_LAYER_INFINIBAND)
+			mask &= ~0xe00000;
+	}
+	if (cp->responder_resources != RDMA_MAX_RESP_RES)
+		a.max_dest_rd_atomic = cp->responder_resources;
+	rc = rift__vb_qp_modify(rp->qp, &a, mask, "RTR", err);
+	if (rc)
+		return rc;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	rc = rift__vb_init_qp_attr(rp->id, &a, &mask, err);
+	if (rc)
+		return rc;
+	if (cp->initiator_depth != RDMA_MAX_INIT_DEPTH)
+		a.max_rd_atomic = cp->initiator_depth;
+	rc = rift__vb_qp_modify(rp->qp, &a, mask, "RTS", err);
+	if (!rc)
+		RIFT_DEBUG("%s: own QP %u RTS: ack timeout %u, retry %u, rnr "
+			   "retry %u, READ depth %u/%u",
+			   rp->base.peer, rp->qp->qp_num, a.timeout,
+			   a.retry_cnt, a.rnr_retry, a.max_rd_atomic,
+			   cp->responder_resources);
+	return rc;
+}
+
 static void listener_cm_event(struct rdma_listener *rl, struct rdma_cm_event *ev)
 {
 	uint64_t t0 = rift__clock_us();
@@ -2457,8 +2522,18 @@ static void listener_cm_event(struct rdma_listener *rl, struct rdma_cm_event *ev
 	param.private_data = &hello;
 	param.private_data_len = sizeof(hello);
 	param.rnr_retry_count = 3;
+	/* The ack timeout first: the QP's RTS attributes read it. */
 	if (rift__vb_set_ack_timeout(id, (uint8_t)ctx->cfg.rdma_ack_timeout, err) ||
-	    rift__vb_accept(id, &param, err)) {
+	    (rp->user_qp && accept_qp_up(rp, &param, err))) {
+		rift__path_failed(&rp->base, RIFT_ECONNABORTED, "%s", err);
+		/* The client hears now, not at its connect timeout. */
+		rej = RIFT_REJ_RESOURCES;
+		rift__vb_reject(id, &rej, sizeof(rej));
+		return;
+	}
+	if (rp->user_qp)
+		param.qp_num = rp->qp->qp_num;
+	if (rift__vb_accept(id, &param, err)) {
 		rift__path_failed(&rp->base, RIFT_ECONNABORTED, "%s", err);
 		return;
 	}
@@ -2661,6 +2736,21 @@ static void rdma_listen_close(rift_listener *l)
 	l->transport_state = NULL;
 }
 
+/*
+ * A QP of ours on an rdma_cm connection to ERR, as rdma_disconnect does
+ * for the ones librdmacm owns (ucma_shutdown): posted work is flushed and
+ * nothing more goes out before the id is disconnected or destroyed.
+ */
+static void qp_err(struct rdma_path *rp)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+	rift__vb_err err;
+
+	if (rp->user_qp && rp->qp &&
+	    rift__vb_qp_modify(rp->qp, &a, IBV_QP_STATE, "ERR", err))
+		RIFT_DEBUG("%s: %s", rp->base.peer, err);
+}
+
 static void rdma_destroy(rift__path *p)
 {
 	struct rdma_path *rp = rp_of(p);
@@ -2669,9 +2759,14 @@ static void rdma_destroy(rift__path *p)
 		rift__io_stop(p->ctx, &rp->cq_io);
 	rift__list_del(&rp->poll_node);
 	if (rp->id) {
+		/* rdma_disconnect moves librdmacm's QP to ERR; ours we move. */
+		qp_err(rp);
 		if (rp->established)
 			rift__vb_disconnect(rp->id);
-		rift__vb_qp_teardown(rp->id, NULL, NULL);
+		if (rp->user_qp)
+			rift__vb_qp_destroy(rp->qp);
+		else
+			rift__vb_qp_teardown(rp->id, NULL, NULL);
 	} else {
 		rift__vb_qp_destroy(rp->qp);
 	}
@@ -2736,10 +2831,38 @@ static void rdma_cut(rift__path *p)
 {
 	struct rdma_path *rp = rp_of(p);
 
-	if (rp->tc)
+	if (rp->tc) {
 		rift__cmtcp_shutdown(rp->tc);
-	else if (rp->id && rp->established)
+	} else if (rp->id && rp->established) {
+		qp_err(rp);
 		rift__vb_disconnect(rp->id);
+	}
+}
+
+int rift__conn_qp_attrs(const rift_conn *conn, uint8_t *timeout,
+			uint8_t *retry, uint8_t *rnr_retry, bool *user_qp)
+{
+	struct ibv_qp_attr a;
+	struct rdma_path *rp;
+	rift__vb_err err;
+	int rc;
+
+	if (!conn->path || conn->path->ops != &rift__rdma_ops ||
+	    !rp_of(conn->path)->qp)
+		return RIFT_EINVAL;
+	rp = rp_of(conn->path);
+	memset(&a, 0, sizeof(a));
+	rc = rift__vb_qp_query(rp->qp, &a,
+			       IBV_QP_STATE | IBV_QP_TIMEOUT |
+				       IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY,
+			       err);
+	if (rc)
+		return rc;
+	*timeout = a.timeout;
+	*retry = a.retry_cnt;
+	*rnr_retry = a.rnr_retry;
+	*user_qp = rp->user_qp || rp->tc;
+	return a.qp_state == IBV_QPS_RTS ? 0 : RIFT_EIO;
 }
 
 const struct rift__transport_ops rift__rdma_ops = {

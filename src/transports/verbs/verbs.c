@@ -310,6 +310,35 @@ int rift__vb_qp_modify(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
 	return 0;
 }
 
+int rift__vb_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *attr,
+			  int *mask, rift__vb_err err)
+{
+	char call[64];
+
+	COUNT(init_qp_attr);
+	*mask = 0;
+	if (rdma_init_qp_attr(id, attr, mask)) {
+		snprintf(call, sizeof(call), "rdma_init_qp_attr(%s)",
+			 attr->qp_state == IBV_QPS_INIT  ? "INIT"
+			 : attr->qp_state == IBV_QPS_RTR ? "RTR"
+			 : attr->qp_state == IBV_QPS_RTS ? "RTS"
+							 : "?");
+		return fail(err, call, errno);
+	}
+	return 0;
+}
+
+int rift__vb_qp_query(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
+		      rift__vb_err err)
+{
+	struct ibv_qp_init_attr ia;
+	int rc;
+
+	COUNT(query_qp);
+	rc = ibv_query_qp(qp, attr, mask, &ia);
+	return rc ? fail(err, "ibv_query_qp", rc) : 0;
+}
+
 int rift__vb_cm_devices(struct ibv_context ***list, int *n, rift__vb_err err)
 {
 	COUNT(get_devices);

@@ -23,7 +23,8 @@
 	XX(reg_mr) XX(post_recv) XX(post_send) XX(poll_cq) XX(req_notify_cq)  \
 	XX(get_cq_event) XX(connect) XX(accept) XX(reject) XX(bind_addr)      \
 	XX(listen) XX(disconnect) XX(get_cm_event) XX(destroy)              \
-	XX(modify_qp) XX(query_gid) XX(get_devices)
+	XX(modify_qp) XX(query_gid) XX(get_devices) XX(init_qp_attr)        \
+	XX(query_qp)
 
 enum rift__vb_call {
 #define XX(name) RIFT_VB_##name,
@@ -100,6 +101,18 @@ void rift__vb_qp_destroy(struct ibv_qp *qp);
 /* ibv_modify_qp; what names the transition in err ("INIT", "RTR"...). */
 int rift__vb_qp_modify(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
 		       const char *what, rift__vb_err err);
+/*
+ * rdma_init_qp_attr: what rdma_cm says a QP of id needs to enter
+ * attr->qp_state (INIT, RTR, RTS), for a QP librdmacm does not own (the
+ * prepared-QP pool: rdma_accept with conn_param.qp_num).  The RTS
+ * attributes carry the ack timeout set on id (RDMA_OPTION_ID_ACK_TIMEOUT)
+ * and the retry count of the connection.
+ */
+int rift__vb_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *attr,
+			  int *mask, rift__vb_err err);
+/* ibv_query_qp of the attributes in mask (tests, debug logs). */
+int rift__vb_qp_query(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
+		      rift__vb_err err);
 /*
  * The devices librdmacm has open (the contexts rdma_cm ids use, so PDs and
  * registrations are shared by both cm modes): *list of *n, freed with
