@@ -101,6 +101,7 @@ struct rdma_path {
 	rift__io cq_io;
 	struct rift__list poll_node; /* rdma ctx's paths */
 	bool cq_io_on;
+	bool cq_armed;         /* the CQ's next completion wakes cq_io */
 	bool established;
 
 	/* receive buffers and send slots: blocks of the registered pool */
@@ -476,6 +477,7 @@ static int path_resources(struct rdma_path *rp)
 		rift__path_failed(p, rc, "%s", err);
 		return rc;
 	}
+	rp->cq_armed = true; /* qp_setup asked for the first event */
 	rp->inline_max = caps.inline_max;
 	rp->slots = calloc(rp->sq_depth, sizeof(*rp->slots));
 	rp->pend = calloc(rp->rq_depth, sizeof(*rp->pend));
@@ -791,13 +793,10 @@ static void rdma_flush(rift__path *p)
 	rift__metrics_credit_stall(p, rp->credits < 2 && has_output(rp));
 	if (!first)
 		return;
-	/* If the batch ends with unsignaled sends, signal its last one so
-	 * their slots are not held until the next batch. */
-	if (!(last->send_flags & IBV_SEND_SIGNALED)) {
-		last->send_flags |= IBV_SEND_SIGNALED;
-		rp->slots[last->wr_id].covers = rp->unsignaled;
-		rp->unsignaled = 0;
-	}
+	/* A batch may end unsignaled: its slots come back with the next
+	 * signaled send, at the latest when slots run low (above).  Nothing
+	 * waits for them before that, and request/reply traffic then costs
+	 * one completion per message (the receive), not two. */
 	RIFT_DEBUG("%s: post %d sends, credits left %u", p->peer, nwr,
 		   rp->credits);
 	rc = rift__vb_post_send(rp->id->qp, first, err);
@@ -883,19 +882,58 @@ static void cq_io_cb(rift__io *io, uint32_t revents)
 	struct rdma_path *rp = rift__container_of(io, struct rdma_path, cq_io);
 	rift__path *p = &rp->base;
 	rift__vb_err err;
+	bool rearm;
 	int rc;
 
 	RIFT_UNUSED(revents);
 	if (p->state == RIFT_PATH_DEAD)
 		return;
-	rc = rift__vb_cq_event(rp->cch, rp->cq, err);
+	/* Busy and adaptive polling take completions without events; they
+	 * arm the CQ again only before sleeping (rift__rdma_arm). */
+	rearm = p->ctx->cfg.polling == RIFT_POLL_EVENT;
+	rc = rift__vb_cq_event(rp->cch, rp->cq, rearm, err);
 	if (rc && rc != RIFT_EAGAIN) {
 		rift__path_failed(p, rc, "%s", err);
 		return;
 	}
-	/* The CQ was re-armed before this poll, so nothing that completes
-	 * from now on is missed. */
+	if (rc == 0)
+		rp->cq_armed = rearm;
+	/* Event mode re-armed the CQ before this poll, so nothing that
+	 * completes from now on is missed. */
 	cq_poll(rp);
+}
+
+/*
+ * Before a busy or adaptive loop sleeps: ask every CQ for an event on its
+ * next completion.  Returns how many CQs were armed just now; if any, the
+ * caller must poll once more before sleeping, for what completed before
+ * the request (it would raise no event).
+ */
+int rift__rdma_arm(rift_ctx *ctx)
+{
+	struct rift__rdma_ctx *r = ctx->rdma;
+	struct rift__list *it, *next;
+	rift__vb_err err;
+	int n = 0, rc;
+
+	if (!r)
+		return 0;
+	for (it = r->paths.next; it != &r->paths; it = next) {
+		struct rdma_path *rp = rift__list_entry(it, struct rdma_path,
+							poll_node);
+
+		next = it->next;
+		if (rp->base.state == RIFT_PATH_DEAD || !rp->cq || rp->cq_armed)
+			continue;
+		rc = rift__vb_cq_arm(rp->cq, err);
+		if (rc) {
+			rift__path_failed(&rp->base, rc, "%s", err);
+			continue;
+		}
+		rp->cq_armed = true;
+		n++;
+	}
+	return n;
 }
 
 /*
@@ -903,6 +941,11 @@ static void cq_io_cb(rift__io *io, uint32_t revents)
  * the context each round, without waiting for the channel's wake-up (which
  * costs a trip through the kernel and, on some hosts, milliseconds).
  */
+bool rift__rdma_polled(const rift_ctx *ctx)
+{
+	return ctx->rdma && !rift__list_empty(&ctx->rdma->paths);
+}
+
 int rift__rdma_poll(rift_ctx *ctx)
 {
 	struct rift__rdma_ctx *r = ctx->rdma;
