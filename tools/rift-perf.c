@@ -49,6 +49,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 
 #include "rift.h"
 
@@ -138,6 +141,34 @@ static uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Latency timestamps.  perftest stamps with the TSC (get_cycles), and so
+ * does rift-perf on x86-64, converted to ns at a rate measured against
+ * CLOCK_MONOTONIC over each step.  clock_gettime costs a system call where
+ * the kernel cannot read the TSC itself (a QEMU TCG guest reads the HPET:
+ * about 3 us), and one such call would sit inside every sample, a cost
+ * perftest's samples do not carry.  rdtscp also names the CPU: a sample
+ * whose two ends were stamped on different CPUs (their TSCs need not
+ * agree) is dropped, and the drops are reported.
+ */
+struct stamp {
+	uint64_t t;   /* TSC ticks, or ns without one */
+	uint32_t cpu; /* where t was read */
+};
+
+static struct stamp stamp_now(void)
+{
+	struct stamp s;
+
+#if defined(__x86_64__)
+	s.t = __rdtscp(&s.cpu);
+#else
+	s.t = now_ns();
+	s.cpu = 0;
+#endif
+	return s;
 }
 
 static uint64_t cpu_us(void)
@@ -852,7 +883,7 @@ struct cconn {
 	bool connected, joined, closing;
 	bool blocked; /* a send got RIFT_EAGAIN; wait for WRITABLE */
 	void *held;   /* bw: the buffer that was refused */
-	uint64_t *ts; /* lat: send times in flight, ring of qd, ns */
+	struct stamp *ts; /* lat: send times in flight, ring of qd */
 	uint32_t ts_head, ts_n;
 	uint64_t sent, recvd; /* messages this step */
 };
@@ -883,7 +914,8 @@ struct client {
 	uint64_t deadline; /* duration mode, ns */
 	uint32_t batch;	   /* bw: sends per loop round */
 	uint8_t *payload;  /* lat: message contents */
-	struct samples lat;
+	struct samples lat; /* TSC ticks during a step, ns after it */
+	uint64_t lat_dropped; /* samples whose ends were on two CPUs */
 	uint64_t t0;
 	/* progress line */
 	bool tty, progress_shown;
@@ -947,7 +979,7 @@ static void lat_pump(struct cconn *c)
 	struct client *cl = c->cl;
 
 	while (!c->blocked && c->ts_n < cl->qd && more_to_send(c)) {
-		uint64_t t = now_ns();
+		struct stamp t = stamp_now();
 		int rc = rift_conn_send(c->conn, cl->payload, cl->size);
 
 		if (rc == RIFT_EAGAIN) {
@@ -969,7 +1001,8 @@ static void lat_pump(struct cconn *c)
 static void lat_recv(struct cconn *c, rift_msg *msg)
 {
 	struct client *cl = c->cl;
-	uint64_t t = now_ns();
+	struct stamp now = stamp_now(), *sent;
+	uint64_t t;
 
 	if (!cl->in_step || !c->ts_n || rift_msg_len(msg) != cl->size) {
 		cl_fail(cl,
@@ -977,13 +1010,18 @@ static void lat_recv(struct cconn *c, rift_msg *msg)
 			c->idx, rift_msg_len(msg));
 		return;
 	}
-	t -= c->ts[c->ts_head];
+	sent = &c->ts[c->ts_head];
+	t = now.t - sent->t;
 	c->ts_head = (c->ts_head + 1) % cl->qd;
 	c->ts_n--;
 	c->recvd++;
-	if (c->recvd > cl->o->warmup && samples_push(&cl->lat, t)) {
-		cl_fail(cl, "out of memory for latency samples");
-		return;
+	if (c->recvd > cl->o->warmup) {
+		if (now.cpu != sent->cpu) {
+			cl->lat_dropped++;
+		} else if (samples_push(&cl->lat, t)) {
+			cl_fail(cl, "out of memory for latency samples");
+			return;
+		}
 	}
 	lat_pump(c);
 }
@@ -1330,6 +1368,29 @@ static double pct(const uint64_t *v, size_t n, double p)
 	return (double)v[k - 1] / 1e3;
 }
 
+/* The step's samples from stamps to ns, at the rate the step saw. */
+static void samples_to_ns(struct client *cl, struct stamp s0, struct stamp s1,
+			  uint64_t t1)
+{
+	double ns_per_tick = 1.0;
+
+#if defined(__x86_64__)
+	if (s1.t > s0.t && t1 > cl->t0)
+		ns_per_tick = (double)(t1 - cl->t0) / (double)(s1.t - s0.t);
+#else
+	(void)s0;
+	(void)s1;
+	(void)t1;
+#endif
+	for (size_t i = 0; i < cl->lat.n; i++)
+		cl->lat.v[i] = (uint64_t)((double)cl->lat.v[i] * ns_per_tick + 0.5);
+	if (cl->lat_dropped)
+		fprintf(stderr,
+			PROG ": %" PRIu64 " latency samples dropped: their "
+			"send and receive ran on different CPUs\n",
+			cl->lat_dropped);
+}
+
 static void lat_stats(struct samples *s, struct latstats *st)
 {
 	double sum = 0, sq = 0, mean;
@@ -1361,6 +1422,7 @@ static int cl_step(struct client *cl, uint64_t size, struct result *r)
 {
 	const struct opts *o = cl->o;
 	uint64_t v[2], c0, c1, t1, sent = 0, srv_cpu, srv_wall;
+	struct stamp s0, s1;
 	int rc;
 
 	v[0] = (uint64_t)cl->step_no;
@@ -1376,6 +1438,7 @@ static int cl_step(struct client *cl, uint64_t size, struct result *r)
 	}
 	cl->size = size;
 	cl->lat.n = 0;
+	cl->lat_dropped = 0;
 	cl->total = o->iters + (o->test == TEST_LAT ? o->warmup : 0);
 	/* bw: enough per round to fill a writev, few enough to flush often */
 	cl->batch = size >= (1u << 20)
@@ -1385,6 +1448,7 @@ static int cl_step(struct client *cl, uint64_t size, struct result *r)
 		cl->batch = 1024;
 	c0 = cpu_us();
 	cl->t0 = now_ns();
+	s0 = stamp_now();
 	cl->deadline = cl->t0 + (uint64_t)(o->duration * 1e9);
 	cl->in_step = true;
 	if (o->test == TEST_LAT)
@@ -1392,7 +1456,10 @@ static int cl_step(struct client *cl, uint64_t size, struct result *r)
 			lat_pump(&cl->data[i]);
 	rc = cl_wait(cl, step_done, o->test == TEST_BW ? bw_pump_all : NULL,
 		     "step", 0);
+	s1 = stamp_now();
+	t1 = now_ns();
 	cl->in_step = false;
+	samples_to_ns(cl, s0, s1, t1);
 	for (uint32_t i = 0; i < cl->n_data; i++) {
 		struct cconn *c = &cl->data[i];
 
@@ -1871,7 +1938,7 @@ static int client_run(const struct opts *o, int port, struct metrics_src *msrc)
 		cl->data[i].idx = (int)i;
 		cl->data[i].cl = cl;
 		if (o->test == TEST_LAT) {
-			cl->data[i].ts = calloc(cl->qd, sizeof(uint64_t));
+			cl->data[i].ts = calloc(cl->qd, sizeof(struct stamp));
 			if (!cl->data[i].ts) {
 				errf("out of memory");
 				ret = EXIT_FAIL;
