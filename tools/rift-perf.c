@@ -149,26 +149,19 @@ static uint64_t now_ns(void)
  * CLOCK_MONOTONIC over each step.  clock_gettime costs a system call where
  * the kernel cannot read the TSC itself (a QEMU TCG guest reads the HPET:
  * about 3 us), and one such call would sit inside every sample, a cost
- * perftest's samples do not carry.  rdtscp also names the CPU: a sample
- * whose two ends were stamped on different CPUs (their TSCs need not
- * agree) is dropped, and the drops are reported.
+ * perftest's samples do not carry.  Like perftest, a sample whose ends ran
+ * on two CPUs is kept as it is (rare with busy polling; TSCs of one host
+ * agree), only never negative.
  */
-struct stamp {
-	uint64_t t;   /* TSC ticks, or ns without one */
-	uint32_t cpu; /* where t was read */
-};
-
-static struct stamp stamp_now(void)
+static uint64_t stamp_now(void)
 {
-	struct stamp s;
-
 #if defined(__x86_64__)
-	s.t = __rdtscp(&s.cpu);
+	unsigned int cpu;
+
+	return __rdtscp(&cpu);
 #else
-	s.t = now_ns();
-	s.cpu = 0;
+	return now_ns();
 #endif
-	return s;
 }
 
 static uint64_t cpu_us(void)
@@ -883,7 +876,7 @@ struct cconn {
 	bool connected, joined, closing;
 	bool blocked; /* a send got RIFT_EAGAIN; wait for WRITABLE */
 	void *held;   /* bw: the buffer that was refused */
-	struct stamp *ts; /* lat: send times in flight, ring of qd */
+	uint64_t *ts; /* lat: send stamps in flight, ring of qd */
 	uint32_t ts_head, ts_n;
 	uint64_t sent, recvd; /* messages this step */
 };
@@ -914,8 +907,7 @@ struct client {
 	uint64_t deadline; /* duration mode, ns */
 	uint32_t batch;	   /* bw: sends per loop round */
 	uint8_t *payload;  /* lat: message contents */
-	struct samples lat; /* TSC ticks during a step, ns after it */
-	uint64_t lat_dropped; /* samples whose ends were on two CPUs */
+	struct samples lat; /* stamp ticks during a step, ns after it */
 	uint64_t t0;
 	/* progress line */
 	bool tty, progress_shown;
@@ -979,7 +971,7 @@ static void lat_pump(struct cconn *c)
 	struct client *cl = c->cl;
 
 	while (!c->blocked && c->ts_n < cl->qd && more_to_send(c)) {
-		struct stamp t = stamp_now();
+		uint64_t t = stamp_now();
 		int rc = rift_conn_send(c->conn, cl->payload, cl->size);
 
 		if (rc == RIFT_EAGAIN) {
@@ -1001,8 +993,7 @@ static void lat_pump(struct cconn *c)
 static void lat_recv(struct cconn *c, rift_msg *msg)
 {
 	struct client *cl = c->cl;
-	struct stamp now = stamp_now(), *sent;
-	uint64_t t;
+	uint64_t now = stamp_now(), t;
 
 	if (!cl->in_step || !c->ts_n || rift_msg_len(msg) != cl->size) {
 		cl_fail(cl,
@@ -1010,18 +1001,13 @@ static void lat_recv(struct cconn *c, rift_msg *msg)
 			c->idx, rift_msg_len(msg));
 		return;
 	}
-	sent = &c->ts[c->ts_head];
-	t = now.t - sent->t;
+	t = now > c->ts[c->ts_head] ? now - c->ts[c->ts_head] : 0;
 	c->ts_head = (c->ts_head + 1) % cl->qd;
 	c->ts_n--;
 	c->recvd++;
-	if (c->recvd > cl->o->warmup) {
-		if (now.cpu != sent->cpu) {
-			cl->lat_dropped++;
-		} else if (samples_push(&cl->lat, t)) {
-			cl_fail(cl, "out of memory for latency samples");
-			return;
-		}
+	if (c->recvd > cl->o->warmup && samples_push(&cl->lat, t)) {
+		cl_fail(cl, "out of memory for latency samples");
+		return;
 	}
 	lat_pump(c);
 }
@@ -1369,14 +1355,14 @@ static double pct(const uint64_t *v, size_t n, double p)
 }
 
 /* The step's samples from stamps to ns, at the rate the step saw. */
-static void samples_to_ns(struct client *cl, struct stamp s0, struct stamp s1,
+static void samples_to_ns(struct client *cl, uint64_t s0, uint64_t s1,
 			  uint64_t t1)
 {
 	double ns_per_tick = 1.0;
 
 #if defined(__x86_64__)
-	if (s1.t > s0.t && t1 > cl->t0)
-		ns_per_tick = (double)(t1 - cl->t0) / (double)(s1.t - s0.t);
+	if (s1 > s0 && t1 > cl->t0)
+		ns_per_tick = (double)(t1 - cl->t0) / (double)(s1 - s0);
 #else
 	(void)s0;
 	(void)s1;
@@ -1384,11 +1370,6 @@ static void samples_to_ns(struct client *cl, struct stamp s0, struct stamp s1,
 #endif
 	for (size_t i = 0; i < cl->lat.n; i++)
 		cl->lat.v[i] = (uint64_t)((double)cl->lat.v[i] * ns_per_tick + 0.5);
-	if (cl->lat_dropped)
-		fprintf(stderr,
-			PROG ": %" PRIu64 " latency samples dropped: their "
-			"send and receive ran on different CPUs\n",
-			cl->lat_dropped);
 }
 
 static void lat_stats(struct samples *s, struct latstats *st)
@@ -1422,7 +1403,7 @@ static int cl_step(struct client *cl, uint64_t size, struct result *r)
 {
 	const struct opts *o = cl->o;
 	uint64_t v[2], c0, c1, t1, sent = 0, srv_cpu, srv_wall;
-	struct stamp s0, s1;
+	uint64_t s0, s1;
 	int rc;
 
 	v[0] = (uint64_t)cl->step_no;
@@ -1438,7 +1419,6 @@ static int cl_step(struct client *cl, uint64_t size, struct result *r)
 	}
 	cl->size = size;
 	cl->lat.n = 0;
-	cl->lat_dropped = 0;
 	cl->total = o->iters + (o->test == TEST_LAT ? o->warmup : 0);
 	/* bw: enough per round to fill a writev, few enough to flush often */
 	cl->batch = size >= (1u << 20)
@@ -1938,7 +1918,7 @@ static int client_run(const struct opts *o, int port, struct metrics_src *msrc)
 		cl->data[i].idx = (int)i;
 		cl->data[i].cl = cl;
 		if (o->test == TEST_LAT) {
-			cl->data[i].ts = calloc(cl->qd, sizeof(struct stamp));
+			cl->data[i].ts = calloc(cl->qd, sizeof(uint64_t));
 			if (!cl->data[i].ts) {
 				errf("out of memory");
 				ret = EXIT_FAIL;
