@@ -296,6 +296,8 @@ struct rift_ctx {
 	uint64_t tfd_armed_us; /* timerfd deadline (0 = disarmed) */
 	uint64_t coarse_ns;    /* busy polling: coarse clock at the last full round */
 	uint32_t fast_rounds;  /* busy polling: CQ-only rounds since then */
+	struct rift__buf *small_bufs; /* cache of small send buffers */
+	uint32_t n_small_bufs;
 	rift_timer **heap;
 	size_t heap_len, heap_cap;
 	int stop;              /* atomic: rift_ctx_stop */
@@ -328,6 +330,8 @@ int rift__rdma_arm(rift_ctx *ctx);
 
 /* Run deferred work: flushes, close callbacks, dead paths. */
 void rift__ctx_deferred(rift_ctx *ctx);
+/* Free the context's cache of small send buffers (conn.c). */
+void rift__ctx_free_small_bufs(rift_ctx *ctx);
 
 /* ---- listener ---- */
 struct rift_listener {

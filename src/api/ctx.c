@@ -329,6 +329,7 @@ int rift_ctx_destroy(rift_ctx *ctx)
 		rift__path_destroy(p);
 	}
 	rift__rdma_ctx_destroy(ctx);
+	rift__ctx_free_small_bufs(ctx);
 	close(ctx->tfd);
 	close(ctx->evfd);
 	close(ctx->epfd);
@@ -616,7 +617,8 @@ static int loop_round(rift_ctx *ctx, int timeout_ms)
 	if (fast_round(ctx, timeout_ms)) {
 		ctx->stats.progress_calls++;
 		handled = rift__rdma_poll(ctx);
-		rift__ctx_deferred(ctx);
+		if (handled)
+			rift__ctx_deferred(ctx);
 		return handled;
 	}
 	n = epoll_wait(ctx->epfd, evs, MAX_EVENTS, timeout_ms);
