@@ -38,12 +38,18 @@ struct rift__buf *rift__buf_new(rift_ctx *ctx, size_t len)
  * acknowledges its message).  Not under ASan, which should see every
  * buffer's life.
  */
-#define SMALL_BUF 256 /* payload bytes */
-#if defined(__SANITIZE_ADDRESS__)
-#define SMALL_CACHE 0
-#else
+#define SMALL_BUF 256  /* payload bytes */
 #define SMALL_CACHE 64 /* buffers kept per context */
+
+static bool small_cache_room(const rift_ctx *ctx)
+{
+#if defined(__SANITIZE_ADDRESS__)
+	RIFT_UNUSED(ctx);
+	return false;
+#else
+	return ctx->n_small_bufs < SMALL_CACHE;
 #endif
+}
 
 static struct rift__buf *buf_new_small(rift_ctx *ctx, size_t len)
 {
@@ -120,7 +126,7 @@ void rift__buf_release(void *data)
 	b->magic = 0;
 	if (b->pool) {
 		rift__pool_free(b->pool, b, RIFT_POOL_SEND);
-	} else if (b->small && b->ctx->n_small_bufs < SMALL_CACHE) {
+	} else if (b->small && small_cache_room(b->ctx)) {
 		b->free_next = b->ctx->small_bufs;
 		b->ctx->small_bufs = b;
 		b->ctx->n_small_bufs++;
