@@ -936,6 +936,10 @@ static int cq_poll(struct rdma_path *rp)
 				rp->slots_free += rp->slots[w->wr_id].covers;
 			}
 		}
+		/* A short batch emptied the CQ: deliver now rather than
+		 * spend another poll first (the next round polls again). */
+		if (n < (int)batch)
+			break;
 	}
 	if (n < 0) {
 		rift__path_failed(p, n, "ibv_poll_cq failed");
