@@ -520,6 +520,10 @@ int rift_ctx_wake(rift_ctx *ctx);
 /*
  * Milliseconds until the next timer (0 if work is pending, -1 if none).
  * For external loops that want to sleep exactly as long as rift allows.
+ * Under busy and adaptive polling, RDMA completions make rift_ctx_fd()
+ * readable only after this call (they are polled without events while
+ * the loop spins): call it before sleeping on the fd, and if it returns
+ * 0, call rift_ctx_progress() before sleeping.
  */
 int rift_ctx_timeout(rift_ctx *ctx);
 

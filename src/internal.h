@@ -303,6 +303,10 @@ struct rift_ctx {
 	rift__io t_io;
 	uint64_t now_us;       /* loop time, refreshed each round */
 	uint64_t tfd_armed_us; /* timerfd deadline (0 = disarmed) */
+	uint64_t coarse_ns;    /* busy polling: coarse clock at the last full round */
+	uint32_t fast_rounds;  /* busy polling: CQ-only rounds since then */
+	struct rift__buf *small_bufs; /* cache of small send buffers */
+	uint32_t n_small_bufs;
 	rift_timer **heap;
 	size_t heap_len, heap_cap;
 	int stop;              /* atomic: rift_ctx_stop */
@@ -328,9 +332,16 @@ void rift__rdma_ctx_destroy(rift_ctx *ctx);
 struct rift__pool *rift__ctx_pool(rift_ctx *ctx);
 /* Busy/adaptive polling: completions taken from every CQ this round. */
 int rift__rdma_poll(rift_ctx *ctx);
+/* True when the context has CQs for rift__rdma_poll to look at. */
+bool rift__rdma_polled(const rift_ctx *ctx);
+/* Busy/adaptive polling, before sleeping: arm every CQ; returns how many
+ * were armed just now (poll once more before sleeping if any). */
+int rift__rdma_arm(rift_ctx *ctx);
 
 /* Run deferred work: flushes, close callbacks, dead paths. */
 void rift__ctx_deferred(rift_ctx *ctx);
+/* Free the context's cache of small send buffers (conn.c). */
+void rift__ctx_free_small_bufs(rift_ctx *ctx);
 
 /* ---- listener ---- */
 struct rift_listener {

@@ -49,6 +49,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 
 #include "rift.h"
 
@@ -138,6 +141,27 @@ static uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Latency timestamps.  perftest stamps with the TSC (get_cycles), and so
+ * does rift-perf on x86-64, converted to ns at a rate measured against
+ * CLOCK_MONOTONIC over each step.  clock_gettime costs a system call where
+ * the kernel cannot read the TSC itself (a QEMU TCG guest reads the HPET:
+ * about 3 us), and one such call would sit inside every sample, a cost
+ * perftest's samples do not carry.  Like perftest, a sample whose ends ran
+ * on two CPUs is kept as it is (rare with busy polling; TSCs of one host
+ * agree), only never negative.
+ */
+static uint64_t stamp_now(void)
+{
+#if defined(__x86_64__)
+	unsigned int cpu;
+
+	return __rdtscp(&cpu);
+#else
+	return now_ns();
+#endif
 }
 
 static uint64_t cpu_us(void)
@@ -258,7 +282,9 @@ struct loop {
  */
 static int loop_once(struct loop *lp, int max_ms)
 {
-	uint64_t now = now_ns();
+	/* Busy polling reads no clock here: a round must cost little more
+	 * than rift_ctx_progress, as perftest's costs one ibv_poll_cq. */
+	uint64_t now = lp->polling == RIFT_POLL_ADAPTIVE ? now_ns() : 0;
 	int wait = 0, t, rc;
 
 	if (lp->polling == RIFT_POLL_EVENT ||
@@ -274,7 +300,7 @@ static int loop_once(struct loop *lp, int max_ms)
 		poll(&pfd, 1, wait); /* EINTR: the caller looks at the flags */
 	}
 	rc = rift_ctx_progress(lp->ctx);
-	if (rc > 0)
+	if (rc > 0 && lp->polling == RIFT_POLL_ADAPTIVE)
 		lp->last_work = now_ns();
 	/* a scrape woke us (rift_ctx_wake): render on this, ctx's thread */
 	metrics_src_poll(lp->msrc);
@@ -850,7 +876,7 @@ struct cconn {
 	bool connected, joined, closing;
 	bool blocked; /* a send got RIFT_EAGAIN; wait for WRITABLE */
 	void *held;   /* bw: the buffer that was refused */
-	uint64_t *ts; /* lat: send times in flight, ring of qd, ns */
+	uint64_t *ts; /* lat: send stamps in flight, ring of qd */
 	uint32_t ts_head, ts_n;
 	uint64_t sent, recvd; /* messages this step */
 };
@@ -881,7 +907,7 @@ struct client {
 	uint64_t deadline; /* duration mode, ns */
 	uint32_t batch;	   /* bw: sends per loop round */
 	uint8_t *payload;  /* lat: message contents */
-	struct samples lat;
+	struct samples lat; /* stamp ticks during a step, ns after it */
 	uint64_t t0;
 	/* progress line */
 	bool tty, progress_shown;
@@ -945,7 +971,7 @@ static void lat_pump(struct cconn *c)
 	struct client *cl = c->cl;
 
 	while (!c->blocked && c->ts_n < cl->qd && more_to_send(c)) {
-		uint64_t t = now_ns();
+		uint64_t t = stamp_now();
 		int rc = rift_conn_send(c->conn, cl->payload, cl->size);
 
 		if (rc == RIFT_EAGAIN) {
@@ -967,7 +993,7 @@ static void lat_pump(struct cconn *c)
 static void lat_recv(struct cconn *c, rift_msg *msg)
 {
 	struct client *cl = c->cl;
-	uint64_t t = now_ns();
+	uint64_t now = stamp_now(), t;
 
 	if (!cl->in_step || !c->ts_n || rift_msg_len(msg) != cl->size) {
 		cl_fail(cl,
@@ -975,7 +1001,7 @@ static void lat_recv(struct cconn *c, rift_msg *msg)
 			c->idx, rift_msg_len(msg));
 		return;
 	}
-	t -= c->ts[c->ts_head];
+	t = now > c->ts[c->ts_head] ? now - c->ts[c->ts_head] : 0;
 	c->ts_head = (c->ts_head + 1) % cl->qd;
 	c->ts_n--;
 	c->recvd++;
@@ -1210,7 +1236,7 @@ static int cl_wait(struct client *cl, bool (*done)(struct client *),
 			return -1;
 		if (done(cl))
 			return 0;
-		if (now_ns() > end) {
+		if (end != UINT64_MAX && now_ns() > end) {
 			cl_fail(cl, "%s: no answer from the server within %d s",
 				what, timeout_ms / 1000);
 			return -1;
@@ -1328,6 +1354,24 @@ static double pct(const uint64_t *v, size_t n, double p)
 	return (double)v[k - 1] / 1e3;
 }
 
+/* The step's samples from stamps to ns, at the rate the step saw. */
+static void samples_to_ns(struct client *cl, uint64_t s0, uint64_t s1,
+			  uint64_t t1)
+{
+	double ns_per_tick = 1.0;
+
+#if defined(__x86_64__)
+	if (s1 > s0 && t1 > cl->t0)
+		ns_per_tick = (double)(t1 - cl->t0) / (double)(s1 - s0);
+#else
+	(void)s0;
+	(void)s1;
+	(void)t1;
+#endif
+	for (size_t i = 0; i < cl->lat.n; i++)
+		cl->lat.v[i] = (uint64_t)((double)cl->lat.v[i] * ns_per_tick + 0.5);
+}
+
 static void lat_stats(struct samples *s, struct latstats *st)
 {
 	double sum = 0, sq = 0, mean;
@@ -1359,6 +1403,7 @@ static int cl_step(struct client *cl, uint64_t size, struct result *r)
 {
 	const struct opts *o = cl->o;
 	uint64_t v[2], c0, c1, t1, sent = 0, srv_cpu, srv_wall;
+	uint64_t s0, s1;
 	int rc;
 
 	v[0] = (uint64_t)cl->step_no;
@@ -1383,6 +1428,7 @@ static int cl_step(struct client *cl, uint64_t size, struct result *r)
 		cl->batch = 1024;
 	c0 = cpu_us();
 	cl->t0 = now_ns();
+	s0 = stamp_now();
 	cl->deadline = cl->t0 + (uint64_t)(o->duration * 1e9);
 	cl->in_step = true;
 	if (o->test == TEST_LAT)
@@ -1390,7 +1436,10 @@ static int cl_step(struct client *cl, uint64_t size, struct result *r)
 			lat_pump(&cl->data[i]);
 	rc = cl_wait(cl, step_done, o->test == TEST_BW ? bw_pump_all : NULL,
 		     "step", 0);
+	s1 = stamp_now();
+	t1 = now_ns();
 	cl->in_step = false;
+	samples_to_ns(cl, s0, s1, t1);
 	for (uint32_t i = 0; i < cl->n_data; i++) {
 		struct cconn *c = &cl->data[i];
 

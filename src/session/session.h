@@ -98,6 +98,8 @@ struct rift__buf {
 	rift_ctx *ctx;
 	size_t cap;             /* usable bytes after the header */
 	struct rift__pool *pool; /* registered pool block, or NULL: malloc */
+	bool small;             /* RIFT_SMALL_BUF bytes, back to ctx's cache */
+	struct rift__buf *free_next; /* in the cache */
 	struct rift__omsg om;
 };
 #define RIFT_BUF_MAGIC 0x7269667462756621ull

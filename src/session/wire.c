@@ -1,42 +1,53 @@
 /*
  * wire.c - encode and validate rift frames.  See wire.h for the layout.
  */
+#include <endian.h>
 #include <string.h>
 
 #include "internal.h"
 
+/* Big-endian fields through single loads and stores: a frame header is
+ * encoded and decoded once per message. */
 static void put16(uint8_t *p, uint16_t v)
 {
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
+	v = htobe16(v);
+	memcpy(p, &v, sizeof(v));
 }
 
 static void put32(uint8_t *p, uint32_t v)
 {
-	for (int i = 3; i >= 0; i--, v >>= 8)
-		p[i] = (uint8_t)v;
+	v = htobe32(v);
+	memcpy(p, &v, sizeof(v));
 }
 
 static void put64(uint8_t *p, uint64_t v)
 {
-	for (int i = 7; i >= 0; i--, v >>= 8)
-		p[i] = (uint8_t)v;
+	v = htobe64(v);
+	memcpy(p, &v, sizeof(v));
 }
 
 static uint16_t get16(const uint8_t *p)
 {
-	return (uint16_t)((p[0] << 8) | p[1]);
+	uint16_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return be16toh(v);
 }
 
 static uint32_t get32(const uint8_t *p)
 {
-	return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) |
-	       ((uint32_t)p[2] << 8) | p[3];
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return be32toh(v);
 }
 
 static uint64_t get64(const uint8_t *p)
 {
-	return ((uint64_t)get32(p) << 32) | get32(p + 4);
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return be64toh(v);
 }
 
 void rift__hdr_encode(uint8_t *out, const struct rift__hdr *h)

@@ -194,6 +194,7 @@ struct rdma_path {
 	rift__io cq_io;
 	struct rift__list poll_node; /* rdma ctx's paths */
 	bool cq_io_on;
+	bool cq_armed;         /* the CQ's next completion wakes cq_io */
 	bool established;
 
 	/* receive buffers and send slots: blocks of the registered pool */
@@ -207,6 +208,8 @@ struct rdma_path {
 	uint32_t pend_head, pend_n;
 	uint32_t pend_off;     /* bytes of pend[head] already consumed */
 	uint32_t to_return;    /* credits re-posted, not yet announced */
+	uint32_t *repost;      /* consumed buffers to post again (flush) */
+	uint32_t repost_n;
 	struct rift__stream rx;
 	bool draining;         /* in drain_recvs (no re-entry) */
 
@@ -881,6 +884,7 @@ static int path_resources(struct rdma_path *rp, struct rdma_listener *rl)
 	rp->rq_depth = r.rq_depth;
 	rp->sq_depth = r.sq_depth;
 	rp->inline_max = r.inline_max;
+	rp->cq_armed = true; /* the CQ asked for its first event when made */
 	{
 		uint8_t rd, init;
 		uint32_t max_msg;
@@ -897,7 +901,8 @@ static int path_resources(struct rdma_path *rp, struct rdma_listener *rl)
 	rp->slots = calloc(rp->sq_depth, sizeof(*rp->slots));
 	rp->pend = calloc(rp->rq_depth, sizeof(*rp->pend));
 	rp->pend_len = calloc(rp->rq_depth, sizeof(*rp->pend_len));
-	if (!rp->slots || !rp->pend || !rp->pend_len) {
+	rp->repost = calloc(rp->rq_depth, sizeof(*rp->repost));
+	if (!rp->slots || !rp->pend || !rp->pend_len || !rp->repost) {
 		rift__path_failed(p, RIFT_ENOMEM, "out of memory for buffers");
 		return RIFT_ENOMEM;
 	}
@@ -1339,8 +1344,10 @@ static void rndv_read_failed(struct rdma_path *rp, struct ibv_wc *w)
 /* ---- receive side ---- */
 
 /*
- * Feed completed receive buffers into the stream in order, re-posting each
- * as soon as its bytes are taken (that is when its credit comes back).
+ * Feed completed receive buffers into the stream in order.  A buffer whose
+ * bytes are all taken is posted again by the flush that follows (its
+ * credit comes back then), after the round's sends: a reply the
+ * application made to these messages leaves first.
  */
 static int drain_once(struct rdma_path *rp);
 
@@ -1409,9 +1416,9 @@ next:
 		rp->pend_head = (rp->pend_head + 1) % rp->rq_depth;
 		rp->pend_n--;
 		rp->pend_off = 0;
-		if (post_recv(rp, i))
-			return -1;
-		rp->to_return++;
+		/* Re-posted by the flush, after the reply's SEND, in one
+		 * list; its credit rides on the next SEND. */
+		rp->repost[rp->repost_n++] = i;
 	}
 	return 0;
 }
@@ -1479,29 +1486,43 @@ static size_t fill(struct rdma_path *rp, uint8_t *buf, size_t cap)
 }
 
 /*
- * Send the next message as a two-piece SEND straight from its registered
- * block (header, then payload: both live in the block), when it starts at
- * a frame boundary, fits the peer's receive buffer and is larger than what
- * goes inline anyway.  The block outlives the send: it is freed only when
- * the peer acknowledges the message, after the NIC has read it.
+ * Send the next message as a two-piece SEND (header, then payload) from
+ * where it lives, when it starts at a frame boundary and fits the peer's
+ * receive buffer.  Two kinds:
+ *  - small enough to go inline and alone in the queue (request/reply): the
+ *    provider copies both pieces into the work request when it is posted,
+ *    so they may live anywhere, and the copy into a slot is saved.  Small
+ *    messages queued together are packed into one slot by fill instead.
+ *  - larger, in a registered block: the NIC reads it from there (zero
+ *    copy).  The block outlives the send: it is freed only when the peer
+ *    acknowledges the message, after the NIC has read it.
+ * Returns the SEND's length (0: neither kind) and whether it is inline.
  */
-static bool zero_copy(struct rdma_path *rp, struct ibv_sge *sge, uint32_t cap)
+static uint32_t direct(struct rdma_path *rp, struct ibv_sge *sge, uint32_t cap,
+		       bool *inl)
 {
 	rift__path *p = &rp->base;
 	struct rift__omsg *m;
 	struct rift__buf *b;
-	uint32_t lkey, rkey;
+	uint32_t lkey = 0, rkey, len;
 
 	if (rp->cur || rp->ctrl_off < rp->ctrl_len || p->pending ||
 	    p->ctx->cfg.max_send_sge < 2)
-		return false;
+		return 0;
 	m = rift__sess_next(p, NULL);
-	if (!m || RIFT_HDR_SIZE + m->len > cap ||
-	    RIFT_HDR_SIZE + m->len <= rp->inline_max)
-		return false;
-	b = rift__container_of(m, struct rift__buf, om);
-	if (!b->pool || !rift__pool_keys(b->pool, b, rp->dev_slot, &lkey, &rkey))
-		return false;
+	if (!m || RIFT_HDR_SIZE + m->len > cap)
+		return 0;
+	len = (uint32_t)(RIFT_HDR_SIZE + m->len);
+	*inl = len <= rp->inline_max;
+	if (*inl) {
+		if (m->next)
+			return 0;
+	} else {
+		b = rift__container_of(m, struct rift__buf, om);
+		if (!b->pool ||
+		    !rift__pool_keys(b->pool, b, rp->dev_slot, &lkey, &rkey))
+			return 0;
+	}
 	sge[0] = (struct ibv_sge){ .addr = (uintptr_t)m->hdr,
 				   .length = RIFT_HDR_SIZE,
 				   .lkey = lkey };
@@ -1509,7 +1530,7 @@ static bool zero_copy(struct rdma_path *rp, struct ibv_sge *sge, uint32_t cap)
 				   .length = (uint32_t)m->len,
 				   .lkey = lkey };
 	rift__sess_written(p, m);
-	return true;
+	return len;
 }
 
 static bool has_output(struct rdma_path *rp)
@@ -1518,14 +1539,49 @@ static bool has_output(struct rdma_path *rp)
 	       rift__sess_has_output(&rp->base);
 }
 
+/* Post what drain_recvs consumed, up to 32 buffers a call. */
+static int repost_recvs(struct rdma_path *rp)
+{
+	struct ibv_recv_wr wrs[32];
+	struct ibv_sge sges[32];
+	uint32_t done = 0;
+	rift__vb_err err;
+	int rc;
+
+	while (done < rp->repost_n) {
+		uint32_t n = rp->repost_n - done;
+
+		if (n > 32)
+			n = 32;
+		for (uint32_t k = 0; k < n; k++) {
+			uint32_t i = rp->repost[done + k];
+
+			sges[k] = (struct ibv_sge){ .addr = (uintptr_t)recv_buf(rp, i),
+						    .length = rp->buf_size,
+						    .lkey = rp->rlkey[i] };
+			wrs[k] = (struct ibv_recv_wr){
+				.wr_id = RECV_FLAG | i,
+				.next = k + 1 < n ? &wrs[k + 1] : NULL,
+				.sg_list = &sges[k],
+				.num_sge = 1 };
+		}
+		rc = rift__vb_post_recv(rp->qp, wrs, err);
+		if (rc) {
+			rift__path_failed(&rp->base, rc, "%s", err);
+			return rc;
+		}
+		done += n;
+	}
+	rp->to_return += rp->repost_n;
+	rp->repost_n = 0;
+	return 0;
+}
+
+static void post_sends(struct rdma_path *rp);
+
 static void rdma_flush(rift__path *p)
 {
 	struct rdma_path *rp = rp_of(p);
-	struct ibv_send_wr wrs[32], *first = NULL, *last = NULL;
-	struct ibv_sge sges[32][2];
-	uint32_t cap, credit_only = rp->rq_depth / 4;
-	rift__vb_err err;
-	int nwr = 0, rc;
 
 	if (!rp->established || p->state == RIFT_PATH_DEAD)
 		return;
@@ -1536,6 +1592,25 @@ static void rdma_flush(rift__path *p)
 				  "send: link dropped (fault point)");
 		return;
 	}
+	post_sends(rp);
+	if (!rp->repost_n || p->state == RIFT_PATH_DEAD ||
+	    repost_recvs(rp))
+		return;
+	/* Enough credits for an update of their own: the next flush (still
+	 * this round) sends it if nothing else carries them. */
+	if (rp->to_return >= rp->rq_depth / 4)
+		rift__path_kick(p);
+}
+
+static void post_sends(struct rdma_path *rp)
+{
+	rift__path *p = &rp->base;
+	struct ibv_send_wr wrs[32], *first = NULL, *last = NULL;
+	struct ibv_sge sges[32][2];
+	uint32_t cap, credit_only = rp->rq_depth / 4;
+	rift__vb_err err;
+	int nwr = 0, rc;
+
 	cap = rp->buf_size < rp->peer_buf ? rp->buf_size : rp->peer_buf;
 	for (;;) {
 		bool data = rp->credits >= 2 && has_output(rp);
@@ -1544,6 +1619,7 @@ static void rdma_flush(rift__path *p)
 			      rp->to_return >= (credit_only ? credit_only : 1);
 		struct ibv_send_wr *wr;
 		uint32_t slot, len = 0, imm = 0;
+		bool inl = false;
 
 		if ((!data && !update) || rp->slots_free == 0 || nwr == 32)
 			break;
@@ -1561,13 +1637,13 @@ static void rdma_flush(rift__path *p)
 				.lkey = rp->slkey[slot] };
 			wr->sg_list = sges[nwr];
 			wr->num_sge = 1;
-		} else if (data && zero_copy(rp, sges[nwr], cap)) {
-			/* Header and payload straight from the registered
-			 * block: the slot only holds the queue entry. */
+		} else if (data && (len = direct(rp, sges[nwr], cap, &inl)) > 0) {
+			/* Header and payload from where they are: the slot
+			 * only holds the queue entry. */
 			wr->sg_list = sges[nwr];
 			wr->num_sge = 2;
-			len = sges[nwr][0].length + sges[nwr][1].length;
-			rp->zc_sends++;
+			if (!inl)
+				rp->zc_sends++;
 		} else {
 			if (data)
 				len = (uint32_t)fill(rp, slot_buf(rp, slot), cap);
@@ -1615,13 +1691,10 @@ static void rdma_flush(rift__path *p)
 	rift__metrics_credit_stall(p, rp->credits < 2 && has_output(rp));
 	if (!first)
 		return;
-	/* If the batch ends with unsignaled sends, signal its last one so
-	 * their slots are not held until the next batch. */
-	if (!(last->send_flags & IBV_SEND_SIGNALED)) {
-		last->send_flags |= IBV_SEND_SIGNALED;
-		rp->slots[last->wr_id].covers = rp->unsignaled;
-		rp->unsignaled = 0;
-	}
+	/* A batch may end unsignaled: its slots come back with the next
+	 * signaled send, at the latest when slots run low (above).  Nothing
+	 * waits for them before that, and request/reply traffic then costs
+	 * one completion per message (the receive), not two. */
 	RIFT_DEBUG("%s: post %d sends, credits left %u", p->peer, nwr,
 		   rp->credits);
 	rc = rift__vb_post_send(rp->qp, first, err);
@@ -1700,6 +1773,10 @@ static int cq_poll(struct rdma_path *rp)
 					rndv_read_done(rp, slot);
 			}
 		}
+		/* A short batch emptied the CQ: deliver now rather than
+		 * spend another poll first (the next round polls again). */
+		if (n < (int)batch)
+			break;
 	}
 	if (n < 0) {
 		rift__path_failed(p, n, "ibv_poll_cq failed");
@@ -1718,19 +1795,58 @@ static void cq_io_cb(rift__io *io, uint32_t revents)
 	struct rdma_path *rp = rift__container_of(io, struct rdma_path, cq_io);
 	rift__path *p = &rp->base;
 	rift__vb_err err;
+	bool rearm;
 	int rc;
 
 	RIFT_UNUSED(revents);
 	if (p->state == RIFT_PATH_DEAD)
 		return;
-	rc = rift__vb_cq_event(rp->cch, rp->cq, err);
+	/* Busy and adaptive polling take completions without events; they
+	 * arm the CQ again only before sleeping (rift__rdma_arm). */
+	rearm = p->ctx->cfg.polling == RIFT_POLL_EVENT;
+	rc = rift__vb_cq_event(rp->cch, rp->cq, rearm, err);
 	if (rc && rc != RIFT_EAGAIN) {
 		rift__path_failed(p, rc, "%s", err);
 		return;
 	}
-	/* The CQ was re-armed before this poll, so nothing that completes
-	 * from now on is missed. */
+	if (rc == 0)
+		rp->cq_armed = rearm;
+	/* Event mode re-armed the CQ before this poll, so nothing that
+	 * completes from now on is missed. */
 	cq_poll(rp);
+}
+
+/*
+ * Before a busy or adaptive loop sleeps: ask every CQ for an event on its
+ * next completion.  Returns how many CQs were armed just now; if any, the
+ * caller must poll once more before sleeping, for what completed before
+ * the request (it would raise no event).
+ */
+int rift__rdma_arm(rift_ctx *ctx)
+{
+	struct rift__rdma_ctx *r = ctx->rdma;
+	struct rift__list *it, *next;
+	rift__vb_err err;
+	int n = 0, rc;
+
+	if (!r)
+		return 0;
+	for (it = r->paths.next; it != &r->paths; it = next) {
+		struct rdma_path *rp = rift__list_entry(it, struct rdma_path,
+							poll_node);
+
+		next = it->next;
+		if (rp->base.state == RIFT_PATH_DEAD || !rp->cq || rp->cq_armed)
+			continue;
+		rc = rift__vb_cq_arm(rp->cq, err);
+		if (rc) {
+			rift__path_failed(&rp->base, rc, "%s", err);
+			continue;
+		}
+		rp->cq_armed = true;
+		n++;
+	}
+	return n;
 }
 
 /*
@@ -1738,6 +1854,11 @@ static void cq_io_cb(rift__io *io, uint32_t revents)
  * the context each round, without waiting for the channel's wake-up (which
  * costs a trip through the kernel and, on some hosts, milliseconds).
  */
+bool rift__rdma_polled(const rift_ctx *ctx)
+{
+	return ctx->rdma && !rift__list_empty(&ctx->rdma->paths);
+}
+
 int rift__rdma_poll(rift_ctx *ctx)
 {
 	struct rift__rdma_ctx *r = ctx->rdma;
@@ -2797,6 +2918,7 @@ static void rdma_destroy(rift__path *p)
 	free(rp->slots);
 	free(rp->pend);
 	free(rp->pend_len);
+	free(rp->repost);
 	free(rp);
 }
 

@@ -498,11 +498,10 @@ int rift__vb_poll(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 }
 
 int rift__vb_cq_event(struct ibv_comp_channel *ch, struct ibv_cq *cq,
-		      rift__vb_err err)
+		      bool rearm, rift__vb_err err)
 {
 	struct ibv_cq *ev_cq;
 	void *ev_ctx;
-	int rc;
 
 	COUNT(get_cq_event);
 	if (ibv_get_cq_event(ch, &ev_cq, &ev_ctx)) {
@@ -511,6 +510,13 @@ int rift__vb_cq_event(struct ibv_comp_channel *ch, struct ibv_cq *cq,
 		return fail(err, "ibv_get_cq_event", errno);
 	}
 	ibv_ack_cq_events(ev_cq, 1);
+	return rearm ? rift__vb_cq_arm(cq, err) : 0;
+}
+
+int rift__vb_cq_arm(struct ibv_cq *cq, rift__vb_err err)
+{
+	int rc;
+
 	COUNT(req_notify_cq);
 	rc = ibv_req_notify_cq(cq, 0);
 	return rc ? fail(err, "ibv_req_notify_cq", rc) : 0;

@@ -146,9 +146,15 @@ int rift__vb_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		       rift__vb_err err);
 /* Completions (>= 0) or RIFT_E*. */
 int rift__vb_poll(struct ibv_cq *cq, int n, struct ibv_wc *wc);
-/* Take the channel's event and re-arm the CQ; 0 or RIFT_EAGAIN. */
+/*
+ * Take the channel's event and, if rearm, ask for the next one; 0 or
+ * RIFT_EAGAIN (no event).  Busy polling leaves the CQ unarmed: every
+ * event would cost the kernel work and us two system calls.
+ */
 int rift__vb_cq_event(struct ibv_comp_channel *ch, struct ibv_cq *cq,
-		      rift__vb_err err);
+		      bool rearm, rift__vb_err err);
+/* Ask for an event on the CQ's next completion. */
+int rift__vb_cq_arm(struct ibv_cq *cq, rift__vb_err err);
 const char *rift__vb_wc_str(enum ibv_wc_status s);
 
 /*
