@@ -181,6 +181,11 @@ struct rift__transport_ops {
  * with rift__accept_pause_init, watches it again) instead of spinning.
  * Returns true when the next accept may be tried at once.
  */
+/* A non-blocking listening TCP socket bound to sa (what: "" or a note
+ * for errors, e.g. " (cm=tcp side channel)"); fd and *port, or RIFT_E*
+ * with the context's error set. */
+int rift__listen_socket(rift_ctx *ctx, const struct sockaddr *sa,
+			socklen_t len, const char *what, int *port);
 void rift__accept_pause_init(rift_ctx *ctx, rift_timer *t, rift__io *io);
 bool rift__accept_failed(rift_ctx *ctx, rift__io *io, rift_timer *pause,
 			 int err);

@@ -405,46 +405,55 @@ static void accept_cb(rift__io *io, uint32_t revents)
 	}
 }
 
-static int tcp_listen(rift_listener *l, const struct sockaddr *sa,
-		      socklen_t len)
+int rift__listen_socket(rift_ctx *ctx, const struct sockaddr *sa,
+			socklen_t len, const char *what, int *port)
 {
-	rift_ctx *ctx = l->ctx;
 	struct sockaddr_storage bound;
 	socklen_t blen = sizeof(bound);
 	char addr[64];
 	int fd, one = 1, rc;
 
 	rift__sockaddr_str(sa, addr, sizeof(addr));
-	rift__accept_pause_init(ctx, &l->accept_pause, &l->io);
 	fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return rift__ctx_fail(ctx, rift__from_errno(errno),
-				      "listen %s: socket: %s", addr,
+				      "listen %s%s: socket: %s", addr, what,
 				      strerror(errno));
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (bind(fd, sa, len) < 0 ||
 	    listen(fd, (int)ctx->cfg.listen_backlog) < 0 ||
 	    getsockname(fd, (struct sockaddr *)&bound, &blen) < 0) {
-		rc = rift__ctx_fail(ctx, rift__from_errno(errno), "listen %s: %s",
-				    addr, strerror(errno));
-		goto fail_fd;
+		rc = rift__ctx_fail(ctx, rift__from_errno(errno),
+				    "listen %s%s: %s", addr, what,
+				    strerror(errno));
+		close(fd);
+		return rc;
 	}
-	l->port = bound.ss_family == AF_INET6
-			  ? ntohs(((struct sockaddr_in6 *)&bound)->sin6_port)
-			  : ntohs(((struct sockaddr_in *)&bound)->sin_port);
+	*port = bound.ss_family == AF_INET6
+			? ntohs(((struct sockaddr_in6 *)&bound)->sin6_port)
+			: ntohs(((struct sockaddr_in *)&bound)->sin_port);
+	return fd;
+}
+
+static int tcp_listen(rift_listener *l, const struct sockaddr *sa,
+		      socklen_t len)
+{
+	rift_ctx *ctx = l->ctx;
+	int fd, rc;
+
+	rift__accept_pause_init(ctx, &l->accept_pause, &l->io);
+	fd = rift__listen_socket(ctx, sa, len, "", &l->port);
+	if (fd < 0)
+		return fd;
 	l->fd = fd;
 	rc = rift__io_start(ctx, &l->io, fd, EPOLLIN, accept_cb);
 	if (rc) {
-		rift__ctx_fail(ctx, rc, "listen %s: epoll: %s", addr,
-			       rift_strerror(rc));
-		goto fail_fd;
+		rift__ctx_fail(ctx, rc, "listen: epoll: %s", rift_strerror(rc));
+		close(fd);
+		l->fd = -1;
+		return rc;
 	}
 	return 0;
-
-fail_fd:
-	close(fd);
-	l->fd = -1;
-	return rc;
 }
 
 static void tcp_listen_close(rift_listener *l)

@@ -578,52 +578,31 @@ int rift__cmtcp_listen(rift_listener *l, const struct sockaddr *sa,
 {
 	rift_ctx *ctx = l->ctx;
 	struct rift__cmtcp_listener *tl;
-	struct sockaddr_storage bound;
-	socklen_t blen = sizeof(bound);
-	char addr[64];
-	int fd, one = 1, rc;
+	int fd, rc;
 
-	rift__sockaddr_str(sa, addr, sizeof(addr));
 	tl = calloc(1, sizeof(*tl));
 	if (!tl)
 		return rift__ctx_fail(ctx, RIFT_ENOMEM, "listen: out of memory");
 	rift__accept_pause_init(ctx, &tl->accept_pause, &tl->io);
-	fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	fd = rift__listen_socket(ctx, sa, len, " (cm=tcp side channel)",
+				 &l->port);
 	if (fd < 0) {
-		rc = rift__ctx_fail(ctx, rift__from_errno(errno),
-				    "listen %s (cm=tcp): socket: %s", addr,
-				    strerror(errno));
 		free(tl);
-		return rc;
+		return fd;
 	}
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, sa, len) < 0 ||
-	    listen(fd, (int)ctx->cfg.listen_backlog) < 0 ||
-	    getsockname(fd, (struct sockaddr *)&bound, &blen) < 0) {
-		rc = rift__ctx_fail(ctx, rift__from_errno(errno),
-				    "listen %s (cm=tcp side channel): %s", addr,
-				    strerror(errno));
-		goto fail_fd;
-	}
-	l->port = bound.ss_family == AF_INET6
-			  ? ntohs(((struct sockaddr_in6 *)&bound)->sin6_port)
-			  : ntohs(((struct sockaddr_in *)&bound)->sin_port);
 	tl->l = l;
 	tl->fd = fd;
 	tl->serve_tcp = serve_tcp;
 	rc = rift__io_start(ctx, &tl->io, fd, EPOLLIN, accept_cb);
 	if (rc) {
-		rift__ctx_fail(ctx, rc, "listen %s: epoll: %s", addr,
+		rift__ctx_fail(ctx, rc, "listen (cm=tcp): epoll: %s",
 			       rift_strerror(rc));
-		goto fail_fd;
+		close(fd);
+		free(tl);
+		return rc;
 	}
 	*out = tl;
 	return 0;
-
-fail_fd:
-	close(fd);
-	free(tl);
-	return rc;
 }
 
 void rift__cmtcp_listen_close(struct rift__cmtcp_listener *tl)
