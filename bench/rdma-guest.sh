@@ -44,8 +44,9 @@ pt() {
 	echo "$line"
 }
 
-# A value or nan, so a missing result never shifts the columns.
-v() { [ -n "$1" ] && echo "$1" || echo nan; }
+# A value or nan, so a missing result never shifts the columns (perftest
+# prints inf for a latency it could not time: no result either).
+v() { case $1 in '' | inf | -inf) echo nan ;; *) echo "$1" ;; esac; }
 
 # rift-perf: same shape, JSON from the client.
 rp() {
@@ -65,7 +66,7 @@ print(d)' "$1" "$2" 2>/dev/null || echo nan
 }
 
 # Median of the numbers read (nan lines, from failed runs, left out).
-med() { grep -v -i nan | sort -g | awk '{ v[NR] = $1 } END { print NR ? ((NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) : "nan" }'; }
+med() { grep -v -i -e nan -e inf | sort -g | awk '{ v[NR] = $1 } END { print NR ? ((NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) : "nan" }'; }
 
 : >"$T/lat"
 : >"$T/bw"
