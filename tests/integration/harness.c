@@ -1,4 +1,7 @@
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <time.h>
 
@@ -345,4 +348,19 @@ const char *h_tool_path(const char *name)
 		 "build/bin/%s is missing: run `make all` first", name);
 	SKIP(path);
 	return NULL;
+}
+
+int h_free_port(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+
+	CHECK(fd >= 0);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	CHECK_EQ(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	CHECK_EQ(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+	port = ntohs(sa.sin_port);
+	close(fd);
+	return port;
 }

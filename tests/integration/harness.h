@@ -62,5 +62,7 @@ uint64_t h_now_us(void);
 /* Path of a built tool (build/bin/NAME, also found from the test binary's
  * own location); skips the test when it is not built. */
 const char *h_tool_path(const char *name);
+/* A loopback TCP port nobody listens on (bound and closed again). */
+int h_free_port(void);
 
 #endif

@@ -118,22 +118,6 @@ static int finish(struct child *c, char *out, char *err)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-/* A TCP port nobody listens on (bound and closed again). */
-static int free_port(void)
-{
-	struct sockaddr_in sa = {.sin_family = AF_INET};
-	socklen_t len = sizeof(sa);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-
-	CHECK(fd >= 0);
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	CHECK_EQ(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	CHECK_EQ(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
-	port = ntohs(sa.sin_port);
-	close(fd);
-	return port;
-}
-
 /* ---- HTTP ---- */
 
 struct resp {
@@ -618,7 +602,7 @@ TEST(metrics_http_loopback_scrape_both_contexts)
 					   "# Traffic\r\n", "msgs_sent:", NULL};
 	struct prom pm = {0};
 	struct child c;
-	int p = free_port();
+	int p = h_free_port();
 	struct resp *r;
 
 	CHECK(out && err);
@@ -675,11 +659,11 @@ TEST(metrics_http_persistent_server_scraped_while_a_client_runs)
 					   "listeners_active:1\r\n", NULL};
 	struct prom pm = {0};
 	struct child srv, cli;
-	int mp = free_port();
+	int mp = h_free_port();
 	double recv1, recv2;
 
 	CHECK(out && err);
-	snprintf(sport, sizeof(sport), "%d", free_port());
+	snprintf(sport, sizeof(sport), "%d", h_free_port());
 	snprintf(mport, sizeof(mport), "%d", mp);
 	start(&srv, srv_args);
 	/* Before any client: listening, nothing open, nothing counted.  The

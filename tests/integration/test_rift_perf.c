@@ -188,22 +188,6 @@ static void check_bw(const char *json)
 	CHECK(jnum(json, "seconds") > 0);
 }
 
-/* A TCP port nobody listens on (bound and closed again). */
-static int closed_port(void)
-{
-	struct sockaddr_in sa = {.sin_family = AF_INET};
-	socklen_t len = sizeof(sa);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-
-	CHECK(fd >= 0);
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	CHECK_EQ(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	CHECK_EQ(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
-	port = ntohs(sa.sin_port);
-	close(fd);
-	return port;
-}
-
 TEST(rift_perf_lat_json_over_tcp)
 {
 	struct run *r = new_run();
@@ -371,7 +355,7 @@ TEST(rift_perf_client_to_a_closed_port_fails_readably)
 	const char *args[] = {"--transport", "tcp",	  "-p",
 			      port,	     "127.0.0.1", NULL};
 
-	snprintf(port, sizeof(port), "%d", closed_port());
+	snprintf(port, sizeof(port), "%d", h_free_port());
 	perf_run(r, NULL, args);
 	CHECK_EQ(r->status, 1);
 	CHECK_CONTAINS(r->err, "cannot connect to tcp://127.0.0.1:");
@@ -392,7 +376,7 @@ TEST(rift_perf_server_and_client_processes)
 	int out = tmpfile_fd(), err = tmpfile_fd(), srv_status;
 	pid_t srv;
 
-	snprintf(port, sizeof(port), "%d", closed_port());
+	snprintf(port, sizeof(port), "%d", h_free_port());
 	srv = perf_start(srv_args, NULL, out, err);
 	/* The client retries while the server starts listening. */
 	perf_run(r, "RIFT_CONNECT_RETRIES=100", cli_args);
