@@ -145,6 +145,9 @@ void rift__timer_init(rift_ctx *ctx, rift_timer *t, rift_timer_cb cb,
 bool rift__timer_active(const rift_timer *t);
 
 /* Set the context's last error message (printf-like); returns err. */
+/* printf into a caller's error buffer (err may be NULL or errlen 0). */
+void rift__set_err(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 int rift__ctx_fail(rift_ctx *ctx, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 

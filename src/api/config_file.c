@@ -241,18 +241,6 @@ static void show(const struct key *k, int64_t v, char *buf, size_t len)
 
 /* ---- messages ---- */
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* Optimal string alignment distance, case-insensitive; 99 if too long. */
 static unsigned distance(const char *a, const char *b)
@@ -833,12 +821,12 @@ static int read_file(const char *path, char **text, size_t *len, char *err,
 	f = fopen(path, "re");
 	if (!f) {
 		e = errno;
-		set_err(err, errlen, "%s: cannot open: %s", path,
+		rift__set_err(err, errlen, "%s: cannot open: %s", path,
 			strerror_r(e, ebuf, sizeof(ebuf)));
 		return rift__from_errno(e);
 	}
 	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-		set_err(err, errlen, "%s: is a directory, not a config file",
+		rift__set_err(err, errlen, "%s: is a directory, not a config file",
 			path);
 		fclose(f);
 		return RIFT_EINVAL;
@@ -850,7 +838,7 @@ static int read_file(const char *path, char **text, size_t *len, char *err,
 			char *nb;
 
 			if (cap >= MAX_FILE_SIZE) {
-				set_err(err, errlen,
+				rift__set_err(err, errlen,
 					"%s: larger than %u KiB; not a config "
 					"file?",
 					path, MAX_FILE_SIZE >> 10);
@@ -860,7 +848,7 @@ static int read_file(const char *path, char **text, size_t *len, char *err,
 			cap = cap ? cap * 2 : 4096;
 			nb = realloc(buf, cap + 1);
 			if (!nb) {
-				set_err(err, errlen, "%s: out of memory", path);
+				rift__set_err(err, errlen, "%s: out of memory", path);
 				rc = RIFT_ENOMEM;
 				goto out_free;
 			}
@@ -871,7 +859,7 @@ static int read_file(const char *path, char **text, size_t *len, char *err,
 		if (got == 0) {
 			if (ferror(f)) {
 				e = errno;
-				set_err(err, errlen, "%s: cannot read: %s",
+				rift__set_err(err, errlen, "%s: cannot read: %s",
 					path,
 					strerror_r(e, ebuf, sizeof(ebuf)));
 				rc = rift__from_errno(e);
@@ -1007,7 +995,7 @@ static int apply_doc(struct loader *ld)
 	if (cross_check(&ld->tmp, ld->got, &at, m, sizeof(m)) == 0)
 		return 0;
 	if (at < 0) {
-		set_err(ld->err, ld->errlen, "%s: %s", d->name, m);
+		rift__set_err(ld->err, ld->errlen, "%s: %s", d->name, m);
 		return RIFT_EINVAL;
 	}
 	return rift__toml_errf(ld->err, ld->errlen, d->name, ld->got[at].line,
@@ -1024,14 +1012,14 @@ int rift_config_load(rift_config *cfg, const char *path, char *err,
 	size_t len = 0;
 	int rc;
 
-	set_err(err, errlen, "%s", "");
+	rift__set_err(err, errlen, "%s", "");
 	if (!size_ok(cfg)) {
-		set_err(err, errlen,
+		rift__set_err(err, errlen,
 			"config: size is not from rift_config_init");
 		return RIFT_EINVAL;
 	}
 	if (!path) {
-		set_err(err, errlen, "config: no file name");
+		rift__set_err(err, errlen, "config: no file name");
 		return RIFT_EINVAL;
 	}
 	rc = read_file(path, &text, &len, err, errlen);
@@ -1116,7 +1104,7 @@ static int env_unknown(char *err, size_t errlen)
 				}
 			}
 			if (!known) {
-				set_err(err, errlen,
+				rift__set_err(err, errlen,
 					"env %s: no such setting in [%s]%s",
 					var, sections[s], hint);
 				return RIFT_EINVAL;
@@ -1134,9 +1122,9 @@ int rift_config_env(rift_config *cfg, char *err, size_t errlen)
 	long at;
 	int rc;
 
-	set_err(err, errlen, "%s", "");
+	rift__set_err(err, errlen, "%s", "");
 	if (!size_ok(cfg)) {
-		set_err(err, errlen,
+		rift__set_err(err, errlen,
 			"config: size is not from rift_config_init");
 		return RIFT_EINVAL;
 	}
@@ -1163,7 +1151,7 @@ int rift_config_env(rift_config *cfg, char *err, size_t errlen)
 			val2 = secure_getenv(var2);
 		}
 		if (val && val2) {
-			set_err(err, errlen, "env %s: %s is set too; use one",
+			rift__set_err(err, errlen, "env %s: %s is set too; use one",
 				var2, var);
 			return RIFT_EINVAL;
 		}
@@ -1175,7 +1163,7 @@ int rift_config_env(rift_config *cfg, char *err, size_t errlen)
 		if (!val)
 			continue;
 		if (k->off + k->width > cfg->size) {
-			set_err(err, errlen,
+			rift__set_err(err, errlen,
 				"env %s: not in this program's rift_config "
 				"(built with an older rift.h)",
 				var);
@@ -1185,7 +1173,7 @@ int rift_config_env(rift_config *cfg, char *err, size_t errlen)
 		if (from_env(k, val, &st, m, sizeof(m)) ||
 		    check_range(k, alias ? k->alias : k->name, &st, &at, m,
 				sizeof(m))) {
-			set_err(err, errlen, "env %s: %s", var, m);
+			rift__set_err(err, errlen, "env %s: %s", var, m);
 			return RIFT_EINVAL;
 		}
 		store(&tmp, k, &st);
@@ -1194,13 +1182,13 @@ int rift_config_env(rift_config *cfg, char *err, size_t errlen)
 	}
 	if (cross_check(&tmp, got, &at, m, sizeof(m))) {
 		if (at < 0) {
-			set_err(err, errlen, "environment: %s", m);
+			rift__set_err(err, errlen, "environment: %s", m);
 		} else {
 			const struct key *k = &keys[at];
 
 			env_name(k->section, got[at].alias ? k->alias : k->name,
 				 var, sizeof(var));
-			set_err(err, errlen, "env %s: %s", var, m);
+			rift__set_err(err, errlen, "env %s: %s", var, m);
 		}
 		return RIFT_EINVAL;
 	}

@@ -336,19 +336,6 @@ out:
 	}
 }
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 int rift_devices(rift_device_info *out, int max, char *err, size_t errlen)
 {
@@ -356,21 +343,21 @@ int rift_devices(rift_device_info *out, int max, char *err, size_t errlen)
 	rift__vb_err e = "";
 	int rc, n;
 
-	set_err(err, errlen, "%s", "");
+	rift__set_err(err, errlen, "%s", "");
 	if (max < 0 || (max > 0 && !out)) {
-		set_err(err, errlen, "rift_devices: max = %d with out %s", max,
+		rift__set_err(err, errlen, "rift_devices: max = %d with out %s", max,
 			out ? "set" : "NULL");
 		return RIFT_EINVAL;
 	}
 	rc = rift__vb_devices(&list, &n, e);
 	if (rc == RIFT_ENOSYS) {
 		/* No uverbs in the kernel: no device, not a failure. */
-		set_err(err, errlen,
+		rift__set_err(err, errlen,
 			"the kernel has no RDMA support loaded (%s)", e);
 		return 0;
 	}
 	if (rc) {
-		set_err(err, errlen, "%s", e);
+		rift__set_err(err, errlen, "%s", e);
 		return rc;
 	}
 	for (int i = 0; i < n && i < max; i++)

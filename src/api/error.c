@@ -1,6 +1,8 @@
 /*
  * error.c - the error table, version and enum names.
  */
+#include <stdio.h>
+
 #include "internal.h"
 
 const char *rift_strerror(int err)
@@ -99,4 +101,15 @@ const char *rift_event_name(rift_event_type t)
 		return "writable";
 	}
 	return "unknown";
+}
+
+void rift__set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
 }
