@@ -1918,6 +1918,33 @@ static bool addr_gid(const struct sockaddr *sa, uint8_t gid[16])
 }
 
 /*
+ * The address (cm=tcp) or the route (rdma_cm) chooses the device and port.
+ * A configured device or port that it does not use is an error that says
+ * so, not a setting silently ignored.  subject starts the message ("the
+ * route uses", "the address A is on").
+ */
+static const char *device_mismatch(const rift_config *cfg,
+				   struct ibv_context *verbs, unsigned port,
+				   const char *subject, char *buf, size_t len)
+{
+	const char *dev = rift__vb_device_name(verbs->device);
+
+	if (cfg->device[0] && strcmp(cfg->device, dev) != 0) {
+		snprintf(buf, len, "%s device %s, not the configured device %s "
+				   "(rdma.device): use an address on %s",
+			 subject, dev, cfg->device, cfg->device);
+		return buf;
+	}
+	if (cfg->port && port != cfg->port) {
+		snprintf(buf, len, "%s %s port %u, not the configured port %u "
+				   "(rdma.port)",
+			 subject, dev, port, cfg->port);
+		return buf;
+	}
+	return NULL;
+}
+
+/*
  * Find the device, port and GID whose GID is the local address, as rdma_cm
  * would (RoCE v2 before v1); rdma.device and rdma.port must agree with it.
  * Without a match (a wildcard listener, InfiniBand, whose GIDs hold no
@@ -1985,22 +2012,11 @@ static int dev_select(rift_ctx *ctx, const struct sockaddr *local,
 	}
 	rc = RIFT_EINVAL;
 	if (s->verbs) {
-		const char *dev = rift__vb_device_name(s->verbs->device);
+		char subject[96];
 
-		if (cfg->device[0] && strcmp(cfg->device, dev) != 0) {
-			snprintf(err, errlen, "the address %s is on device %s, not "
-					      "the configured device %s "
-					      "(rdma.device): use an address on %s",
-				 a, dev, cfg->device, cfg->device);
+		snprintf(subject, sizeof(subject), "the address %s is on", a);
+		if (device_mismatch(cfg, s->verbs, s->port, subject, err, errlen))
 			goto out;
-		}
-		if (cfg->port && s->port != cfg->port) {
-			snprintf(err, errlen, "the address %s is on %s port %u, "
-					      "not the configured port %u "
-					      "(rdma.port)",
-				 a, dev, s->port, cfg->port);
-			goto out;
-		}
 	} else if (!first) {
 		rc = RIFT_ENODEV;
 		snprintf(err, errlen, "no active RDMA port%s%s",
@@ -2300,31 +2316,6 @@ static void fail_setup(struct rdma_path *rp, int err, rift_fallback_reason why,
 }
 
 /*
- * With rdma_cm the route to the address chooses the device and port.  A
- * configured device or port that the route does not use is an error that
- * says so, not a setting silently ignored.
- */
-static const char *device_mismatch(struct rdma_path *rp, char *buf, size_t len)
-{
-	rift_config *cfg = &rp->base.ctx->cfg;
-	const char *dev = rift__vb_device_name(rp->id->verbs->device);
-
-	if (cfg->device[0] && strcmp(cfg->device, dev) != 0) {
-		snprintf(buf, len, "the route uses device %s, not the configured "
-				   "device %s (rdma.device): use an address on %s",
-			 dev, cfg->device, cfg->device);
-		return buf;
-	}
-	if (cfg->port && rp->id->port_num != cfg->port) {
-		snprintf(buf, len, "the route uses %s port %u, not the configured "
-				   "port %u (rdma.port)",
-			 dev, rp->id->port_num, cfg->port);
-		return buf;
-	}
-	return NULL;
-}
-
-/*
  * rdma.gid_index under rdma_cm: the GID follows the address, so an index
  * is accepted only when it names the GID the route uses; otherwise the
  * error says how to get that GID (its address, or rdma.cm = tcp).
@@ -2381,7 +2372,9 @@ static void path_cm_event(struct rdma_path *rp, struct rdma_cm_event *ev)
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
 		rp->verbs = rp->id->verbs;
 		rp->port_num = rp->id->port_num;
-		bad = device_mismatch(rp, mismatch, sizeof(mismatch));
+		bad = device_mismatch(&p->ctx->cfg, rp->id->verbs,
+				      rp->id->port_num, "the route uses",
+				      mismatch, sizeof(mismatch));
 		if (!bad)
 			bad = gid_mismatch(p->ctx, rp->id, mismatch,
 					   sizeof(mismatch));
