@@ -11,6 +11,13 @@
  * block points at the next).  Allocation tries the thread's cache, then
  * the thread's bucket, then the other buckets, then grows the pool.
  *
+ * Each block also has a pointer slot in a side table of its region, made
+ * when the region is carved (a large buffer has one in its entry), so a
+ * user can hang its bookkeeping off a block without taking bytes of it:
+ * rift keeps a buffer's header there, and the payload starts at the
+ * block's first byte (a 64 KiB message fits a 64 KiB block, not a 2 MiB
+ * one).
+ *
  * Large buffers (above the largest class, for messages that move by RDMA
  * READ rendezvous) are mappings of their own, registered with every
  * device like a region.  Registering tens of MiB costs milliseconds (the
@@ -39,7 +46,8 @@
 
 struct region {
 	uint8_t *base;
-	int cls; /* block class, -1 until carved */
+	int cls; /* block class, -1 until carved; read with acquire */
+	void **slots; /* a pointer per block, from carving on */
 	void *mr[RIFT_POOL_MAX_DEVICES];
 	uint32_t lkey[RIFT_POOL_MAX_DEVICES];
 	uint32_t rkey[RIFT_POOL_MAX_DEVICES];
@@ -51,6 +59,7 @@ struct large {
 	uint8_t *base;
 	size_t len;      /* mapped bytes */
 	bool used;
+	void *slot;      /* the user's pointer (see rift__pool_slot) */
 	enum rift__pool_use use;
 	void *mr[RIFT_POOL_MAX_DEVICES];
 	uint32_t lkey[RIFT_POOL_MAX_DEVICES];
@@ -85,6 +94,8 @@ struct rift__pool {
 	int n_devs;          /* read with acquire */
 	struct bucket *buckets;
 	struct large *large; /* large buffers, used and cached; under mu */
+	uintptr_t large_lo, large_hi; /* every large buffer ever mapped lies
+					 in [lo, hi); atomic, only widens */
 	uint64_t large_bytes[2]; /* mapped by use (cached ones count as
 				    the use they were freed from), bytes */
 };
@@ -221,14 +232,19 @@ static int commit_region(struct rift__pool *pool, char *err, size_t errlen)
 	return (int)i;
 }
 
-/* Carve region i into blocks of class c onto bucket b (pool->mu held). */
-static void carve(struct rift__pool *pool, size_t i, int c, struct bucket *b)
+/* Carve region i into blocks of class c onto bucket b (pool->mu held).
+ * 0, or RIFT_ENOMEM (no memory for the slots; the region stays uncarved). */
+static int carve(struct rift__pool *pool, size_t i, int c, struct bucket *b)
 {
 	struct region *r = &pool->regions[i];
 	size_t n = pool->region / pool->block[c];
 	void *head = NULL;
 
-	r->cls = c;
+	r->slots = calloc(n, sizeof(*r->slots));
+	if (!r->slots)
+		return RIFT_ENOMEM;
+	/* rift__pool_slot reads cls without the lock: slots first. */
+	__atomic_store_n(&r->cls, c, __ATOMIC_RELEASE);
 	for (size_t k = n; k-- > 0;) {
 		void *blk = r->base + k * pool->block[c];
 
@@ -247,6 +263,7 @@ static void carve(struct rift__pool *pool, size_t i, int c, struct bucket *b)
 	b->head[c] = head;
 	b->n[c] += n;
 	pthread_mutex_unlock(&b->mu);
+	return 0;
 }
 
 /* ---- large buffers ---- */
@@ -320,6 +337,12 @@ void *rift__pool_alloc_large(struct rift__pool *pool, size_t len,
 	}
 	lg->used = true;
 	lg->use = use;
+	if (!pool->large_lo || (uintptr_t)lg->base < pool->large_lo)
+		__atomic_store_n(&pool->large_lo, (uintptr_t)lg->base,
+				 __ATOMIC_RELAXED);
+	if ((uintptr_t)lg->base + lg->len > pool->large_hi)
+		__atomic_store_n(&pool->large_hi, (uintptr_t)lg->base + lg->len,
+				 __ATOMIC_RELAXED);
 	lg->next = pool->large;
 	pool->large = lg;
 	pool->large_bytes[use] += need;
@@ -348,6 +371,7 @@ static void large_free(struct rift__pool *pool, void *block,
 		abort(); /* not ours: a caller bug that must not go unnoticed */
 	RIFT_UNUSED(use);
 	lg->used = false;
+	lg->slot = NULL;
 	/* Most recently freed first: the next large message likely has
 	 * the same size as the last one. */
 	*pp = lg->next;
@@ -482,9 +506,11 @@ void rift__pool_put(struct rift__pool *pool)
 	}
 	global_pool = NULL;
 	pthread_mutex_unlock(&global_mu);
-	for (size_t i = 0; i < pool->n_regions; i++)
+	for (size_t i = 0; i < pool->n_regions; i++) {
 		for (int d = 0; d < pool->n_devs; d++)
 			pool->ops.dereg(pool->regions[i].mr[d]);
+		free(pool->regions[i].slots);
+	}
 	munmap(pool->base, pool->reserved);
 	while (pool->large) {
 		struct large *lg = pool->large;
@@ -627,8 +653,11 @@ void *rift__pool_alloc(struct rift__pool *pool, size_t len,
 				i = (int)k;
 		if (i < 0)
 			i = commit_region(pool, err, errlen);
-		if (i >= 0)
-			carve(pool, (size_t)i, c, mine);
+		if (i >= 0 && carve(pool, (size_t)i, c, mine)) {
+			snprintf(err, errlen, "pool: out of memory for the "
+					      "block table of a region");
+			i = RIFT_ENOMEM;
+		}
 		pthread_mutex_unlock(&pool->mu);
 		if (i < 0) {
 			__atomic_sub_fetch(&pool->in_use[use], pool->block[c],
@@ -658,6 +687,7 @@ void rift__pool_free(struct rift__pool *pool, void *block,
 	if (r->cls < 0)
 		abort(); /* not ours: a caller bug that must not go unnoticed */
 	c = r->cls;
+	r->slots[(size_t)((uint8_t *)block - r->base) / pool->block[c]] = NULL;
 	__atomic_sub_fetch(&pool->in_use[use], pool->block[c], __ATOMIC_RELAXED);
 	__atomic_sub_fetch(&pool->blocks_in_use[c], 1, __ATOMIC_RELAXED);
 	if (tc.gen != pool->gen) {
@@ -685,6 +715,50 @@ void rift__pool_free(struct rift__pool *pool, void *block,
 		}
 		pthread_mutex_unlock(&b->mu);
 	}
+}
+
+void **rift__pool_slot(struct rift__pool *pool, const void *ptr, bool *inside)
+{
+	const uint8_t *p = ptr;
+	uintptr_t a = (uintptr_t)ptr;
+	void **slot = NULL;
+	bool in = false;
+
+	if (p >= pool->base && p < pool->base + pool->reserved) {
+		/* Reserved space, committed or not: never read as anything
+		 * but a block. */
+		struct region *r = region_of(pool, ptr);
+		int c = r ? __atomic_load_n(&r->cls, __ATOMIC_ACQUIRE) : -1;
+
+		in = true;
+		if (c >= 0 && (size_t)(p - r->base) % pool->block[c] == 0)
+			slot = &r->slots[(size_t)(p - r->base) / pool->block[c]];
+	} else if (a >= __atomic_load_n(&pool->large_lo, __ATOMIC_RELAXED) &&
+		   a < __atomic_load_n(&pool->large_hi, __ATOMIC_RELAXED)) {
+		/* Only pointers near large buffers pay for the lock. */
+		pthread_mutex_lock(&pool->mu);
+		for (struct large *lg = pool->large; lg && !in; lg = lg->next)
+			if (p >= lg->base && p < lg->base + lg->len) {
+				in = true;
+				if (p == lg->base && lg->used)
+					slot = &lg->slot;
+			}
+		pthread_mutex_unlock(&pool->mu);
+	}
+	if (inside)
+		*inside = in;
+	return slot;
+}
+
+bool rift__pool_global_owns(const void *ptr)
+{
+	bool in = false;
+
+	pthread_mutex_lock(&global_mu);
+	if (global_pool)
+		rift__pool_slot(global_pool, ptr, &in);
+	pthread_mutex_unlock(&global_mu);
+	return in;
 }
 
 size_t rift__pool_block_size(struct rift__pool *pool, const void *ptr)

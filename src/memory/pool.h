@@ -89,6 +89,27 @@ void *rift__pool_alloc_large(struct rift__pool *pool, size_t len,
 void rift__pool_free(struct rift__pool *pool, void *block,
 		     enum rift__pool_use use);
 
+/*
+ * The pointer slot of the block that starts at ptr (a block of a region,
+ * free or handed out, or a large buffer in use), or NULL when ptr is not
+ * exactly such a start.  The slot belongs to whoever holds the block: rift
+ * keeps there the header of a buffer whose payload fills the block from
+ * its first byte.  It is NULL when a block is handed out, and
+ * rift__pool_free sets it back to NULL.  inside (may be NULL) says whether
+ * ptr lies in pool memory at all: the reserved address space of the
+ * regions (committed or not) or a large buffer's mapping (in use or
+ * cached), where nothing but a block start means anything.  Lock-free for
+ * pointers in regions and for those nowhere near a large buffer; the
+ * others take the pool's lock.
+ */
+void **rift__pool_slot(struct rift__pool *pool, const void *ptr, bool *inside);
+/*
+ * rift__pool_slot's inside for the process pool, if there is one, for a
+ * caller that holds no reference on it: under the global lock, so not for
+ * a fast path.
+ */
+bool rift__pool_global_owns(const void *ptr);
+
 /* Usable size of the block holding ptr (0 if ptr is not in the pool). */
 size_t rift__pool_block_size(struct rift__pool *pool, const void *ptr);
 /* Keys of the region holding ptr for device slot dev; false if unknown. */

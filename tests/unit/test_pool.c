@@ -258,3 +258,64 @@ TEST(pool_large_buffers_are_cached_for_reuse)
 	CHECK_EQ(rc, RIFT_EINVAL);
 	rift__pool_put(p);
 }
+
+/*
+ * Every block start has a pointer slot (empty when the block is handed
+ * out, emptied when it is freed); any other pointer into pool memory has
+ * none but counts as inside, and memory elsewhere is not inside.  Large
+ * buffers in use have one slot, at their start.
+ */
+TEST(pool_slots_are_per_block_start_and_cleared_on_free)
+{
+	struct rift__pool *p = pool_with(0, 2u << 20, 64u << 20);
+	char err[256];
+	int rc, local;
+	bool in;
+	uint8_t *a = rift__pool_alloc(p, 8192, RIFT_POOL_SEND, &rc, err,
+				      sizeof(err));
+	uint8_t *b = rift__pool_alloc(p, 65536, RIFT_POOL_SEND, &rc, err,
+				      sizeof(err));
+	uint8_t *lg = rift__pool_alloc_large(p, 3u << 20, RIFT_POOL_SEND, &rc,
+					     err, sizeof(err));
+	uint8_t *heap = malloc(64);
+	void **sa, **sb, **sl;
+
+	CHECK(a && b && lg && heap);
+	CHECK_EQ(rift__pool_block_size(p, b), 65536);
+	sa = rift__pool_slot(p, a, &in);
+	CHECK(sa != NULL && in);
+	CHECK(*sa == NULL);
+	sb = rift__pool_slot(p, b, NULL);
+	CHECK(sb != NULL && sb != sa);
+	*sa = &local;
+	*sb = heap;
+	CHECK(*rift__pool_slot(p, a, NULL) == &local);
+	/* Not block starts: no slot, but inside the pool. */
+	CHECK(rift__pool_slot(p, a + 1, &in) == NULL && in);
+	CHECK(rift__pool_slot(p, b + 8192, &in) == NULL && in);
+	CHECK(rift__pool_slot(p, lg + 4096, &in) == NULL && in);
+	/* Not pool memory at all. */
+	CHECK(rift__pool_slot(p, heap, &in) == NULL && !in);
+	CHECK(rift__pool_slot(p, &local, &in) == NULL && !in);
+	CHECK(!rift__pool_global_owns(heap));
+	CHECK(rift__pool_global_owns(a + 1));
+	CHECK(rift__pool_global_owns(lg + 1));
+	sl = rift__pool_slot(p, lg, &in);
+	CHECK(sl != NULL && in && *sl == NULL);
+	*sl = &local;
+	/* Freed: the slots are empty again, for the next user. */
+	rift__pool_free(p, a, RIFT_POOL_SEND);
+	rift__pool_free(p, b, RIFT_POOL_SEND);
+	rift__pool_free(p, lg, RIFT_POOL_SEND);
+	CHECK(*sa == NULL && *sb == NULL);
+	/* A cached large buffer is inside, with no slot until reused. */
+	CHECK(rift__pool_slot(p, lg, &in) == NULL && in);
+	CHECK(rift__pool_alloc_large(p, 3u << 20, RIFT_POOL_SEND, &rc, err,
+				     sizeof(err)) == lg);
+	sl = rift__pool_slot(p, lg, NULL);
+	CHECK(sl != NULL && *sl == NULL);
+	rift__pool_free(p, lg, RIFT_POOL_SEND);
+	free(heap);
+	rift__pool_put(p);
+	CHECK(!rift__pool_global_owns(a)); /* no pool any more */
+}
