@@ -1063,7 +1063,8 @@ static bool rndv_wanted(struct rdma_path *rp, struct rift__omsg *m,
 	    m->len > UINT32_MAX)
 		return false;
 	b = rift__container_of(m, struct rift__buf, om);
-	return b->pool && rift__pool_keys(b->pool, b, rp->dev_slot, &lkey, rkey);
+	return b->pool &&
+	       rift__pool_keys(b->pool, m->data, rp->dev_slot, &lkey, rkey);
 }
 
 /*
@@ -1493,13 +1494,16 @@ static size_t fill(struct rdma_path *rp, uint8_t *buf, size_t cap)
  *    provider copies both pieces into the work request when it is posted,
  *    so they may live anywhere, and the copy into a slot is saved.  Small
  *    messages queued together are packed into one slot by fill instead.
- *  - larger, in a registered block: the NIC reads it from there (zero
- *    copy).  The block outlives the send: it is freed only when the peer
- *    acknowledges the message, after the NIC has read it.
+ *  - larger, in a registered block: the NIC reads the payload from there
+ *    (zero copy).  The block outlives the send: it is freed only when the
+ *    peer acknowledges the message, after the NIC has read it.  The
+ *    24-byte frame header is not in registered memory (the buffer's
+ *    header lives apart from its block), so it goes from the send slot
+ *    this SEND owns anyway (slot, slkey).
  * Returns the SEND's length (0: neither kind) and whether it is inline.
  */
 static uint32_t direct(struct rdma_path *rp, struct ibv_sge *sge, uint32_t cap,
-		       bool *inl)
+		       uint8_t *slot, uint32_t slkey, bool *inl)
 {
 	rift__path *p = &rp->base;
 	struct rift__omsg *m;
@@ -1515,17 +1519,23 @@ static uint32_t direct(struct rdma_path *rp, struct ibv_sge *sge, uint32_t cap,
 	len = (uint32_t)(RIFT_HDR_SIZE + m->len);
 	*inl = len <= rp->inline_max;
 	if (*inl) {
+		/* The provider copies inline data when posting: the
+		 * header may stay where it is. */
 		if (m->next)
 			return 0;
+		sge[0] = (struct ibv_sge){ .addr = (uintptr_t)m->hdr,
+					   .length = RIFT_HDR_SIZE };
 	} else {
 		b = rift__container_of(m, struct rift__buf, om);
 		if (!b->pool ||
-		    !rift__pool_keys(b->pool, b, rp->dev_slot, &lkey, &rkey))
+		    !rift__pool_keys(b->pool, m->data, rp->dev_slot, &lkey,
+				     &rkey))
 			return 0;
+		memcpy(slot, m->hdr, RIFT_HDR_SIZE);
+		sge[0] = (struct ibv_sge){ .addr = (uintptr_t)slot,
+					   .length = RIFT_HDR_SIZE,
+					   .lkey = slkey };
 	}
-	sge[0] = (struct ibv_sge){ .addr = (uintptr_t)m->hdr,
-				   .length = RIFT_HDR_SIZE,
-				   .lkey = lkey };
 	sge[1] = (struct ibv_sge){ .addr = (uintptr_t)m->data,
 				   .length = (uint32_t)m->len,
 				   .lkey = lkey };
@@ -1637,9 +1647,11 @@ static void post_sends(struct rdma_path *rp)
 				.lkey = rp->slkey[slot] };
 			wr->sg_list = sges[nwr];
 			wr->num_sge = 1;
-		} else if (data && (len = direct(rp, sges[nwr], cap, &inl)) > 0) {
-			/* Header and payload from where they are: the slot
-			 * only holds the queue entry. */
+		} else if (data && (len = direct(rp, sges[nwr], cap,
+						 slot_buf(rp, slot),
+						 rp->slkey[slot], &inl)) > 0) {
+			/* The payload from where it is: the slot holds at
+			 * most the frame header. */
 			wr->sg_list = sges[nwr];
 			wr->num_sge = 2;
 			if (!inl)
