@@ -315,6 +315,8 @@ struct rift_ctx {
 	uint32_t fast_rounds;  /* busy polling: CQ-only rounds since then */
 	struct rift__buf *small_bufs; /* cache of small send buffers */
 	uint32_t n_small_bufs;
+	struct rift__buf *buf_hdrs; /* cache of registered buffers' headers */
+	uint32_t n_buf_hdrs;
 	rift_timer **heap;
 	size_t heap_len, heap_cap;
 	int stop;              /* atomic: rift_ctx_stop */
@@ -338,6 +340,9 @@ void rift__rdma_ctx_destroy(rift_ctx *ctx);
 /* The process's registered block pool for this context (a reference is
  * taken on first use and dropped with the context), or NULL. */
 struct rift__pool *rift__ctx_pool(rift_ctx *ctx);
+/* The pool this context holds a reference on already, or NULL (never
+ * makes one). */
+struct rift__pool *rift__ctx_pool_held(const rift_ctx *ctx);
 /* Busy/adaptive polling: completions taken from every CQ this round. */
 int rift__rdma_poll(rift_ctx *ctx);
 /* True when the context has CQs for rift__rdma_poll to look at. */
@@ -348,7 +353,8 @@ int rift__rdma_arm(rift_ctx *ctx);
 
 /* Run deferred work: flushes, close callbacks, dead paths. */
 void rift__ctx_deferred(rift_ctx *ctx);
-/* Free the context's cache of small send buffers (conn.c). */
+/* Free the context's caches of small send buffers and of buffer
+ * headers (conn.c). */
 void rift__ctx_free_small_bufs(rift_ctx *ctx);
 
 /* ---- listener ---- */
@@ -374,9 +380,5 @@ struct rift_listener {
 
 /* A transport accepted a new path for l: start its handshake. */
 void rift__listener_path(rift_listener *l, rift__path *p);
-
-/* ---- buffers ---- */
-/* rift_buf_alloc blocks: header before the user pointer. */
-void rift__buf_release(void *buf); /* free without ctx (queue teardown) */
 
 #endif /* RIFT_INTERNAL_H */

@@ -24,6 +24,7 @@ struct rift__buf *rift__buf_new(rift_ctx *ctx, size_t len)
 		return NULL;
 	b->magic = RIFT_BUF_MAGIC;
 	b->ctx = ctx;
+	b->data = b + 1;
 	b->cap = len;
 	b->pool = NULL;
 	b->small = false;
@@ -35,19 +36,20 @@ struct rift__buf *rift__buf_new(rift_ctx *ctx, size_t len)
  * rift_conn_send copies a small message into a buffer of a per-context
  * cache rather than a fresh malloc'd one: request/reply traffic then
  * allocates and frees nothing per message (a buffer returns when the peer
- * acknowledges its message).  Not under ASan, which should see every
- * buffer's life.
+ * acknowledges its message).  The headers of registered buffers, which
+ * live apart from their blocks, are cached the same way.  Not under ASan,
+ * which should see every buffer's life.
  */
 #define SMALL_BUF 256  /* payload bytes */
-#define SMALL_CACHE 64 /* buffers kept per context */
+#define SMALL_CACHE 64 /* buffers (and headers) kept per context */
 
-static bool small_cache_room(const rift_ctx *ctx)
+static bool cache_room(uint32_t n)
 {
 #if defined(__SANITIZE_ADDRESS__)
-	RIFT_UNUSED(ctx);
+	RIFT_UNUSED(n);
 	return false;
 #else
-	return ctx->n_small_bufs < SMALL_CACHE;
+	return n < SMALL_CACHE;
 #endif
 }
 
@@ -63,6 +65,7 @@ static struct rift__buf *buf_new_small(rift_ctx *ctx, size_t len)
 		if (!b)
 			return NULL;
 		b->ctx = ctx;
+		b->data = b + 1;
 		b->pool = NULL;
 		b->small = true;
 	}
@@ -81,6 +84,13 @@ void rift__ctx_free_small_bufs(rift_ctx *ctx)
 		free(b);
 	}
 	ctx->n_small_bufs = 0;
+	while (ctx->buf_hdrs) {
+		struct rift__buf *b = ctx->buf_hdrs;
+
+		ctx->buf_hdrs = b->free_next;
+		free(b);
+	}
+	ctx->n_buf_hdrs = 0;
 }
 
 /*
@@ -88,7 +98,9 @@ void rift__ctx_free_small_bufs(rift_ctx *ctx)
  * without a copy: a pool block when it fits one, else a large registered
  * buffer when it is big enough to go by rendezvous (RDMA READ from it);
  * malloc'd otherwise, or when registered memory runs out (such a message
- * is streamed through the send slots instead).
+ * is streamed through the send slots instead).  The payload fills the
+ * block from its first byte, so len bytes need a block of len bytes, not
+ * one class up; the header sits in the block's pool slot.
  */
 static struct rift__buf *buf_new_registered(rift_ctx *ctx, size_t len)
 {
@@ -96,23 +108,39 @@ static struct rift__buf *buf_new_registered(rift_ctx *ctx, size_t len)
 	size_t big = ctx->cfg.block_size[RIFT_BLOCK_CLASSES - 1];
 	struct rift__buf *b;
 	char err[RIFT_ERRMSG_LEN];
+	void *blk, **slot;
 	int rc;
 
 	if (!pool)
 		return rift__buf_new(ctx, len);
-	if (sizeof(*b) + len <= big)
-		b = rift__pool_alloc(pool, sizeof(*b) + len, RIFT_POOL_SEND,
-				     &rc, err, sizeof(err));
+	if (len <= big)
+		blk = rift__pool_alloc(pool, len, RIFT_POOL_SEND, &rc, err,
+				       sizeof(err));
 	else if (ctx->cfg.rndv_threshold && len >= ctx->cfg.rndv_threshold)
-		b = rift__pool_alloc_large(pool, sizeof(*b) + len,
-					   RIFT_POOL_SEND, &rc, err,
-					   sizeof(err));
+		blk = rift__pool_alloc_large(pool, len, RIFT_POOL_SEND, &rc, err,
+					     sizeof(err));
 	else
 		return rift__buf_new(ctx, len);
-	if (!b)
+	if (!blk)
 		return rift__buf_new(ctx, len); /* pool share used up */
+	b = ctx->buf_hdrs;
+	if (b) {
+		ctx->buf_hdrs = b->free_next;
+		ctx->n_buf_hdrs--;
+	} else {
+		b = malloc(sizeof(*b));
+		if (!b) {
+			rift__pool_free(pool, blk, RIFT_POOL_SEND);
+			return NULL;
+		}
+	}
+	slot = rift__pool_slot(pool, blk, NULL);
+	if (!slot)
+		abort(); /* the pool handed out something not a block */
+	*slot = b;
 	b->magic = RIFT_BUF_MAGIC;
 	b->ctx = ctx;
+	b->data = blk;
 	b->cap = len;
 	b->pool = pool;
 	b->small = false;
@@ -120,27 +148,56 @@ static struct rift__buf *buf_new_registered(rift_ctx *ctx, size_t len)
 	return b;
 }
 
-struct rift__buf *rift__buf_from_user(void *data)
+struct rift__buf *rift__buf_from_user(rift_ctx *ctx, void *data)
 {
+	struct rift__pool *pool = rift__ctx_pool_held(ctx);
 	struct rift__buf *b;
+	bool inside;
 
 	if (!data)
 		return NULL;
+	if (pool) {
+		void **slot = rift__pool_slot(pool, data, &inside);
+
+		if (slot) {
+			b = *slot;
+			return b && b->magic == RIFT_BUF_MAGIC && b->data == data
+				       ? b
+				       : NULL;
+		}
+		if (inside)
+			return NULL; /* not a block start: nothing to read */
+	} else if (rift__pool_global_owns(data)) {
+		/* Another context's block (this one holds no pool, so none
+		 * of its buffers is registered): reading in front of it
+		 * could touch an unmapped page. */
+		return NULL;
+	}
 	b = (struct rift__buf *)data - 1;
-	return b->magic == RIFT_BUF_MAGIC ? b : NULL;
+	return b->magic == RIFT_BUF_MAGIC && b->data == data && !b->pool ? b
+									  : NULL;
 }
 
-void rift__buf_release(void *data)
+void rift__buf_release(struct rift__buf *b)
 {
-	struct rift__buf *b = (struct rift__buf *)data - 1;
+	rift_ctx *ctx = b->ctx;
 
 	b->magic = 0;
 	if (b->pool) {
-		rift__pool_free(b->pool, b, RIFT_POOL_SEND);
-	} else if (b->small && small_cache_room(b->ctx)) {
-		b->free_next = b->ctx->small_bufs;
-		b->ctx->small_bufs = b;
-		b->ctx->n_small_bufs++;
+		/* Clears the slot: a stale pointer to the block finds no
+		 * header any more. */
+		rift__pool_free(b->pool, b->data, RIFT_POOL_SEND);
+		if (cache_room(ctx->n_buf_hdrs)) {
+			b->free_next = ctx->buf_hdrs;
+			ctx->buf_hdrs = b;
+			ctx->n_buf_hdrs++;
+		} else {
+			free(b);
+		}
+	} else if (b->small && cache_room(ctx->n_small_bufs)) {
+		b->free_next = ctx->small_bufs;
+		ctx->small_bufs = b;
+		ctx->n_small_bufs++;
 	} else {
 		free(b);
 	}
@@ -156,16 +213,18 @@ void *rift_buf_alloc(rift_ctx *ctx, size_t len)
 	if (!b)
 		return NULL;
 	b->om.user_buf = true;
-	return b + 1;
+	return b->data;
 }
 
 void rift_buf_free(rift_ctx *ctx, void *buf)
 {
-	struct rift__buf *b = rift__buf_from_user(buf);
+	struct rift__buf *b;
 
-	RIFT_UNUSED(ctx);
+	if (!ctx)
+		return;
+	b = rift__buf_from_user(ctx, buf);
 	if (b)
-		rift__buf_release(buf);
+		rift__buf_release(b);
 }
 
 /* ---- received messages ---- */
@@ -457,18 +516,23 @@ int rift_conn_send(rift_conn *conn, const void *data, size_t len)
 	if (!b)
 		return RIFT_ENOMEM;
 	if (len)
-		memcpy(b + 1, data, len);
+		memcpy(b->data, data, len);
 	rift__conn_enqueue(conn, b, len);
 	return 0;
 }
 
 int rift_conn_send_buf(rift_conn *conn, void *buf, size_t len)
 {
-	struct rift__buf *b = rift__buf_from_user(buf);
+	struct rift__buf *b = rift__buf_from_user(conn->ctx, buf);
 	int rc;
 
-	if (!b || !b->om.user_buf || b->ctx != conn->ctx)
+	if (!b || !b->om.user_buf || b->ctx != conn->ctx) {
+		rift__conn_error(conn, "rift_conn_send_buf: %p is %s", buf,
+				 !b ? "not the start of a rift_buf_alloc buffer"
+				 : !b->om.user_buf ? "a buffer rift owns already"
+						   : "from another context");
 		return RIFT_EINVAL;
+	}
 	if (len > b->cap)
 		return RIFT_EMSGSIZE;
 	rc = send_check(conn, len);

@@ -123,7 +123,7 @@ void rift__conn_drop_queue(rift_conn *conn)
 	while (m) {
 		struct rift__omsg *next = m->next;
 
-		rift__buf_release(m->data);
+		rift__buf_release(rift__container_of(m, struct rift__buf, om));
 		m = next;
 	}
 	conn->head = conn->tail = conn->cursor = NULL;
@@ -153,7 +153,7 @@ void rift__conn_enqueue(rift_conn *conn, struct rift__buf *b, size_t len)
 	m->next = NULL;
 	m->seq = ++conn->next_seq;
 	m->len = len;
-	m->data = b + 1;
+	m->data = b->data;
 	if (conn->tail)
 		conn->tail->next = m;
 	else
@@ -198,7 +198,7 @@ static int conn_ack(rift_conn *conn, uint64_t ack, const char **why)
 		conn->unacked_msgs--;
 		conn->window_used -= m->len + RIFT_HDR_SIZE;
 		rift__metrics_acked(conn, m);
-		rift__buf_release(m->data);
+		rift__buf_release(rift__container_of(m, struct rift__buf, om));
 	}
 	if (!conn->head)
 		conn->tail = NULL;

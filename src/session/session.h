@@ -92,20 +92,38 @@ struct rift__held {
 	void *owned; /* malloc'd payload (NULL when len is 0) */
 };
 
-/* Every outgoing message lives in one of these; data follows it. */
+/*
+ * Every outgoing message has one of these.  A malloc'd buffer (and a
+ * small one) has its payload right after the header.  A registered one
+ * (pool block or large buffer) has its payload at the block's first byte,
+ * so a message fills a block of its own size, and the header apart
+ * (malloc'd or from the context's cache), found through the block's pool
+ * slot (rift__pool_slot).
+ */
 struct rift__buf {
 	uint64_t magic;         /* RIFT_BUF_MAGIC while owned by someone */
 	rift_ctx *ctx;
-	size_t cap;             /* usable bytes after the header */
-	struct rift__pool *pool; /* registered pool block, or NULL: malloc */
+	void *data;             /* payload: b + 1, or the pool block */
+	size_t cap;             /* usable payload bytes */
+	struct rift__pool *pool; /* data is a registered block, or NULL */
 	bool small;             /* RIFT_SMALL_BUF bytes, back to ctx's cache */
-	struct rift__buf *free_next; /* in the cache */
+	struct rift__buf *free_next; /* in a cache */
 	struct rift__omsg om;
 };
 #define RIFT_BUF_MAGIC 0x7269667462756621ull
 
 struct rift__buf *rift__buf_new(rift_ctx *ctx, size_t len);
-struct rift__buf *rift__buf_from_user(void *data);
+/*
+ * The buffer whose payload is data (a rift_buf_alloc pointer), or NULL:
+ * data inside registered memory but not at a block start, a block that is
+ * no rift buffer, or a header that does not check out.  ctx is the
+ * caller's context; only pointers outside registered memory are read
+ * before (where a malloc'd buffer's header is).
+ */
+struct rift__buf *rift__buf_from_user(rift_ctx *ctx, void *data);
+/* Free b and its payload (a pool block goes back to the pool; the
+ * header to the context's cache). */
+void rift__buf_release(struct rift__buf *b);
 
 /* Set conn->last_error (printf-like). */
 void rift__conn_error(rift_conn *conn, const char *fmt, ...)

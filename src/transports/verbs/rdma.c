@@ -388,6 +388,11 @@ struct rift__pool *rift__ctx_pool(rift_ctx *ctx)
 	return r->pool;
 }
 
+struct rift__pool *rift__ctx_pool_held(const rift_ctx *ctx)
+{
+	return ctx->rdma ? ctx->rdma->pool : NULL;
+}
+
 static struct rift__rdma_ctx *rctx(rift_ctx *ctx, rift__vb_err err)
 {
 	struct rift__rdma_ctx *r = ctx->rdma;
