@@ -24,6 +24,10 @@
 #define rift__container_of(ptr, type, member)                                \
 	((type *)(void *)((char *)(ptr)-offsetof(type, member)))
 #define RIFT_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+/* For a static function with one caller on the per-message path, which
+ * GCC would otherwise keep apart for its size: under QEMU TCG (the lab) a
+ * call and return costs about as much as twenty other instructions. */
+#define RIFT_HOT_INLINE inline __attribute__((always_inline))
 
 #define RIFT_ERRMSG_LEN 256
 #define RIFT_URL_MAX_ADDRS 8
@@ -278,19 +282,15 @@ struct rift__omsg {
 
 /*
  * Data pull: the transport asks the session for the next messages to put
- * on the wire.  peek returns the message after `after` (NULL: the first
- * unsent one), with its header freshly encoded (current ack piggybacked),
- * or NULL.  commit tells the session that messages up to and including m
- * are entirely written.
+ * on the wire (rift__sess_next, rift__sess_written: inline, in
+ * session/session.h).
  */
-struct rift__omsg *rift__sess_next(rift__path *p, struct rift__omsg *after);
-void rift__sess_written(rift__path *p, struct rift__omsg *m);
 /* Encode the owed control frames into buf (returns bytes used). */
 size_t rift__sess_control(rift__path *p, uint8_t *buf, size_t cap);
 /* After a flush: arm the delayed-ack timer if no frame carried the ack. */
 void rift__sess_after_flush(rift__path *p);
-/* True when the path owes control frames or has unsent data. */
-bool rift__sess_has_output(rift__path *p);
+/* rift__sess_has_output (session.h): the path owes control frames or
+ * has unsent data. */
 
 /* ---- received messages ---- */
 struct rift_msg {
@@ -352,7 +352,17 @@ bool rift__rdma_polled(const rift_ctx *ctx);
 int rift__rdma_arm(rift_ctx *ctx);
 
 /* Run deferred work: flushes, close callbacks, dead paths. */
-void rift__ctx_deferred(rift_ctx *ctx);
+void rift__ctx_deferred_run(rift_ctx *ctx);
+/* The same, but only a look at the queues when there is nothing to do
+ * (most rounds of a busy loop): inline. */
+static inline void rift__ctx_deferred(rift_ctx *ctx)
+{
+	if (!rift__list_empty(&ctx->flushq) || !rift__list_empty(&ctx->drainq) ||
+	    !rift__list_empty(&ctx->dead_paths) ||
+	    !rift__list_empty(&ctx->closing_conns) ||
+	    !rift__list_empty(&ctx->closing_listeners))
+		rift__ctx_deferred_run(ctx);
+}
 /* Free the context's caches of small send buffers and of buffer
  * headers (conn.c). */
 void rift__ctx_free_small_bufs(rift_ctx *ctx);

@@ -471,7 +471,7 @@ fail_conn:
 	return rc;
 }
 
-static int send_check(rift_conn *conn, size_t len)
+static inline int send_check(rift_conn *conn, size_t len)
 {
 	rift_ctx *ctx = conn->ctx;
 
@@ -800,7 +800,7 @@ void rift_listener_close(rift_listener *l, void (*close_cb)(rift_listener *l))
 
 /* ---- deferred work ---- */
 
-void rift__ctx_deferred(rift_ctx *ctx)
+void rift__ctx_deferred_run(rift_ctx *ctx)
 {
 	/* Delivering held messages queues acks, and flushing may fail
 	 * paths and queue more work: loop until quiet. */

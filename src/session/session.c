@@ -176,7 +176,8 @@ void rift__conn_enqueue(rift_conn *conn, struct rift__buf *b, size_t len)
  * path has written in full: anything else is a lie (or corruption) and
  * would free memory a transport may still be writing from.
  */
-static int conn_ack(rift_conn *conn, uint64_t ack, const char **why)
+static RIFT_HOT_INLINE int conn_ack(rift_conn *conn, uint64_t ack,
+				    const char **why)
 {
 	if (ack == conn->acked_seq)
 		return 0;
@@ -599,8 +600,8 @@ static int client_handshake(rift__path *p, const struct rift__hdr *h,
 	return p->state == RIFT_PATH_DEAD ? RIFT_ECLOSED : 0;
 }
 
-static int deliver(rift_conn *conn, const struct rift__hdr *h, void *payload,
-		   void *owned)
+static RIFT_HOT_INLINE int deliver(rift_conn *conn, const struct rift__hdr *h,
+				   void *payload, void *owned)
 {
 	rift_msg msg = {
 		.seq = h->seq,
@@ -618,7 +619,8 @@ static int deliver(rift_conn *conn, const struct rift__hdr *h, void *payload,
 	rift__metrics_recv(conn, h->len);
 	if (conn->cbs.on_recv)
 		conn->cbs.on_recv(conn, &msg);
-	free(msg.owned); /* NULL if retained or read in place */
+	if (msg.owned) /* NULL if retained or read in place */
+		free(msg.owned);
 
 	/* Ack soon enough that the peer's window never closes for want of
 	 * one: at a quarter of it at once.  Otherwise the ack rides on what
@@ -794,12 +796,6 @@ void rift__sess_after_flush(rift__path *p)
 		rift_timer_start(&conn->ack_timer, conn->ctx->cfg.ack_delay_ms, 0);
 }
 
-bool rift__sess_has_output(rift__path *p)
-{
-	return p->pending ||
-	       (p->state == RIFT_PATH_ATTACHED && p->conn && p->conn->cursor);
-}
-
 size_t rift__sess_control(rift__path *p, uint8_t *buf, size_t cap)
 {
 	static const struct {
@@ -854,39 +850,3 @@ size_t rift__sess_control(rift__path *p, uint8_t *buf, size_t cap)
 	return used;
 }
 
-struct rift__omsg *rift__sess_next(rift__path *p, struct rift__omsg *after)
-{
-	rift_conn *conn = p->conn;
-	struct rift__omsg *m;
-	struct rift__hdr h = { .type = RIFT_FRAME_DATA };
-
-	if (p->state != RIFT_PATH_ATTACHED || !conn || conn->closing)
-		return NULL;
-	m = after ? after->next : conn->cursor;
-	if (!m)
-		return NULL;
-	h.len = (uint32_t)m->len;
-	h.seq = m->seq;
-	h.ack = conn->recv_seq;
-	conn->ack_sent = conn->recv_seq;
-	conn->rx_unacked = 0;
-	rift__hdr_encode(m->hdr, &h);
-	return m;
-}
-
-void rift__sess_written(rift__path *p, struct rift__omsg *m)
-{
-	rift_conn *conn = p->conn;
-
-	if (!conn || p->state != RIFT_PATH_ATTACHED)
-		return;
-	if (m->seq <= conn->max_written)
-		conn->stats.msgs_replayed += m->seq - conn->written_seq;
-	else if (conn->written_seq < conn->max_written)
-		conn->stats.msgs_replayed += conn->max_written - conn->written_seq;
-	conn->written_seq = m->seq;
-	if (m->seq > conn->max_written)
-		conn->max_written = m->seq;
-	conn->cursor = m->next;
-	p->last_tx_us = p->ctx->now_us;
-}

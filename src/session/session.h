@@ -160,4 +160,57 @@ uint64_t rift__conn_rndv_inflight(const rift_conn *conn);
 int rift__conn_qp_attrs(const rift_conn *conn, uint8_t *timeout,
 			uint8_t *retry, uint8_t *rnr_retry, bool *user_qp);
 
+/* True when the path owes control frames or has unsent data (asked for
+ * every SEND a transport builds: inline). */
+static inline bool rift__sess_has_output(const rift__path *p)
+{
+	return p->pending ||
+	       (p->state == RIFT_PATH_ATTACHED && p->conn && p->conn->cursor);
+}
+
+/*
+ * Data pull for transports (see internal.h): rift__sess_next returns the
+ * message after `after` (NULL: the first unsent one) with its header
+ * freshly encoded, the current ack piggybacked; rift__sess_written says
+ * messages up to and including m are written.  Once per message on every
+ * transport: inline.
+ */
+static inline struct rift__omsg *rift__sess_next(rift__path *p,
+						 struct rift__omsg *after)
+{
+	rift_conn *conn = p->conn;
+	struct rift__omsg *m;
+	struct rift__hdr h = { .type = RIFT_FRAME_DATA };
+
+	if (p->state != RIFT_PATH_ATTACHED || !conn || conn->closing)
+		return NULL;
+	m = after ? after->next : conn->cursor;
+	if (!m)
+		return NULL;
+	h.len = (uint32_t)m->len;
+	h.seq = m->seq;
+	h.ack = conn->recv_seq;
+	conn->ack_sent = conn->recv_seq;
+	conn->rx_unacked = 0;
+	rift__hdr_encode(m->hdr, &h);
+	return m;
+}
+
+static inline void rift__sess_written(rift__path *p, struct rift__omsg *m)
+{
+	rift_conn *conn = p->conn;
+
+	if (!conn || p->state != RIFT_PATH_ATTACHED)
+		return;
+	if (m->seq <= conn->max_written)
+		conn->stats.msgs_replayed += m->seq - conn->written_seq;
+	else if (conn->written_seq < conn->max_written)
+		conn->stats.msgs_replayed += conn->max_written - conn->written_seq;
+	conn->written_seq = m->seq;
+	if (m->seq > conn->max_written)
+		conn->max_written = m->seq;
+	conn->cursor = m->next;
+	p->last_tx_us = p->ctx->now_us;
+}
+
 #endif

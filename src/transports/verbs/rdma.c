@@ -499,8 +499,8 @@ static void watch_cb(rift__io *io, uint32_t revents)
 {
 	struct dev_watch *w = rift__container_of(io, struct dev_watch, io);
 	struct rift__rdma_ctx *r = w->ctx->rdma;
-	enum ibv_event_type type;
-	int port;
+	enum ibv_event_type type = IBV_EVENT_DEVICE_FATAL;
+	int port = 0; /* set by rift__vb_async_get (LTO cannot tell) */
 
 	RIFT_UNUSED(revents);
 	while (rift__vb_async_get(w->c, &type, &port) == 0) {
@@ -1111,6 +1111,17 @@ static bool rndv_desc(struct rdma_path *rp, uint8_t *buf)
 	return true;
 }
 
+/* Cheap look, for every SEND built: may the next message go by
+ * rendezvous at all?  (rndv_desc decides.) */
+static inline bool rndv_maybe(const struct rdma_path *rp)
+{
+	const rift__path *p = &rp->base;
+	uint32_t thr = p->ctx->cfg.rndv_threshold;
+
+	return thr && rp->peer_rndv && p->conn && p->conn->cursor &&
+	       p->conn->cursor->len >= thr;
+}
+
 /*
  * The peer advertised something it cannot stand behind.  Counted, the
  * reason kept in the connection's last error, and the session ends with
@@ -1355,7 +1366,7 @@ static void rndv_read_failed(struct rdma_path *rp, struct ibv_wc *w)
  * credit comes back then), after the round's sends: a reply the
  * application made to these messages leaves first.
  */
-static int drain_once(struct rdma_path *rp);
+static RIFT_HOT_INLINE int drain_once(struct rdma_path *rp);
 
 static int drain_recvs(struct rdma_path *rp)
 {
@@ -1372,10 +1383,10 @@ static int drain_recvs(struct rdma_path *rp)
 	return rc;
 }
 
-static int drain_once(struct rdma_path *rp)
+static RIFT_HOT_INLINE int drain_once(struct rdma_path *rp)
 {
 	rift__path *p = &rp->base;
-	int rc = rndv_deliver(rp);
+	int rc = rp->rndv_n ? rndv_deliver(rp) : 0;
 
 	if (rc)
 		return rc;
@@ -1463,7 +1474,8 @@ static size_t fill(struct rdma_path *rp, uint8_t *buf, size_t cap)
 			rp->cur_off = 0;
 			if (!rp->cur)
 				break;
-			if (rndv_wanted(rp, rp->cur, &rkey)) {
+			if (rp->cur->len >= p->ctx->cfg.rndv_threshold &&
+			    rndv_wanted(rp, rp->cur, &rkey)) {
 				rp->cur = NULL; /* its descriptor goes next */
 				break;
 			}
@@ -1548,14 +1560,14 @@ static uint32_t direct(struct rdma_path *rp, struct ibv_sge *sge, uint32_t cap,
 	return len;
 }
 
-static bool has_output(struct rdma_path *rp)
+static inline bool has_output(struct rdma_path *rp)
 {
 	return rp->ctrl_off < rp->ctrl_len || rp->cur ||
 	       rift__sess_has_output(&rp->base);
 }
 
 /* Post what drain_recvs consumed, up to 32 buffers a call. */
-static int repost_recvs(struct rdma_path *rp)
+static RIFT_HOT_INLINE int repost_recvs(struct rdma_path *rp)
 {
 	struct ibv_recv_wr wrs[32];
 	struct ibv_sge sges[32];
@@ -1592,7 +1604,7 @@ static int repost_recvs(struct rdma_path *rp)
 	return 0;
 }
 
-static void post_sends(struct rdma_path *rp);
+static RIFT_HOT_INLINE void post_sends(struct rdma_path *rp);
 
 static void rdma_flush(rift__path *p)
 {
@@ -1617,7 +1629,7 @@ static void rdma_flush(rift__path *p)
 		rift__path_kick(p);
 }
 
-static void post_sends(struct rdma_path *rp)
+static RIFT_HOT_INLINE void post_sends(struct rdma_path *rp)
 {
 	rift__path *p = &rp->base;
 	struct ibv_send_wr wrs[32], *first = NULL, *last = NULL;
@@ -1643,7 +1655,7 @@ static void post_sends(struct rdma_path *rp)
 		memset(wr, 0, sizeof(*wr));
 		/* A large message at a frame boundary: only its descriptor
 		 * goes, from the slot (fill stops in front of one). */
-		if (data && rndv_desc(rp, slot_buf(rp, slot))) {
+		if (data && rndv_maybe(rp) && rndv_desc(rp, slot_buf(rp, slot))) {
 			len = RNDV_DESC_SIZE;
 			imm = RNDV_IMM;
 			sges[nwr][0] = (struct ibv_sge){
@@ -1666,7 +1678,8 @@ static void post_sends(struct rdma_path *rp)
 				len = (uint32_t)fill(rp, slot_buf(rp, slot), cap);
 			/* Nothing but owed control bits that encoded to nothing
 			 * in front of a rendezvous message: its descriptor. */
-			if (data && len == 0 && rndv_desc(rp, slot_buf(rp, slot))) {
+			if (data && len == 0 && rndv_maybe(rp) &&
+			    rndv_desc(rp, slot_buf(rp, slot))) {
 				len = RNDV_DESC_SIZE;
 				imm = RNDV_IMM;
 			}
@@ -1803,7 +1816,18 @@ static int cq_poll(struct rdma_path *rp)
 		return 0;
 	if (drain_recvs(rp) < 0)
 		return -1;
-	rift__path_kick(p);
+	/* Flush this path now, not after the other CQs of the context are
+	 * polled: a reply the application queued from on_recv goes out at
+	 * once (request/reply latency is the time from a completion to the
+	 * next SEND), and the receive buffers go back with it. */
+	if (p->flush_queued) {
+		rift__list_del(&p->flush_node);
+		p->flush_queued = false;
+	}
+	rdma_flush(p);
+	if (p->state == RIFT_PATH_DEAD)
+		return -1;
+	rift__sess_after_flush(p);
 	return total;
 }
 
