@@ -966,12 +966,15 @@ static int samples_push(struct samples *s, uint64_t v)
 }
 
 /* lat: keep qd round trips in flight on one connection. */
-static void lat_pump(struct cconn *c)
+/* Send what the queue depth allows.  now: a stamp just taken (the reply
+ * that made room), used for the first send, as perftest stamps each
+ * round trip once; 0: take one. */
+static void lat_pump(struct cconn *c, uint64_t now)
 {
 	struct client *cl = c->cl;
 
 	while (!c->blocked && c->ts_n < cl->qd && more_to_send(c)) {
-		uint64_t t = stamp_now();
+		uint64_t t = now ? now : stamp_now();
 		int rc = rift_conn_send(c->conn, cl->payload, cl->size);
 
 		if (rc == RIFT_EAGAIN) {
@@ -987,6 +990,7 @@ static void lat_pump(struct cconn *c)
 		c->ts[(c->ts_head + c->ts_n) % cl->qd] = t;
 		c->ts_n++;
 		c->sent++;
+		now = 0;
 	}
 }
 
@@ -1009,7 +1013,7 @@ static void lat_recv(struct cconn *c, rift_msg *msg)
 		cl_fail(cl, "out of memory for latency samples");
 		return;
 	}
-	lat_pump(c);
+	lat_pump(c, now);
 }
 
 /* bw: send a batch on one connection, within qd and the send window. */
@@ -1153,7 +1157,7 @@ static void cl_on_event(rift_conn *conn, const rift_event *ev)
 	case RIFT_EVENT_WRITABLE:
 		c->blocked = false;
 		if (c->idx >= 0 && cl->in_step && cl->o->test == TEST_LAT)
-			lat_pump(c);
+			lat_pump(c, 0);
 		break;
 	case RIFT_EVENT_PATH_DOWN:
 		fprintf(stderr, PROG ": %s: path down (%s), re-attaching\n",
@@ -1433,7 +1437,7 @@ static int cl_step(struct client *cl, uint64_t size, struct result *r)
 	cl->in_step = true;
 	if (o->test == TEST_LAT)
 		for (uint32_t i = 0; i < cl->n_data && !cl->failed; i++)
-			lat_pump(&cl->data[i]);
+			lat_pump(&cl->data[i], 0);
 	rc = cl_wait(cl, step_done, o->test == TEST_BW ? bw_pump_all : NULL,
 		     "step", 0);
 	s1 = stamp_now();

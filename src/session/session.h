@@ -108,8 +108,13 @@ struct rift__buf {
 	struct rift__pool *pool; /* data is a registered block, or NULL */
 	bool small;             /* RIFT_SMALL_BUF bytes, back to ctx's cache */
 	struct rift__buf *free_next; /* in a cache */
-	struct rift__omsg om;
+	struct rift__omsg om;   /* last, and hdr last in it: see below */
 };
+/* A malloc'd buffer's frame header ends where its payload (b + 1) begins,
+ * so a transport can send header and payload as one piece. */
+_Static_assert(offsetof(struct rift__buf, om) + offsetof(struct rift__omsg, hdr) +
+		       RIFT_HDR_SIZE == sizeof(struct rift__buf),
+	       "rift__omsg.hdr must end where the payload of b + 1 starts");
 #define RIFT_BUF_MAGIC 0x7269667462756621ull
 
 struct rift__buf *rift__buf_new(rift_ctx *ctx, size_t len);

@@ -1517,10 +1517,12 @@ static size_t fill(struct rdma_path *rp, uint8_t *buf, size_t cap)
  *    24-byte frame header is not in registered memory (the buffer's
  *    header lives apart from its block), so it goes from the send slot
  *    this SEND owns anyway (slot, slkey).
- * Returns the SEND's length (0: neither kind) and whether it is inline.
+ * Returns the SEND's length (0: neither kind), whether it is inline, and
+ * its SGEs in *nsge: one when the header sits right in front of the
+ * payload (a small buffer: the provider then copies one piece), else two.
  */
 static uint32_t direct(struct rdma_path *rp, struct ibv_sge *sge, uint32_t cap,
-		       uint8_t *slot, uint32_t slkey, bool *inl)
+		       uint8_t *slot, uint32_t slkey, bool *inl, int *nsge)
 {
 	rift__path *p = &rp->base;
 	struct rift__omsg *m;
@@ -1542,6 +1544,12 @@ static uint32_t direct(struct rdma_path *rp, struct ibv_sge *sge, uint32_t cap,
 			return 0;
 		sge[0] = (struct ibv_sge){ .addr = (uintptr_t)m->hdr,
 					   .length = RIFT_HDR_SIZE };
+		if ((uint8_t *)m->data == m->hdr + RIFT_HDR_SIZE) {
+			sge[0].length = len;
+			*nsge = 1;
+			rift__sess_written(p, m);
+			return len;
+		}
 	} else {
 		b = rift__container_of(m, struct rift__buf, om);
 		if (!b->pool ||
@@ -1556,6 +1564,7 @@ static uint32_t direct(struct rdma_path *rp, struct ibv_sge *sge, uint32_t cap,
 	sge[1] = (struct ibv_sge){ .addr = (uintptr_t)m->data,
 				   .length = (uint32_t)m->len,
 				   .lkey = lkey };
+	*nsge = 2;
 	rift__sess_written(p, m);
 	return len;
 }
@@ -1647,6 +1656,7 @@ static RIFT_HOT_INLINE void post_sends(struct rdma_path *rp)
 		struct ibv_send_wr *wr;
 		uint32_t slot, len = 0, imm = 0;
 		bool inl = false;
+		int nsge = 0;
 
 		if ((!data && !update) || rp->slots_free == 0 || nwr == 32)
 			break;
@@ -1666,11 +1676,12 @@ static RIFT_HOT_INLINE void post_sends(struct rdma_path *rp)
 			wr->num_sge = 1;
 		} else if (data && (len = direct(rp, sges[nwr], cap,
 						 slot_buf(rp, slot),
-						 rp->slkey[slot], &inl)) > 0) {
+						 rp->slkey[slot], &inl,
+						 &nsge)) > 0) {
 			/* The payload from where it is: the slot holds at
 			 * most the frame header. */
 			wr->sg_list = sges[nwr];
-			wr->num_sge = 2;
+			wr->num_sge = nsge;
 			if (!inl)
 				rp->zc_sends++;
 		} else {
