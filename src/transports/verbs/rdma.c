@@ -3459,16 +3459,18 @@ static void rdma_listen_close(rift_listener *l)
 }
 
 /*
- * A QP of ours on an rdma_cm connection to ERR, as rdma_disconnect does
- * for the ones librdmacm owns (ucma_shutdown): posted work is flushed and
- * nothing more goes out before the id is disconnected or destroyed.
+ * A QP of ours (an rdma_cm connection's user-managed QP, or cm=tcp's) to
+ * ERR, as rdma_disconnect does for the ones librdmacm owns
+ * (ucma_shutdown): posted work is flushed and nothing more goes out
+ * before the id is disconnected or the QP destroyed.  What it flushes
+ * into the shared CQ is dropped there (its path is gone by then).
  */
 static void qp_err(struct rdma_path *rp)
 {
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
 	rift__vb_err err;
 
-	if (rp->user_qp && rp->qp &&
+	if ((rp->user_qp || rp->tc) && rp->qp &&
 	    rift__vb_qp_modify(rp->qp, &a, IBV_QP_STATE, "ERR", err))
 		RIFT_DEBUG("%s: %s", rp->base.peer, err);
 }
@@ -3491,6 +3493,7 @@ static void rdma_destroy(rift__path *p)
 		else
 			rift__vb_qp_teardown(rp->id, NULL, NULL);
 	} else {
+		qp_err(rp);
 		rift__vb_qp_destroy(rp->qp);
 	}
 	/* After the QP: the CQ may go with its last holder. */
