@@ -211,7 +211,7 @@ struct rift__rdma_ctx {
 	int n_cqdev;
 	struct rift__list cqs;   /* struct shared_cq */
 	uint32_t cq_paths;       /* paths holding a CQ share */
-	struct rdma_path **qpt;  /* QP number -> path, chained */
+	struct rdma_path **qpt;  /* (device, QP number) -> path, chained */
 	uint32_t qpt_mask, qpt_n;
 	uint32_t next_tag;
 	uint32_t poll_seq;       /* poll batches, marks paths touched */
@@ -983,7 +983,7 @@ static void cq_devs_free(struct rift__rdma_ctx *r)
 	r->qpt = NULL;
 }
 
-/* ---- QP number -> path (completions find their path) ---- */
+/* ---- (device, QP number) -> path: completions find their path ---- */
 
 static inline uint32_t qpt_slot(uint32_t qpn, uint32_t mask)
 {
@@ -1039,9 +1039,14 @@ static void qpt_del(struct rift__rdma_ctx *r, struct rdma_path *rp)
 	rp->hashed = false;
 }
 
-/* The live path a completion belongs to, or NULL: its QP is gone, or the
- * QP number is another path's now (the tag in wr_id says). */
+/*
+ * The live path a completion of a CQ on device d belongs to, or NULL: its
+ * QP is gone, or the QP number is another path's now (the tag in wr_id
+ * says).  QP numbers are per device: two devices of a context (the pair
+ * topology's client and server ends) may both have a QP 17.
+ */
 static RIFT_HOT_INLINE struct rdma_path *wc_path(struct rift__rdma_ctx *r,
+						 const struct cq_dev *d,
 						 const struct ibv_wc *w)
 {
 	struct rdma_path *rp;
@@ -1049,7 +1054,7 @@ static RIFT_HOT_INLINE struct rdma_path *wc_path(struct rift__rdma_ctx *r,
 	if (!r->qpt)
 		return NULL;
 	for (rp = r->qpt[qpt_slot(w->qp_num, r->qpt_mask)]; rp; rp = rp->hnext)
-		if (rp->qpn == w->qp_num)
+		if (rp->qpn == w->qp_num && rp->scq->dev == d)
 			return rp->tag == WR_TAG_OF(w->wr_id) ? rp : NULL;
 	return NULL;
 }
@@ -2360,7 +2365,7 @@ static int cq_poll(struct rift__rdma_ctx *r, struct shared_cq *s)
 		if (seq == 0)
 			seq = ++r->poll_seq; /* 0 marks a path never touched */
 		for (int k = 0; k < n; k++) {
-			struct rdma_path *rp = wc_path(r, &wc[k]);
+			struct rdma_path *rp = wc_path(r, s->dev, &wc[k]);
 
 			if (!rp) {
 				ctx->stats.wc_stale++;
