@@ -116,7 +116,8 @@ LAB_MEM_MB ?= 4096
 CM_TCP_TESTS := path_cut echo_ single_64mib zero_byte close_tells \
   connect_refused multi_address external_event retained backpressure \
   metrics_count metrics_reattach reg_mr_failure registered_buffers \
-  configured_device memlock held large_messages rendezvous thousand
+  configured_device memlock held large_messages rendezvous thousand \
+  shared_cq overflowing_shared_cq
 test-lab: $(BUILD)/tst/rift-tests
 	tests/lab/lab smoke
 	RIFT_LAB_MEM_MB=$(LAB_MEM_MB) tests/lab/lab run --topo loop --timeout 1200 -- \

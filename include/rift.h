@@ -212,7 +212,11 @@ typedef struct rift_config {
 	uint32_t max_send_sge;         /* scatter/gather entries per send */
 	uint32_t max_recv_sge;         /* scatter/gather entries per receive */
 	uint32_t inline_threshold;     /* sends up to this many bytes inline */
-	uint32_t cq_size;              /* completion queue entries */
+	/* entries of each completion queue the paths of a context share on
+	 * a device: a CQ takes paths while their sq_depth + rq_depth add up
+	 * to what it holds; made with at least one path's worth, at most
+	 * the device's max_cqe (docs/config.md) */
+	uint32_t cq_size;              /* entries per shared CQ */
 	uint32_t poll_batch;           /* completions taken per poll, count */
 	uint32_t qp_pool_count;        /* prepared QPs kept ready, count */
 	uint32_t zero_copy_threshold;  /* receive in place from this size, bytes */
@@ -578,6 +582,15 @@ typedef struct rift_ctx_stats {
 	uint64_t qp_pool_prepared;     /* rdma: QP sets made ahead, count */
 	uint64_t qp_pool_hits;         /* accepts served by a prepared set */
 	uint64_t qp_pool_misses;       /* accepts that made their own */
+	/* RDMA completion queues: the paths of a context on a device share
+	 * them (rdma.cq_size) */
+	uint64_t cqs;                  /* shared CQs open now, count */
+	uint64_t wc_stale;             /* completions dropped because their
+					  path was already destroyed (its QP
+					  gone, or its number reused), count */
+	uint64_t wc_dropped;           /* completions dropped because their
+					  path had failed (flushed requests,
+					  sends it no longer waits for), count */
 } rift_ctx_stats;
 
 void rift__ctx_stats_init(rift_ctx_stats *st, size_t size);

@@ -93,6 +93,8 @@ typedef enum rift__fault_point {
 	RIFT_FAULT_RNDV_BAD_RKEY, /* a rendezvous descriptor advertises a key
 				     the sender does not own (hostile peer) */
 	RIFT_FAULT_RNDV_BAD_LEN,  /* ... a length its frame does not have */
+	RIFT_FAULT_CQ_SHORT,      /* a shared CQ holds fewer completions than
+				     the device said: it overflows */
 	RIFT_FAULT__COUNT
 } rift__fault_point;
 

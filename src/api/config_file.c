@@ -136,7 +136,7 @@ static const struct key keys[] = {
 	{ "rdma", "inline_threshold", NULL, M(inline_threshold), K_SIZE, 0,
 	  4 * KiB, NULL, "sends up to this size go inline, bytes" },
 	{ "rdma", "cq_size", NULL, M(cq_size), K_UINT, 32, 4 * MiB, NULL,
-	  "completion queue entries" },
+	  "entries of each completion queue a context's paths share" },
 	{ "rdma", "poll_batch", NULL, M(poll_batch), K_UINT, 1, 1024, NULL,
 	  "completions taken per poll" },
 	{ "rdma", "qp_pool_count", NULL, M(qp_pool_count), K_UINT, 0, 4096,

@@ -71,7 +71,7 @@ void rift__config_init(rift_config *cfg, size_t size)
 		.max_send_sge = 2,
 		.max_recv_sge = 1,
 		.inline_threshold = 128,
-		.cq_size = 1024,
+		.cq_size = 8192,
 		.poll_batch = 16,
 		.qp_pool_count = 0,
 		.zero_copy_threshold = 16u << 10,

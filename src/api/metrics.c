@@ -424,6 +424,14 @@ static const struct family_def ctx_counters[] = {
 	  CTX_STAT(accept_pauses) },
 	{ "rift_progress_calls_total", "Event loop rounds.",
 	  CTX_STAT(progress_calls) },
+	{ "rift_stale_completions_total",
+	  "RDMA: completions dropped because their path was already "
+	  "destroyed (left in a shared CQ by its QP).",
+	  CTX_STAT(wc_stale) },
+	{ "rift_dropped_completions_total",
+	  "RDMA: completions dropped because their path had already failed "
+	  "(its flushed requests).",
+	  CTX_STAT(wc_dropped) },
 	{ "rift_rndv_sends_total",
 	  "RDMA: large messages sent as a rendezvous descriptor for the peer "
 	  "to READ.",
@@ -698,6 +706,10 @@ int rift_metrics_prometheus(rift_ctx *ctx, char *buf, size_t len)
 	}
 	family(&o, "rift_listeners_active", "gauge", "Open listeners.");
 	sample(&o, "rift_listeners_active", "", st->listeners_active);
+	family(&o, "rift_completion_queues", "gauge",
+	       "RDMA completion queues open, shared by the paths of this "
+	       "context on a device (rdma.cq_size).");
+	sample(&o, "rift_completion_queues", "", st->cqs);
 	family(&o, "rift_unacked_messages", "gauge",
 	       "Messages held for replay on all open connections.");
 	sample(&o, "rift_unacked_messages", "", lv.unacked_msgs);
@@ -894,6 +906,9 @@ int rift_metrics_info(rift_ctx *ctx, char *buf, size_t len)
 	kv(&o, "rndv_recvs", st->rndv_recvs);
 	kv(&o, "rndv_read_bytes", st->rndv_read_bytes);
 	kv(&o, "rndv_refused", st->rndv_refused);
+	kv(&o, "completion_queues", st->cqs);
+	kv(&o, "stale_completions", st->wc_stale);
+	kv(&o, "dropped_completions", st->wc_dropped);
 
 	out_str(&o, "\r\n# Errors\r\n");
 	kv(&o, "protocol_errors", st->protocol_errors);

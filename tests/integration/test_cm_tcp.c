@@ -533,6 +533,17 @@ TEST_T(prepared_qp_pool_serves_accepts_and_is_refilled)
 		CHECK_EQ(st.qp_pool_hits, n);
 		CHECK_EQ(st.qp_pool_misses, 0);
 		CHECK_EQ(st.qp_pool_prepared, 4 + n);
+		/* The prepared sets take their room on the context's shared
+		 * CQs beside the paths: 4 sets and 2n paths of sq + rq. */
+		{
+			rift_config d = cfg_cm(cm);
+			uint64_t need = (4 + 2 * (uint64_t)n) *
+					(d.sq_depth + d.rq_depth);
+
+			printf("%llu shared CQs\n", (unsigned long long)st.cqs);
+			CHECK(st.cqs >= 1);
+			CHECK(st.cqs <= (need + d.cq_size - 1) / d.cq_size);
+		}
 	}
 }
 

@@ -329,6 +329,10 @@ struct big_side {
 	uint64_t in_place;      /* of those, delivered from registered memory */
 	uint64_t retain_index;  /* message to retain and check later (0: none) */
 	rift_msg *kept;
+	/* called from on_recv after each message: the moment a receiver is
+	 * sure to have READs of later messages in flight (the loop may
+	 * fetch and deliver a whole message within one round) */
+	void (*on_each)(struct big_side *b);
 };
 
 static void big_recv(rift_conn *conn, rift_msg *msg)
@@ -353,6 +357,8 @@ static void big_recv(rift_conn *conn, rift_msg *msg)
 		b->kept = rift_msg_retain(msg);
 	b->s.recv_count++;
 	b->s.recv_bytes += len;
+	if (b->on_each)
+		b->on_each(b);
 }
 
 static void big_event(rift_conn *conn, const rift_event *ev)
@@ -440,8 +446,7 @@ static rift_conn *big_pair(rift_ctx *ctx, const char *scheme,
 
 /* Send n messages of the stream (seed 21), keeping the window full. */
 static void big_stream(rift_ctx *ctx, rift_conn *c, struct big_side *srv,
-		       uint64_t n, int timeout_s,
-		       void (*each_round)(rift_ctx *ctx, struct big_side *srv))
+		       uint64_t n, int timeout_s)
 {
 	uint64_t sent = 0, end = h_now_us() + (uint64_t)timeout_s * 1000000u;
 
@@ -456,8 +461,6 @@ static void big_stream(rift_ctx *ctx, rift_conn *c, struct big_side *srv,
 			sent++;
 		}
 		rift_ctx_run(ctx, 1);
-		if (each_round)
-			each_round(ctx, srv);
 	}
 	if (srv->s.disconnected)
 		FAIL("session died: %s", srv->s.last_message);
@@ -494,7 +497,7 @@ TEST_TIMEOUT(large_messages_go_by_rdma_read_and_arrive_in_place, 200)
 	cfg.keepalive_interval_ms = 20000;
 	ctx = h_ctx(&cfg);
 	c = big_pair(ctx, "rdma", &srv, &cli, &l);
-	big_stream(ctx, c, &srv, n, 150, NULL);
+	big_stream(ctx, c, &srv, n, 150);
 	for (uint64_t i = 0; i < n; i++)
 		if (is_large(with_64m(i))) {
 			large++;
@@ -736,13 +739,13 @@ TEST_TIMEOUT(rendezvous_length_mismatch_is_refused_before_any_read, 120)
 }
 
 /* Cut the receiver's path (rdma_disconnect) while READs are in flight,
- * a few times. */
+ * a few times: from on_recv, with more messages than the one delivered
+ * just now being fetched. */
 static int cuts_done;
-static void cut_mid_read(rift_ctx *ctx, struct big_side *srv)
+static void cut_mid_read(struct big_side *srv)
 {
-	RIFT_UNUSED(ctx);
 	if (cuts_done < 3 && srv->s.conn &&
-	    rift__conn_rndv_inflight(srv->s.conn) > 0 &&
+	    rift__conn_rndv_inflight(srv->s.conn) > 1 &&
 	    srv->s.recv_count > (uint64_t)cuts_done * 12 &&
 	    rift__conn_cut(srv->s.conn) == 0)
 		cuts_done++;
@@ -756,7 +759,8 @@ static void cut_mid_read(rift_ctx *ctx, struct big_side *srv)
 TEST_TIMEOUT(path_cut_mid_rendezvous_loses_and_doubles_nothing, 200)
 {
 	rift_ctx *ctx = h_ctx(NULL);
-	struct big_side srv = { .seed = 21, .size_of = mixed_size };
+	struct big_side srv = { .seed = 21, .size_of = mixed_size,
+				.on_each = cut_mid_read };
 	struct side cli = { 0 };
 	rift_listener *l = NULL;
 	rift_conn *c, *conns[2];
@@ -766,7 +770,7 @@ TEST_TIMEOUT(path_cut_mid_rendezvous_loses_and_doubles_nothing, 200)
 	need_rdma();
 	cuts_done = 0;
 	c = big_pair(ctx, "rdma", &srv, &cli, &l);
-	big_stream(ctx, c, &srv, n, 150, cut_mid_read);
+	big_stream(ctx, c, &srv, n, 150);
 	rift_conn_stats_init(&st);
 	rift_conn_stats_get(c, &st);
 	printf("cuts %d, path_changed cli %d srv %d, replayed %llu\n",
@@ -783,13 +787,12 @@ TEST_TIMEOUT(path_cut_mid_rendezvous_loses_and_doubles_nothing, 200)
 }
 
 /* Every RDMA path fails from now on (fault point): an auto:// session
- * moves to TCP. */
+ * moves to TCP.  From on_recv, with READs of later messages in flight. */
 static int fallback_armed;
-static void fail_rdma_mid_read(rift_ctx *ctx, struct big_side *srv)
+static void fail_rdma_mid_read(struct big_side *srv)
 {
-	RIFT_UNUSED(ctx);
 	if (!fallback_armed && srv->s.conn &&
-	    rift__conn_rndv_inflight(srv->s.conn) > 0 && srv->s.recv_count > 6) {
+	    rift__conn_rndv_inflight(srv->s.conn) > 1 && srv->s.recv_count > 6) {
 		rift__fault_arm(RIFT_FAULT_RDMA_SEND, 1, 1000000);
 		fallback_armed = 1;
 	}
@@ -804,7 +807,8 @@ static void fail_rdma_mid_read(rift_ctx *ctx, struct big_side *srv)
 TEST_TIMEOUT(rendezvous_in_flight_is_replayed_over_tcp_after_fallback, 200)
 {
 	rift_ctx *ctx = h_ctx(NULL);
-	struct big_side srv = { .seed = 21, .size_of = mixed_size };
+	struct big_side srv = { .seed = 21, .size_of = mixed_size,
+				.on_each = fail_rdma_mid_read };
 	struct side cli = { 0 };
 	rift_listener *l = NULL;
 	rift_conn *c, *conns[2];
@@ -815,7 +819,7 @@ TEST_TIMEOUT(rendezvous_in_flight_is_replayed_over_tcp_after_fallback, 200)
 	fallback_armed = 0;
 	c = big_pair(ctx, "auto", &srv, &cli, &l);
 	CHECK_EQ(rift_conn_transport(c), RIFT_TRANSPORT_RDMA);
-	big_stream(ctx, c, &srv, n, 150, fail_rdma_mid_read);
+	big_stream(ctx, c, &srv, n, 150);
 	rift__fault_clear();
 	rift_ctx_stats_init(&st);
 	rift_ctx_stats_get(ctx, &st);

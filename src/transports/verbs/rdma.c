@@ -36,6 +36,15 @@
  * the server checks it and answers with its own in rdma_accept, or rejects
  * with a reason.  Both set a short ack timeout and a retry count below 7 so a dead
  * peer is noticed (rxe treats 7 as infinite).
+ *
+ * Completions: the paths of a context on one device share completion
+ * queues (as UCX, brpc and SMC-R do), so a busy loop polls one CQ per
+ * device, not one per connection, and event mode has one completion
+ * channel per device in epoll.  A CQ takes paths while the completions
+ * they can have outstanding at once fit it; a completion finds its path
+ * by QP number, and the path's tag in the upper bits of wr_id tells a
+ * live path's completions from those a destroyed QP left behind.  See
+ * "shared completion queues" below.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -43,7 +52,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <pthread.h>
+#include <unistd.h>
 
 #include "session/session.h"
 #include "memory/pool.h"
@@ -54,8 +65,18 @@
 #define HELLO_MAGIC 0x52494654u /* "RIFT" */
 #define HELLO_VERSION 1u
 #define CTRL_CAP 1024
+/*
+ * wr_id: flags, the path's tag (a per-context number: completions of a
+ * destroyed path whose QP number came back are told apart by it) and the
+ * receive buffer or send slot.
+ */
 #define RECV_FLAG (1ull << 63)
 #define READ_FLAG (1ull << 62) /* wr_id of a rendezvous READ */
+#define TAG_SHIFT 32
+#define TAG_MASK 0x3fffffffu
+#define WR_TAG(rp) ((uint64_t)(rp)->tag << TAG_SHIFT)
+#define WR_IDX(wr_id) ((uint32_t)(wr_id))
+#define WR_TAG_OF(wr_id) ((uint32_t)((wr_id) >> TAG_SHIFT) & TAG_MASK)
 #define MAX_POLL 64
 
 /* Rendezvous: a descriptor SEND carries RNDV_IMM in its immediate (the
@@ -89,8 +110,45 @@ _Static_assert(sizeof(struct cm_hello) == RIFT_BOOT_HELLO_LEN,
 enum owner_kind { OWNER_PATH = 1, OWNER_LISTENER = 2 };
 
 /*
+ * A completion queue shared by paths of one context on one device.  Room
+ * is counted in completions: each path (or prepared set) holds need =
+ * sq_depth + rq_depth, what its QP can have outstanding at once (READs
+ * take send slots, and after an error every posted request completes,
+ * signaled or not), so the CQ can never overflow.  A destroyed QP may
+ * leave completions behind: its share stays taken (stale) until a poll
+ * finds the CQ empty.
+ */
+struct shared_cq {
+	struct rift__list node;      /* rdma ctx's cqs */
+	struct rift__list users;     /* struct rdma_path, cq_node */
+	struct cq_dev *dev;
+	struct ibv_cq *cq;
+	uint32_t cap;                /* completions it holds */
+	uint32_t used;               /* taken by holders and stale shares */
+	uint32_t stale;              /* of used: destroyed QPs' shares */
+	uint32_t holders;            /* paths and prepared sets on it */
+	bool armed;                  /* its next completion raises an event */
+	bool polling;                /* in cq_poll (no re-entry) */
+	bool failed;                 /* overflowed: takes no one any more */
+	int overflow;                /* atomic: IBV_EVENT_CQ_ERR seen */
+};
+
+/* A context's CQs on one device share one completion channel. */
+struct cq_dev {
+	struct rift__rdma_ctx *r;
+	rift_ctx *ctx;
+	struct ibv_context *verbs;   /* librdmacm's context of the device */
+	struct ibv_comp_channel *cch;
+	rift__io cch_io;
+	rift__io async_io;           /* verbs->async_fd: CQ errors */
+	bool cch_on, async_on;
+	uint32_t max_cqe;            /* the device's largest CQ */
+	uint32_t n_cqs;
+};
+
+/*
  * What a path needs before it connects, made on demand or ahead of time by
- * a listener's prepared-QP pool: completion channel and armed CQ, receive
+ * a listener's prepared-QP pool: room on a shared CQ, receive
  * buffers and send slots from the block pool and the QP itself in INIT on
  * a port with every receive posted.  With rdmacm the accepting side keeps
  * the QP its own (librdmacm's user-managed QP mode: ibv_create_qp, the
@@ -105,8 +163,9 @@ struct qp_res {
 	uint8_t port;                /* the port the QP is INIT on */
 	struct ibv_pd *pd;           /* the device's, shared */
 	int dev_slot;                /* the device's slot in the block pool */
-	struct ibv_comp_channel *cch;
-	struct ibv_cq *cq;
+	struct shared_cq *scq;       /* room for need completions taken */
+	uint32_t need;
+	uint32_t tag;                /* wr_id tag of its posted receives */
 	struct ibv_qp *qp;           /* NULL: rdma_create_qp makes it */
 	uint8_t **rbufs, **sbufs;
 	uint32_t *rlkey, *slkey;
@@ -142,10 +201,22 @@ struct dev_watch {
 
 /* Per-context state: one CM event channel for every id of the context. */
 struct rift__rdma_ctx {
+	rift_ctx *ctx;
 	struct rdma_event_channel *ch;
 	rift__io io;
 	struct rift__pool *pool; /* reference on the process pool */
-	struct rift__list paths; /* paths with a CQ, for busy polling */
+	struct rift__list paths; /* paths with a CQ share (port events) */
+	/* shared completion queues (see there) */
+	struct cq_dev *cqdev[RIFT_POOL_MAX_DEVICES];
+	int n_cqdev;
+	struct rift__list cqs;   /* struct shared_cq */
+	uint32_t cq_paths;       /* paths holding a CQ share */
+	struct rdma_path **qpt;  /* (device, QP number) -> path, chained */
+	uint32_t qpt_mask, qpt_n;
+	uint32_t next_tag;
+	uint32_t poll_seq;       /* poll batches, marks paths touched */
+	int note_fd;             /* eventfd: a CQ error seen elsewhere */
+	rift__io note_io;
 	struct dev_watch *watch[RIFT_POOL_MAX_DEVICES]; /* async events */
 	int n_watch;
 	/* cm=tcp: the last device selection, by local address; cleared by
@@ -189,12 +260,15 @@ struct rdma_path {
 	uint16_t lid;
 	uint32_t gid_index, psn;
 	int dev_slot;          /* the device's slot in the block pool */
-	struct ibv_comp_channel *cch;
-	struct ibv_cq *cq;
-	rift__io cq_io;
+	struct shared_cq *scq; /* its share of a shared CQ */
+	uint32_t cq_need;      /* completions of that share */
+	uint32_t tag;          /* wr_id tag (per context) */
+	uint32_t qpn;          /* in the context's QP table when hashed */
+	bool hashed;
+	uint32_t touched;      /* poll batch that last had completions */
+	struct rdma_path *hnext; /* QP table chain */
+	struct rift__list cq_node;   /* scq's users */
 	struct rift__list poll_node; /* rdma ctx's paths */
-	bool cq_io_on;
-	bool cq_armed;         /* the CQ's next completion wakes cq_io */
 	bool established;
 
 	/* receive buffers and send slots: blocks of the registered pool */
@@ -266,6 +340,7 @@ static struct {
 	uint8_t rd_atom;      /* RDMA READs served at once (responder) */
 	uint8_t init_atom;    /* RDMA READs issued at once (initiator) */
 	uint32_t max_msg;     /* largest message (bytes per READ) */
+	uint32_t max_cqe;     /* largest CQ (0: unknown) */
 } devs[RIFT_POOL_MAX_DEVICES];
 static int n_devs;
 
@@ -313,6 +388,8 @@ static int dev_pd(struct rift__pool *pool, struct ibv_context *verbs,
 			devs[i].init_atom = (uint8_t)(init < RD_ATOM_MAX
 						      ? init : RD_ATOM_MAX);
 		}
+		if (rift__vb_cq_limit(verbs, &devs[i].max_cqe, verr))
+			devs[i].max_cqe = 0;
 		n_devs++;
 		rc = 0;
 	}
@@ -355,6 +432,8 @@ static void dev_atoms(struct ibv_context *verbs, uint8_t *rd, uint8_t *init,
 
 /* ---- context state ---- */
 
+static void cq_devs_free(struct rift__rdma_ctx *r);
+
 static struct rift__rdma_ctx *rdma_ctx_new(rift_ctx *ctx)
 {
 	struct rift__rdma_ctx *r = calloc(1, sizeof(*r));
@@ -362,6 +441,9 @@ static struct rift__rdma_ctx *rdma_ctx_new(rift_ctx *ctx)
 	if (!r)
 		return NULL;
 	rift__list_init(&r->paths);
+	rift__list_init(&r->cqs);
+	r->ctx = ctx;
+	r->note_fd = -1;
 	ctx->rdma = r;
 	return r;
 }
@@ -433,6 +515,7 @@ void rift__rdma_ctx_destroy(rift_ctx *ctx)
 		rift__vb_channel_destroy(r->ch);
 	}
 	free(r->sel);
+	cq_devs_free(r);
 	for (int i = 0; i < r->n_watch; i++) {
 		rift__io_stop(ctx, &r->watch[i]->io);
 		rift__vb_device_close(r->watch[i]->c);
@@ -478,8 +561,8 @@ static int post_recv(struct rdma_path *rp, uint32_t i)
 	struct ibv_sge sge = { .addr = (uintptr_t)recv_buf(rp, i),
 			       .length = rp->buf_size,
 			       .lkey = rp->rlkey[i] };
-	struct ibv_recv_wr wr = { .wr_id = RECV_FLAG | i, .sg_list = &sge,
-				  .num_sge = 1 };
+	struct ibv_recv_wr wr = { .wr_id = WR_TAG(rp) | RECV_FLAG | i,
+				  .sg_list = &sge, .num_sge = 1 };
 	rift__vb_err err;
 	int rc = rift__vb_post_recv(rp->qp, &wr, err);
 
@@ -487,8 +570,6 @@ static int post_recv(struct rdma_path *rp, uint32_t i)
 		rift__path_failed(&rp->base, rc, "%s", err);
 	return rc;
 }
-
-static void cq_io_cb(rift__io *io, uint32_t revents);
 
 /*
  * A port went down (or the device died): fail every path of this context
@@ -564,6 +645,428 @@ static void watch_device(rift_ctx *ctx, struct ibv_device *dev)
 	r->watch[r->n_watch++] = w;
 }
 
+/* ---- shared completion queues ---- */
+
+/*
+ * rdma.cq_size is the size of each shared CQ: made with that many entries
+ * (at least one path's need, at most the device's max_cqe), and given as
+ * many paths as their needs fit in what the device really made (drivers
+ * round up).  A CQ whose last holder leaves is destroyed unless it is the
+ * device's only one: a context that reconnects reuses it.
+ */
+
+/*
+ * Which CQs are rift's, process-wide, for IBV_EVENT_CQ_ERR.  It arrives on
+ * the async fd of the device context librdmacm opened (the one the CQs
+ * and QPs live on), which every rift context with CQs there watches;
+ * whichever reads the event flags the CQ and wakes its context through
+ * note_fd.  ibv_destroy_cq waits until the event is acknowledged, so the
+ * CQ and its context outlive the reader's look.  The lock is taken when a
+ * CQ is made or destroyed and on such events, never per completion.
+ */
+static pthread_mutex_t cqreg_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct shared_cq **cqreg;
+static size_t cqreg_n, cqreg_cap;
+
+static bool cqreg_add(struct shared_cq *s)
+{
+	bool ok = true;
+
+	pthread_mutex_lock(&cqreg_mu);
+	if (cqreg_n == cqreg_cap) {
+		size_t cap = cqreg_cap ? 2 * cqreg_cap : 16;
+		struct shared_cq **v = realloc(cqreg, cap * sizeof(*v));
+
+		if (v) {
+			cqreg = v;
+			cqreg_cap = cap;
+		}
+	}
+	if (cqreg_n < cqreg_cap)
+		cqreg[cqreg_n++] = s;
+	else
+		ok = false;
+	pthread_mutex_unlock(&cqreg_mu);
+	return ok;
+}
+
+static void cqreg_del(struct shared_cq *s)
+{
+	pthread_mutex_lock(&cqreg_mu);
+	for (size_t i = 0; i < cqreg_n; i++)
+		if (cqreg[i] == s) {
+			cqreg[i] = cqreg[--cqreg_n];
+			break;
+		}
+	if (cqreg_n == 0) {
+		free(cqreg);
+		cqreg = NULL;
+		cqreg_cap = 0;
+	}
+	pthread_mutex_unlock(&cqreg_mu);
+}
+
+/*
+ * The CQ overflowed (or can no longer be polled): completions are lost,
+ * so no path on it can go on.  Every one fails now, with the reason; the
+ * sessions re-attach on new paths (on another CQ: this one takes no one
+ * any more and goes with its last holder).
+ */
+static void cq_fail(struct shared_cq *s, const char *why)
+{
+	struct rift__list *it;
+
+	if (s->failed)
+		return;
+	s->failed = true;
+	RIFT_DEBUG("%s: shared CQ of %u paths failed: %s",
+		   rift__vb_device_name(s->dev->verbs->device), s->holders,
+		   why);
+	for (it = s->users.next; it != &s->users; it = it->next) {
+		struct rdma_path *rp = rift__list_entry(it, struct rdma_path,
+							cq_node);
+
+		if (rp->base.state != RIFT_PATH_DEAD)
+			rift__path_failed(&rp->base, RIFT_EIO,
+					  "%s: %s; every connection on that "
+					  "completion queue fails",
+					  rift__vb_device_name(
+						  s->dev->verbs->device),
+					  why);
+	}
+}
+
+/* note_fd: a CQ of this context was flagged (by any context's reader). */
+static void note_cb(rift__io *io, uint32_t revents)
+{
+	struct rift__rdma_ctx *r = rift__container_of(io, struct rift__rdma_ctx,
+						      note_io);
+	struct rift__list *it;
+	uint64_t v;
+
+	RIFT_UNUSED(revents);
+	if (read(r->note_fd, &v, sizeof(v)) < 0)
+		RIFT_DEBUG("CQ error note: read: %s", strerror(errno));
+	for (it = r->cqs.next; it != &r->cqs; it = it->next) {
+		struct shared_cq *s = rift__list_entry(it, struct shared_cq,
+						       node);
+
+		if (__atomic_load_n(&s->overflow, __ATOMIC_ACQUIRE))
+			cq_fail(s, "completion queue overflow "
+				   "(IBV_EVENT_CQ_ERR)");
+	}
+}
+
+/*
+ * Async events of librdmacm's device context.  Only CQ errors are acted
+ * on here: port events reach every context through its own watch
+ * (watch_device), and a QP's failure shows in its completions.  Every
+ * event read is acknowledged (ibv_destroy_* wait for that).
+ */
+static void cq_async_cb(rift__io *io, uint32_t revents)
+{
+	struct cq_dev *d = rift__container_of(io, struct cq_dev, async_io);
+	struct ibv_async_event ev;
+
+	RIFT_UNUSED(revents);
+	while (rift__vb_async_next(d->verbs, &ev) == 0) {
+		RIFT_DEBUG("%s: async event %s",
+			   rift__vb_device_name(d->verbs->device),
+			   rift__vb_event_str(ev.event_type));
+		if (ev.event_type == IBV_EVENT_CQ_ERR) {
+			pthread_mutex_lock(&cqreg_mu);
+			for (size_t i = 0; i < cqreg_n; i++) {
+				struct shared_cq *s = cqreg[i];
+				uint64_t one = 1;
+
+				if (s->cq != ev.element.cq)
+					continue;
+				__atomic_store_n(&s->overflow, 1,
+						 __ATOMIC_RELEASE);
+				if (write(s->dev->r->note_fd, &one,
+					  sizeof(one)) < 0)
+					RIFT_DEBUG("CQ error note: write: %s",
+						   strerror(errno));
+			}
+			pthread_mutex_unlock(&cqreg_mu);
+		}
+		rift__vb_async_ack(&ev);
+	}
+}
+
+static void cq_event_cb(rift__io *io, uint32_t revents);
+
+static struct cq_dev *cq_dev_get(struct rift__rdma_ctx *r,
+				 struct ibv_context *verbs, char *err,
+				 size_t errlen)
+{
+	rift_ctx *ctx = r->ctx;
+	struct cq_dev *d;
+	rift__vb_err verr;
+
+	for (int i = 0; i < r->n_cqdev; i++)
+		if (r->cqdev[i]->verbs == verbs)
+			return r->cqdev[i];
+	if (r->n_cqdev == RIFT_POOL_MAX_DEVICES) {
+		snprintf(err, errlen, "more than %d RDMA devices",
+			 RIFT_POOL_MAX_DEVICES);
+		return NULL;
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	d->r = r;
+	d->ctx = ctx;
+	d->verbs = verbs;
+	pthread_mutex_lock(&dev_mu);
+	for (int i = 0; i < n_devs; i++)
+		if (devs[i].verbs == verbs)
+			d->max_cqe = devs[i].max_cqe;
+	pthread_mutex_unlock(&dev_mu);
+	if (rift__vb_comp_channel_create(verbs, &d->cch, verr)) {
+		snprintf(err, errlen, "%s", verr);
+		free(d);
+		return NULL;
+	}
+	if (rift__io_start(ctx, &d->cch_io, d->cch->fd, EPOLLIN, cq_event_cb)) {
+		snprintf(err, errlen, "epoll: cannot watch the completion "
+				      "channel");
+		rift__vb_comp_channel_destroy(d->cch);
+		free(d);
+		return NULL;
+	}
+	d->cch_on = true;
+	/* CQ overflows are reported on the device's async fd.  Watching it
+	 * is best effort: the QPs' own errors still show without it. */
+	if (r->note_fd < 0) {
+		r->note_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (r->note_fd >= 0 &&
+		    rift__io_start(ctx, &r->note_io, r->note_fd, EPOLLIN,
+				   note_cb)) {
+			close(r->note_fd);
+			r->note_fd = -1;
+		}
+	}
+	if (r->note_fd >= 0 && !rift__vb_async_setup(verbs, verr) &&
+	    !rift__io_start(ctx, &d->async_io, verbs->async_fd, EPOLLIN,
+			    cq_async_cb))
+		d->async_on = true;
+	else
+		RIFT_DEBUG("%s: CQ errors not watched",
+			   rift__vb_device_name(verbs->device));
+	r->cqdev[r->n_cqdev++] = d;
+	return d;
+}
+
+static void cq_destroy(struct rift__rdma_ctx *r, struct shared_cq *s)
+{
+	cqreg_del(s);
+	rift__vb_cq_destroy(s->cq);
+	rift__list_del(&s->node);
+	s->dev->n_cqs--;
+	r->ctx->stats.cqs--;
+	free(s);
+}
+
+/*
+ * Room for need completions on a shared CQ of the device: one that has it,
+ * or a new one.  0, or RIFT_E* with err.
+ */
+static int cq_reserve(rift_ctx *ctx, struct ibv_context *verbs, uint32_t need,
+		      struct shared_cq **out, char *err, size_t errlen)
+{
+	struct rift__rdma_ctx *r = ctx->rdma;
+	struct rift__list *it;
+	struct shared_cq *s = NULL;
+	struct cq_dev *d = cq_dev_get(r, verbs, err, errlen);
+	rift__vb_err verr;
+	uint32_t n;
+
+	if (!d)
+		return RIFT_ENOMEM;
+	for (it = r->cqs.next; it != &r->cqs; it = it->next) {
+		struct shared_cq *c = rift__list_entry(it, struct shared_cq,
+						       node);
+
+		if (c->dev == d && !c->failed && c->cap - c->used >= need) {
+			s = c;
+			break;
+		}
+	}
+	if (!s) {
+		n = ctx->cfg.cq_size < need ? need : ctx->cfg.cq_size;
+		if (d->max_cqe && n > d->max_cqe)
+			n = d->max_cqe;
+		if (n < need) {
+			snprintf(err, errlen,
+				 "rdma.sq_depth + rdma.rq_depth (%u completions "
+				 "a connection may have outstanding) exceed the "
+				 "largest completion queue %s makes (max_cqe "
+				 "%u)",
+				 need, rift__vb_device_name(verbs->device),
+				 d->max_cqe);
+			return RIFT_EINVAL;
+		}
+		s = calloc(1, sizeof(*s));
+		if (!s) {
+			snprintf(err, errlen, "out of memory");
+			return RIFT_ENOMEM;
+		}
+		rift__list_init(&s->users);
+		s->dev = d;
+		if (rift__vb_cq_create(verbs, &n, s, d->cch, &s->cq, verr) ||
+		    rift__vb_cq_arm(s->cq, verr)) {
+			snprintf(err, errlen, "%s", verr);
+			rift__vb_cq_destroy(s->cq);
+			free(s);
+			return RIFT_ENOMEM;
+		}
+		s->cap = n;
+		s->armed = true;
+		if (!cqreg_add(s))
+			RIFT_DEBUG("shared CQ: overflow events not watched");
+		rift__list_add_tail(&r->cqs, &s->node);
+		d->n_cqs++;
+		ctx->stats.cqs++;
+		RIFT_DEBUG("%s: shared CQ %u of %u entries",
+			   rift__vb_device_name(verbs->device), d->n_cqs,
+			   s->cap);
+	}
+	s->used += need;
+	s->holders++;
+	*out = s;
+	return 0;
+}
+
+/*
+ * A holder leaves.  With a QP destroyed just now its completions may still
+ * sit in the CQ (a provider that does not clean them out), so its share
+ * stays taken until a poll finds the CQ empty.
+ */
+static void cq_release(struct rift__rdma_ctx *r, struct shared_cq *s,
+		       uint32_t need, bool had_qp)
+{
+	s->holders--;
+	if (had_qp)
+		s->stale += need;
+	else
+		s->used -= need;
+	/* Destroying a CQ drops whatever it still holds. */
+	if (s->holders == 0 && (s->failed || s->dev->n_cqs > 1))
+		cq_destroy(r, s);
+}
+
+static void cq_devs_free(struct rift__rdma_ctx *r)
+{
+	while (!rift__list_empty(&r->cqs))
+		cq_destroy(r, rift__list_entry(r->cqs.next, struct shared_cq,
+					       node));
+	for (int i = 0; i < r->n_cqdev; i++) {
+		struct cq_dev *d = r->cqdev[i];
+
+		if (d->cch_on)
+			rift__io_stop(r->ctx, &d->cch_io);
+		if (d->async_on)
+			rift__io_stop(r->ctx, &d->async_io);
+		rift__vb_comp_channel_destroy(d->cch);
+		free(d);
+	}
+	r->n_cqdev = 0;
+	if (r->note_fd >= 0) {
+		rift__io_stop(r->ctx, &r->note_io);
+		close(r->note_fd);
+		r->note_fd = -1;
+	}
+	free(r->qpt);
+	r->qpt = NULL;
+}
+
+/* ---- (device, QP number) -> path: completions find their path ---- */
+
+static inline uint32_t qpt_slot(uint32_t qpn, uint32_t mask)
+{
+	uint32_t h = qpn * 0x9e3779b1u;
+
+	return (h ^ (h >> 15)) & mask;
+}
+
+static int qpt_add(struct rift__rdma_ctx *r, struct rdma_path *rp)
+{
+	uint32_t i;
+
+	if (!r->qpt || r->qpt_n >= r->qpt_mask + 1) {
+		uint32_t n = r->qpt ? 2 * (r->qpt_mask + 1) : 64;
+		struct rdma_path **t = calloc(n, sizeof(*t));
+
+		if (!t)
+			return RIFT_ENOMEM;
+		for (uint32_t k = 0; r->qpt && k <= r->qpt_mask; k++)
+			while (r->qpt[k]) {
+				struct rdma_path *e = r->qpt[k];
+
+				r->qpt[k] = e->hnext;
+				i = qpt_slot(e->qpn, n - 1);
+				e->hnext = t[i];
+				t[i] = e;
+			}
+		free(r->qpt);
+		r->qpt = t;
+		r->qpt_mask = n - 1;
+	}
+	i = qpt_slot(rp->qpn, r->qpt_mask);
+	rp->hnext = r->qpt[i];
+	r->qpt[i] = rp;
+	r->qpt_n++;
+	rp->hashed = true;
+	return 0;
+}
+
+static void qpt_del(struct rift__rdma_ctx *r, struct rdma_path *rp)
+{
+	struct rdma_path **pp;
+
+	if (!rp->hashed)
+		return;
+	for (pp = &r->qpt[qpt_slot(rp->qpn, r->qpt_mask)]; *pp;
+	     pp = &(*pp)->hnext)
+		if (*pp == rp) {
+			*pp = rp->hnext;
+			r->qpt_n--;
+			break;
+		}
+	rp->hashed = false;
+}
+
+/*
+ * The live path a completion of a CQ on device d belongs to, or NULL: its
+ * QP is gone, or the QP number is another path's now (the tag in wr_id
+ * says).  QP numbers are per device: two devices of a context (the pair
+ * topology's client and server ends) may both have a QP 17.
+ */
+static RIFT_HOT_INLINE struct rdma_path *wc_path(struct rift__rdma_ctx *r,
+						 const struct cq_dev *d,
+						 const struct ibv_wc *w)
+{
+	struct rdma_path *rp;
+
+	if (!r->qpt)
+		return NULL;
+	for (rp = r->qpt[qpt_slot(w->qp_num, r->qpt_mask)]; rp; rp = rp->hnext)
+		if (rp->qpn == w->qp_num && rp->scq->dev == d)
+			return rp->tag == WR_TAG_OF(w->wr_id) ? rp : NULL;
+	return NULL;
+}
+
+static uint32_t tag_next(struct rift__rdma_ctx *r)
+{
+	r->next_tag = (r->next_tag + 1) & TAG_MASK;
+	if (r->next_tag == 0)
+		r->next_tag = 1;
+	return r->next_tag;
+}
+
 /* ---- path resources: made on demand or prepared ahead ---- */
 
 /* Take n blocks of the pool for one use, with their keys on the device. */
@@ -593,7 +1096,8 @@ static void res_free(rift_ctx *ctx, struct qp_res *r)
 	struct rift__pool *pool = ctx->rdma->pool;
 
 	rift__vb_qp_destroy(r->qp);
-	rift__vb_qp_teardown(NULL, r->cch, r->cq);
+	if (r->scq)
+		cq_release(ctx->rdma, r->scq, r->need, r->qp != NULL);
 	/* The QP is gone, so no DMA touches the blocks any more. */
 	for (uint32_t i = 0; r->rbufs && i < r->rq_depth; i++)
 		if (r->rbufs[i])
@@ -634,8 +1138,9 @@ static int post_all(struct qp_res *r, char *err, size_t errlen)
 		struct ibv_sge sge = { .addr = (uintptr_t)r->rbufs[i],
 				       .length = r->buf_size,
 				       .lkey = r->rlkey[i] };
-		struct ibv_recv_wr wr = { .wr_id = RECV_FLAG | i,
-					  .sg_list = &sge, .num_sge = 1 };
+		struct ibv_recv_wr wr = {
+			.wr_id = (uint64_t)r->tag << TAG_SHIFT | RECV_FLAG | i,
+			.sg_list = &sge, .num_sge = 1 };
 		int rc = rift__vb_post_recv(r->qp, &wr, verr);
 
 		if (rc) {
@@ -648,8 +1153,9 @@ static int post_all(struct qp_res *r, char *err, size_t errlen)
 }
 
 /*
- * Everything but the connection: CQ, buffers and (with_qp: cm=tcp, or an
- * rdmacm accept) the QP in INIT on port with its receives posted.  0, or RIFT_E* with err and
+ * Everything but the connection: room on a shared CQ, buffers and
+ * (with_qp: cm=tcp, or an rdmacm accept) the QP in INIT on port with its
+ * receives posted.  0, or RIFT_E* with err and
  * *fb (the fallback reason) set and nothing left behind.
  */
 static int res_make(rift_ctx *ctx, struct ibv_context *verbs, uint8_t port,
@@ -683,13 +1189,15 @@ static int res_make(rift_ctx *ctx, struct ibv_context *verbs, uint8_t port,
 	r->pd = devs[d].pd;
 	r->dev_slot = devs[d].slot;
 	*fb = RIFT_FALLBACK_NONE;
-	rc = rift__vb_cq_setup(verbs,
-			       cfg->cq_size < r->rq_depth + r->sq_depth
-				       ? r->rq_depth + r->sq_depth
-				       : cfg->cq_size,
-			       &r->cch, &r->cq, verr);
-	if (!rc && with_qp) {
-		rc = rift__vb_qp_create(r->pd, r->cq, &caps, &r->qp, verr);
+	/* Sends and READs share the send slots: sq_depth + rq_depth is all
+	 * a QP can have completing at once. */
+	r->need = r->sq_depth + r->rq_depth;
+	r->tag = tag_next(ctx->rdma);
+	rc = cq_reserve(ctx, verbs, r->need, &r->scq, err, errlen);
+	if (rc)
+		goto fail;
+	if (with_qp) {
+		rc = rift__vb_qp_create(r->pd, r->scq->cq, &caps, &r->qp, verr);
 		if (!rc) {
 			r->inline_max = caps.inline_max;
 			rc = qp_to_init(r->qp, port, verr);
@@ -745,9 +1253,18 @@ static bool pool_take(struct rdma_listener *rl, struct ibv_context *verbs,
 
 	if (!ctx->cfg.qp_pool_count)
 		return false;
-	for (it = rl->prep.next; it != &rl->prep; it = it->next) {
+	for (it = rl->prep.next; it != &rl->prep;) {
 		struct qp_res *r = rift__list_entry(it, struct qp_res, node);
 
+		it = it->next;
+		if (r->scq->failed) {
+			/* Its CQ overflowed: of no use any more. */
+			rift__list_del(&r->node);
+			rl->n_prep--;
+			res_free(ctx, r);
+			free(r);
+			continue;
+		}
 		if (r->verbs == verbs && r->port == port) {
 			rift__list_del(&r->node);
 			rl->n_prep--;
@@ -877,8 +1394,12 @@ static int path_resources(struct rdma_path *rp, struct rdma_listener *rl)
 	/* From here the path owns the set: its destruction frees it. */
 	rp->pd = r.pd;
 	rp->dev_slot = r.dev_slot;
-	rp->cch = r.cch;
-	rp->cq = r.cq;
+	rp->scq = r.scq;
+	rp->cq_need = r.need;
+	rp->tag = r.tag;
+	rift__list_add_tail(&r.scq->users, &rp->cq_node);
+	p->ctx->rdma->cq_paths++;
+	rift__list_add_tail(&p->ctx->rdma->paths, &rp->poll_node);
 	rp->qp = r.qp;
 	rp->user_qp = rp->id && r.qp;
 	rp->rbufs = r.rbufs;
@@ -889,7 +1410,6 @@ static int path_resources(struct rdma_path *rp, struct rdma_listener *rl)
 	rp->rq_depth = r.rq_depth;
 	rp->sq_depth = r.sq_depth;
 	rp->inline_max = r.inline_max;
-	rp->cq_armed = true; /* the CQ asked for its first event when made */
 	{
 		uint8_t rd, init;
 		uint32_t max_msg;
@@ -920,13 +1440,20 @@ static int path_resources(struct rdma_path *rp, struct rdma_listener *rl)
 			.inline_max = cfg->inline_threshold,
 		};
 
-		rc = rift__vb_qp_create_cm(rp->id, rp->pd, rp->cq, &caps, verr);
+		rc = rift__vb_qp_create_cm(rp->id, rp->pd, rp->scq->cq, &caps,
+					   verr);
 		if (rc) {
 			rift__path_failed(p, rc, "%s", verr);
 			return rc;
 		}
 		rp->qp = rp->id->qp;
 		rp->inline_max = caps.inline_max;
+	}
+	rp->qpn = rp->qp->qp_num;
+	if (qpt_add(p->ctx->rdma, rp)) {
+		rift__path_failed(p, RIFT_ENOMEM, "out of memory for the QP "
+				  "table");
+		return RIFT_ENOMEM;
 	}
 	rp->slots_free = rp->sq_depth;
 	if (!r.posted)
@@ -935,13 +1462,6 @@ static int path_resources(struct rdma_path *rp, struct rdma_listener *rl)
 			if (rc)
 				return rc;
 		}
-	rc = rift__io_start(p->ctx, &rp->cq_io, rp->cch->fd, EPOLLIN, cq_io_cb);
-	if (rc) {
-		rift__path_failed(p, rc, "epoll: cannot watch the CQ channel");
-		return rc;
-	}
-	rp->cq_io_on = true;
-	rift__list_add_tail(&p->ctx->rdma->paths, &rp->poll_node);
 	return 0;
 }
 
@@ -989,6 +1509,7 @@ static struct rdma_path *path_new(rift_ctx *ctx, bool is_client)
 	}
 	rp->kind = OWNER_PATH;
 	rift__list_init(&rp->poll_node);
+	rift__list_init(&rp->cq_node);
 	rift__path_init(&rp->base, ctx, &rift__rdma_ops, is_client);
 	return rp;
 }
@@ -1176,7 +1697,7 @@ static int rndv_post_reads(struct rdma_path *rp)
 				.length = (uint32_t)chunk,
 				.lkey = op->lkey };
 			memset(wr, 0, sizeof(*wr));
-			wr->wr_id = READ_FLAG | slot;
+			wr->wr_id = WR_TAG(rp) | READ_FLAG | slot;
 			wr->opcode = IBV_WR_RDMA_READ;
 			wr->sg_list = &sges[n];
 			wr->num_sge = 1;
@@ -1596,7 +2117,7 @@ static RIFT_HOT_INLINE int repost_recvs(struct rdma_path *rp)
 						    .length = rp->buf_size,
 						    .lkey = rp->rlkey[i] };
 			wrs[k] = (struct ibv_recv_wr){
-				.wr_id = RECV_FLAG | i,
+				.wr_id = WR_TAG(rp) | RECV_FLAG | i,
 				.next = k + 1 < n ? &wrs[k + 1] : NULL,
 				.sg_list = &sges[k],
 				.num_sge = 1 };
@@ -1703,7 +2224,7 @@ static RIFT_HOT_INLINE void post_sends(struct rdma_path *rp)
 			wr->sg_list = len ? sges[nwr] : NULL;
 			wr->num_sge = len ? 1 : 0;
 		}
-		wr->wr_id = slot;
+		wr->wr_id = WR_TAG(rp) | slot;
 		wr->opcode = IBV_WR_SEND_WITH_IMM;
 		wr->imm_data = htonl(rp->to_return | imm);
 		if (len <= rp->inline_max)
@@ -1751,121 +2272,179 @@ static RIFT_HOT_INLINE void post_sends(struct rdma_path *rp)
 /* ---- completions ---- */
 
 /*
- * Take every completion there is.  Returns how many, or -1 when the path
- * died.  Receives queue their buffers for drain_recvs; signaled sends give
- * their slots back.
+ * One completion of a live path.  Receives queue their buffers for
+ * drain_recvs; signaled sends give their slots back.  An error fails this
+ * path only.  Returns whether the path has work to do now (a completion
+ * that succeeded).
  */
-static int cq_poll(struct rdma_path *rp)
+static RIFT_HOT_INLINE bool wc_take(struct rdma_path *rp, struct ibv_wc *w)
 {
 	rift__path *p = &rp->base;
-	struct ibv_wc wc[MAX_POLL];
-	uint32_t batch = p->ctx->cfg.poll_batch;
-	int n, total = 0;
 
-	if (batch > MAX_POLL)
-		batch = MAX_POLL;
-	while ((n = rift__vb_poll(rp->cq, (int)batch, wc)) > 0) {
-		for (int k = 0; k < n; k++) {
-			struct ibv_wc *w = &wc[k];
-
-			if (w->status != IBV_WC_SUCCESS) {
-				rift__metrics_wc_error(p, w->status);
-				if (w->status == IBV_WC_WR_FLUSH_ERR)
-					continue; /* follows the first error */
-				if (w->wr_id & READ_FLAG) {
-					rndv_read_failed(rp, w);
-					return -1;
-				}
-				rift__path_failed(
-					p, RIFT_ECONNRESET,
-					"%s completion error: %s (vendor error "
-					"0x%x)",
-					(w->wr_id & RECV_FLAG) ? "receive" : "send",
-					rift__vb_wc_str(w->status), w->vendor_err);
-				return -1;
-			}
-			total++;
-			if (w->wr_id & RECV_FLAG) {
-				uint32_t i = (uint32_t)(w->wr_id & ~RECV_FLAG);
-				uint32_t tail = (rp->pend_head + rp->pend_n) %
-						rp->rq_depth;
-
-				uint32_t imm = (w->wc_flags & IBV_WC_WITH_IMM)
-						       ? ntohl(w->imm_data)
-						       : 0;
-
-				rp->credits += imm & ~RNDV_IMM;
-				if (rp->credits > 65536) {
-					rift__path_failed(p, RIFT_EPROTO,
-							  "peer returned more "
-							  "credits than it has "
-							  "buffers");
-					return -1;
-				}
-				rp->pend[tail] = i | ((imm & RNDV_IMM) ? PEND_RNDV : 0);
-				rp->pend_len[tail] = w->byte_len;
-				rp->pend_n++;
-				p->last_rx_us = p->ctx->now_us;
-			} else {
-				uint32_t slot = (uint32_t)(w->wr_id & ~READ_FLAG);
-
-				rp->slots_free += rp->slots[slot].covers;
-				if (w->wr_id & READ_FLAG)
-					rndv_read_done(rp, slot);
-			}
+	if (__builtin_expect(w->status != IBV_WC_SUCCESS, 0)) {
+		rift__metrics_wc_error(p, w->status);
+		if (w->status == IBV_WC_WR_FLUSH_ERR)
+			return false; /* follows the first error */
+		if (w->wr_id & READ_FLAG) {
+			rndv_read_failed(rp, w);
+			return false;
 		}
-		/* A short batch emptied the CQ: deliver now rather than
-		 * spend another poll first (the next round polls again). */
-		if (n < (int)batch)
-			break;
+		rift__path_failed(p, RIFT_ECONNRESET,
+				  "%s completion error: %s (vendor error 0x%x)",
+				  (w->wr_id & RECV_FLAG) ? "receive" : "send",
+				  rift__vb_wc_str(w->status), w->vendor_err);
+		return false;
 	}
-	if (n < 0) {
-		rift__path_failed(p, n, "ibv_poll_cq failed");
-		return -1;
+	if (w->wr_id & RECV_FLAG) {
+		uint32_t i = WR_IDX(w->wr_id);
+		uint32_t tail = (rp->pend_head + rp->pend_n) % rp->rq_depth;
+		uint32_t imm = (w->wc_flags & IBV_WC_WITH_IMM)
+				       ? ntohl(w->imm_data)
+				       : 0;
+
+		rp->credits += imm & ~RNDV_IMM;
+		if (rp->credits > 65536) {
+			rift__path_failed(p, RIFT_EPROTO,
+					  "peer returned more credits than it "
+					  "has buffers");
+			return false;
+		}
+		rp->pend[tail] = i | ((imm & RNDV_IMM) ? PEND_RNDV : 0);
+		rp->pend_len[tail] = w->byte_len;
+		rp->pend_n++;
+		p->last_rx_us = p->ctx->now_us;
+	} else {
+		uint32_t slot = WR_IDX(w->wr_id);
+
+		rp->slots_free += rp->slots[slot].covers;
+		if (w->wr_id & READ_FLAG)
+			rndv_read_done(rp, slot);
 	}
-	if (total == 0)
-		return 0;
-	if (drain_recvs(rp) < 0)
-		return -1;
-	/* Flush this path now, not after the other CQs of the context are
-	 * polled: a reply the application queued from on_recv goes out at
-	 * once (request/reply latency is the time from a completion to the
-	 * next SEND), and the receive buffers go back with it. */
+	return true;
+}
+
+/*
+ * A path's completions of one poll batch are in: deliver, and flush it
+ * now, not after the other paths of the CQ: a reply the application
+ * queued from on_recv goes out at once (request/reply latency is the time
+ * from a completion to the next SEND), and the receive buffers go back
+ * with it.
+ */
+static RIFT_HOT_INLINE void wc_done(struct rdma_path *rp)
+{
+	rift__path *p = &rp->base;
+
+	if (p->state == RIFT_PATH_DEAD || drain_recvs(rp) < 0)
+		return;
 	if (p->flush_queued) {
 		rift__list_del(&p->flush_node);
 		p->flush_queued = false;
 	}
 	rdma_flush(p);
-	if (p->state == RIFT_PATH_DEAD)
-		return -1;
-	rift__sess_after_flush(p);
+	if (p->state != RIFT_PATH_DEAD)
+		rift__sess_after_flush(p);
+}
+
+/*
+ * Take every completion of a shared CQ, poll_batch at a time, each to its
+ * path by QP number; after each batch the paths it touched are served.
+ * Completions of a path that died are dropped (its flushed requests), and
+ * so are those a destroyed QP left behind (its QP number unknown, or
+ * another path's now: the tag in wr_id differs).  Returns how many
+ * completions were taken.
+ */
+static int cq_poll(struct rift__rdma_ctx *r, struct shared_cq *s)
+{
+	rift_ctx *ctx = r->ctx;
+	struct ibv_wc wc[MAX_POLL];
+	struct rdma_path *touched[MAX_POLL];
+	uint32_t batch = ctx->cfg.poll_batch;
+	bool empty = false;
+	int n, total = 0;
+
+	/* A path torn down from a callback of this poll (cm=tcp side
+	 * channel) must not poll again under it. */
+	if (s->polling || s->failed)
+		return 0;
+	s->polling = true;
+	if (batch > MAX_POLL)
+		batch = MAX_POLL;
+	while ((n = rift__vb_poll(s->cq, (int)batch, wc)) > 0) {
+		uint32_t seq = ++r->poll_seq;
+		int nt = 0;
+
+		if (seq == 0)
+			seq = ++r->poll_seq; /* 0 marks a path never touched */
+		for (int k = 0; k < n; k++) {
+			struct rdma_path *rp = wc_path(r, s->dev, &wc[k]);
+
+			if (!rp) {
+				ctx->stats.wc_stale++;
+				continue;
+			}
+			if (rp->base.state == RIFT_PATH_DEAD) {
+				ctx->stats.wc_dropped++;
+				continue;
+			}
+			if (wc_take(rp, &wc[k]) && rp->touched != seq) {
+				rp->touched = seq;
+				touched[nt++] = rp;
+			}
+		}
+		total += n;
+		for (int k = 0; k < nt; k++)
+			wc_done(touched[k]);
+		/* A short batch emptied the CQ: the next round polls again. */
+		if (n < (int)batch) {
+			empty = true;
+			break;
+		}
+	}
+	s->polling = false;
+	if (n == 0)
+		empty = true;
+	if (n < 0) {
+		cq_fail(s, "ibv_poll_cq failed");
+		return total;
+	}
+	/* Whatever destroyed QPs left in it is gone now. */
+	if (empty && s->stale) {
+		s->used -= s->stale;
+		s->stale = 0;
+	}
 	return total;
 }
 
-static void cq_io_cb(rift__io *io, uint32_t revents)
+/* The completion channel of a device: the event names the CQ. */
+static void cq_event_cb(rift__io *io, uint32_t revents)
 {
-	struct rdma_path *rp = rift__container_of(io, struct rdma_path, cq_io);
-	rift__path *p = &rp->base;
+	struct cq_dev *d = rift__container_of(io, struct cq_dev, cch_io);
+	struct rift__rdma_ctx *r = d->r;
+	/* Busy and adaptive polling take completions without events; they
+	 * arm the CQs again only before sleeping (rift__rdma_arm). */
+	bool rearm = r->ctx->cfg.polling == RIFT_POLL_EVENT;
+	struct ibv_cq *cq;
 	rift__vb_err err;
-	bool rearm;
 	int rc;
 
 	RIFT_UNUSED(revents);
-	if (p->state == RIFT_PATH_DEAD)
-		return;
-	/* Busy and adaptive polling take completions without events; they
-	 * arm the CQ again only before sleeping (rift__rdma_arm). */
-	rearm = p->ctx->cfg.polling == RIFT_POLL_EVENT;
-	rc = rift__vb_cq_event(rp->cch, rp->cq, rearm, err);
-	if (rc && rc != RIFT_EAGAIN) {
-		rift__path_failed(p, rc, "%s", err);
-		return;
+	while ((rc = rift__vb_cq_next_event(d->cch, &cq, err)) == 0) {
+		struct shared_cq *s = cq->cq_context;
+
+		s->armed = false;
+		if (rearm && !s->failed) {
+			if (rift__vb_cq_arm(s->cq, err)) {
+				cq_fail(s, err);
+				continue;
+			}
+			s->armed = true;
+		}
+		/* Re-armed before this poll, so nothing that completes from
+		 * now on is missed. */
+		cq_poll(r, s);
 	}
-	if (rc == 0)
-		rp->cq_armed = rearm;
-	/* Event mode re-armed the CQ before this poll, so nothing that
-	 * completes from now on is missed. */
-	cq_poll(rp);
+	if (rc != RIFT_EAGAIN)
+		RIFT_DEBUG("%s", err);
 }
 
 /*
@@ -1877,59 +2456,52 @@ static void cq_io_cb(rift__io *io, uint32_t revents)
 int rift__rdma_arm(rift_ctx *ctx)
 {
 	struct rift__rdma_ctx *r = ctx->rdma;
-	struct rift__list *it, *next;
+	struct rift__list *it;
 	rift__vb_err err;
-	int n = 0, rc;
+	int n = 0;
 
 	if (!r)
 		return 0;
-	for (it = r->paths.next; it != &r->paths; it = next) {
-		struct rdma_path *rp = rift__list_entry(it, struct rdma_path,
-							poll_node);
+	for (it = r->cqs.next; it != &r->cqs; it = it->next) {
+		struct shared_cq *s = rift__list_entry(it, struct shared_cq,
+						       node);
 
-		next = it->next;
-		if (rp->base.state == RIFT_PATH_DEAD || !rp->cq || rp->cq_armed)
+		if (!s->holders || s->armed || s->failed)
 			continue;
-		rc = rift__vb_cq_arm(rp->cq, err);
-		if (rc) {
-			rift__path_failed(&rp->base, rc, "%s", err);
+		if (rift__vb_cq_arm(s->cq, err)) {
+			cq_fail(s, err);
 			continue;
 		}
-		rp->cq_armed = true;
+		s->armed = true;
 		n++;
 	}
 	return n;
 }
 
 /*
- * Busy and adaptive polling: take completions straight from every CQ of
- * the context each round, without waiting for the channel's wake-up (which
+ * Busy and adaptive polling: take completions straight from the context's
+ * shared CQs each round, without waiting for the channel's wake-up (which
  * costs a trip through the kernel and, on some hosts, milliseconds).
  */
 bool rift__rdma_polled(const rift_ctx *ctx)
 {
-	return ctx->rdma && !rift__list_empty(&ctx->rdma->paths);
+	return ctx->rdma && ctx->rdma->cq_paths > 0;
 }
 
 int rift__rdma_poll(rift_ctx *ctx)
 {
 	struct rift__rdma_ctx *r = ctx->rdma;
-	struct rift__list *it, *next;
+	struct rift__list *it;
 	int total = 0;
 
 	if (!r)
 		return 0;
-	for (it = r->paths.next; it != &r->paths; it = next) {
-		struct rdma_path *rp = rift__list_entry(it, struct rdma_path,
-							poll_node);
-		int n;
+	for (it = r->cqs.next; it != &r->cqs; it = it->next) {
+		struct shared_cq *s = rift__list_entry(it, struct shared_cq,
+						       node);
 
-		next = it->next;
-		if (rp->base.state == RIFT_PATH_DEAD || !rp->cq)
-			continue;
-		n = cq_poll(rp);
-		if (n > 0)
-			total += n;
+		if (s->holders || s->stale)
+			total += cq_poll(r, s);
 	}
 	return total;
 }
@@ -2352,8 +2924,8 @@ void rift__rdma_boot_closed(rift__path *p, int err, const char *why)
 
 	/* What the QP already holds (the peer's last messages, its CLOSE)
 	 * goes first: the socket closing can overtake it. */
-	if (rp->established && rp->cq)
-		cq_poll(rp);
+	if (rp->established && rp->scq)
+		cq_poll(p->ctx->rdma, rp->scq);
 	if (p->state != RIFT_PATH_DEAD)
 		rift__path_failed(p, err, "%s", why);
 }
@@ -2903,16 +3475,18 @@ static void rdma_listen_close(rift_listener *l)
 }
 
 /*
- * A QP of ours on an rdma_cm connection to ERR, as rdma_disconnect does
- * for the ones librdmacm owns (ucma_shutdown): posted work is flushed and
- * nothing more goes out before the id is disconnected or destroyed.
+ * A QP of ours (an rdma_cm connection's user-managed QP, or cm=tcp's) to
+ * ERR, as rdma_disconnect does for the ones librdmacm owns
+ * (ucma_shutdown): posted work is flushed and nothing more goes out
+ * before the id is disconnected or the QP destroyed.  What it flushes
+ * into the shared CQ is dropped there (its path is gone by then).
  */
 static void qp_err(struct rdma_path *rp)
 {
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
 	rift__vb_err err;
 
-	if (rp->user_qp && rp->qp &&
+	if ((rp->user_qp || rp->tc) && rp->qp &&
 	    rift__vb_qp_modify(rp->qp, &a, IBV_QP_STATE, "ERR", err))
 		RIFT_DEBUG("%s: %s", rp->base.peer, err);
 }
@@ -2920,9 +3494,10 @@ static void qp_err(struct rdma_path *rp)
 static void rdma_destroy(rift__path *p)
 {
 	struct rdma_path *rp = rp_of(p);
+	bool had_qp = rp->qp != NULL;
 
-	if (rp->cq_io_on)
-		rift__io_stop(p->ctx, &rp->cq_io);
+	/* From here its completions still in the CQ find no path. */
+	qpt_del(p->ctx->rdma, rp);
 	rift__list_del(&rp->poll_node);
 	if (rp->id) {
 		/* rdma_disconnect moves librdmacm's QP to ERR; ours we move. */
@@ -2934,9 +3509,15 @@ static void rdma_destroy(rift__path *p)
 		else
 			rift__vb_qp_teardown(rp->id, NULL, NULL);
 	} else {
+		qp_err(rp);
 		rift__vb_qp_destroy(rp->qp);
 	}
-	rift__vb_qp_teardown(NULL, rp->cch, rp->cq);
+	/* After the QP: the CQ may go with its last holder. */
+	if (rp->scq) {
+		rift__list_del(&rp->cq_node);
+		p->ctx->rdma->cq_paths--;
+		cq_release(p->ctx->rdma, rp->scq, rp->cq_need, had_qp);
+	}
 	/* cm=tcp: closing the side channel tells the peer at once. */
 	rift__cmtcp_close(rp->tc);
 	if (rp->id) {

@@ -466,6 +466,17 @@ int rift__vb_read_limits(struct ibv_context *c, uint8_t port,
 	return 0;
 }
 
+int rift__vb_cq_limit(struct ibv_context *c, uint32_t *max_cqe,
+		      rift__vb_err err)
+{
+	struct ibv_device_attr da;
+	int rc = rift__vb_device_query(c, &da, err);
+
+	if (!rc)
+		*max_cqe = da.max_cqe > 0 ? (uint32_t)da.max_cqe : 0;
+	return rc;
+}
+
 int rift__vb_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		       rift__vb_err err)
 {
@@ -497,20 +508,71 @@ int rift__vb_poll(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 	return rc < 0 ? RIFT_EIO : rc;
 }
 
-int rift__vb_cq_event(struct ibv_comp_channel *ch, struct ibv_cq *cq,
-		      bool rearm, rift__vb_err err)
+int rift__vb_comp_channel_create(struct ibv_context *verbs,
+				 struct ibv_comp_channel **out,
+				 rift__vb_err err)
 {
-	struct ibv_cq *ev_cq;
+	int rc;
+
+	COUNT(create_comp_channel);
+	*out = ibv_create_comp_channel(verbs);
+	if (!*out)
+		return fail(err, "ibv_create_comp_channel", errno);
+	rc = nonblock((*out)->fd, "completion channel", err);
+	if (rc) {
+		ibv_destroy_comp_channel(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+void rift__vb_comp_channel_destroy(struct ibv_comp_channel *ch)
+{
+	COUNT(destroy);
+	if (ch && ibv_destroy_comp_channel(ch))
+		RIFT_DEBUG("ibv_destroy_comp_channel: %s", strerror(errno));
+}
+
+int rift__vb_cq_create(struct ibv_context *verbs, uint32_t *cqe, void *ctx,
+		       struct ibv_comp_channel *ch, struct ibv_cq **out,
+		       rift__vb_err err)
+{
+	int n = (int)*cqe;
+
+	if (rift__fault_hit(RIFT_FAULT_CQ_SHORT))
+		n = 8;
+	COUNT(create_cq);
+	*out = ibv_create_cq(verbs, n, ctx, ch, 0);
+	if (!*out)
+		return fail(err, "ibv_create_cq", errno);
+	if (n == (int)*cqe && (*out)->cqe > n)
+		*cqe = (uint32_t)(*out)->cqe;
+	return 0;
+}
+
+void rift__vb_cq_destroy(struct ibv_cq *cq)
+{
+	int rc;
+
+	COUNT(destroy);
+	rc = cq ? ibv_destroy_cq(cq) : 0;
+	if (rc)
+		RIFT_DEBUG("ibv_destroy_cq: %s", strerror(rc));
+}
+
+int rift__vb_cq_next_event(struct ibv_comp_channel *ch, struct ibv_cq **cq,
+			   rift__vb_err err)
+{
 	void *ev_ctx;
 
 	COUNT(get_cq_event);
-	if (ibv_get_cq_event(ch, &ev_cq, &ev_ctx)) {
+	if (ibv_get_cq_event(ch, cq, &ev_ctx)) {
 		if (errno == EAGAIN)
 			return RIFT_EAGAIN;
 		return fail(err, "ibv_get_cq_event", errno);
 	}
-	ibv_ack_cq_events(ev_cq, 1);
-	return rearm ? rift__vb_cq_arm(cq, err) : 0;
+	ibv_ack_cq_events(*cq, 1);
+	return 0;
 }
 
 int rift__vb_cq_arm(struct ibv_cq *cq, rift__vb_err err)
@@ -639,6 +701,19 @@ int rift__vb_async_get(struct ibv_context *c, enum ibv_event_type *type,
 			: 0;
 	ibv_ack_async_event(&ev);
 	return 0;
+}
+
+int rift__vb_async_next(struct ibv_context *c, struct ibv_async_event *ev)
+{
+	COUNT(async_event);
+	if (ibv_get_async_event(c, ev))
+		return errno == EAGAIN ? RIFT_EAGAIN : rift__from_errno(errno);
+	return 0;
+}
+
+void rift__vb_async_ack(struct ibv_async_event *ev)
+{
+	ibv_ack_async_event(ev);
 }
 
 const char *rift__vb_event_str(enum ibv_event_type t)

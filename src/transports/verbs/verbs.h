@@ -24,7 +24,7 @@
 	XX(get_cq_event) XX(connect) XX(accept) XX(reject) XX(bind_addr)      \
 	XX(listen) XX(disconnect) XX(get_cm_event) XX(destroy)              \
 	XX(modify_qp) XX(query_gid) XX(get_devices) XX(init_qp_attr)        \
-	XX(query_qp)
+	XX(query_qp) XX(async_event)
 
 enum rift__vb_call {
 #define XX(name) RIFT_VB_##name,
@@ -140,6 +140,9 @@ void rift__vb_dereg_mr(struct ibv_mr *mr);
 int rift__vb_read_limits(struct ibv_context *c, uint8_t port,
 			 uint32_t *init_depth, uint32_t *resp_res,
 			 uint32_t *max_msg, rift__vb_err err);
+/* The device's largest CQ (max_cqe); 0 or RIFT_E* with err filled. */
+int rift__vb_cq_limit(struct ibv_context *c, uint32_t *max_cqe,
+		      rift__vb_err err);
 int rift__vb_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		       rift__vb_err err);
 int rift__vb_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
@@ -147,12 +150,30 @@ int rift__vb_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 /* Completions (>= 0) or RIFT_E*. */
 int rift__vb_poll(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 /*
- * Take the channel's event and, if rearm, ask for the next one; 0 or
- * RIFT_EAGAIN (no event).  Busy polling leaves the CQ unarmed: every
+ * Shared completion queues (rdma.c): one non-blocking completion channel
+ * per context and device, and CQs of *cqe entries on it whose cq_context
+ * is ctx.  *cqe is what the caller may count on: the device's own figure,
+ * which is at least what was asked (drivers round up).  Test builds:
+ * RIFT_FAULT_CQ_SHORT makes the CQ far smaller than *cqe says, so it
+ * overflows (IBV_EVENT_CQ_ERR) as one a driver miscounted would.  The CQ
+ * is not armed.  rift__vb_cq_destroy needs every QP on it destroyed and
+ * every event taken from its channel acknowledged.
+ */
+int rift__vb_comp_channel_create(struct ibv_context *verbs,
+				 struct ibv_comp_channel **out,
+				 rift__vb_err err);
+void rift__vb_comp_channel_destroy(struct ibv_comp_channel *ch);
+int rift__vb_cq_create(struct ibv_context *verbs, uint32_t *cqe, void *ctx,
+		       struct ibv_comp_channel *ch, struct ibv_cq **out,
+		       rift__vb_err err);
+void rift__vb_cq_destroy(struct ibv_cq *cq);
+/*
+ * The channel's next event, acknowledged: *cq is the CQ that raised it.
+ * 0 or RIFT_EAGAIN (no event).  Busy polling leaves CQs unarmed: every
  * event would cost the kernel work and us two system calls.
  */
-int rift__vb_cq_event(struct ibv_comp_channel *ch, struct ibv_cq *cq,
-		      bool rearm, rift__vb_err err);
+int rift__vb_cq_next_event(struct ibv_comp_channel *ch, struct ibv_cq **cq,
+			   rift__vb_err err);
 /* Ask for an event on the CQ's next completion. */
 int rift__vb_cq_arm(struct ibv_cq *cq, rift__vb_err err);
 const char *rift__vb_wc_str(enum ibv_wc_status s);
@@ -203,6 +224,13 @@ int rift__vb_async_setup(struct ibv_context *c, rift__vb_err err);
 /* Next event's type and port (0 if not a port event), or RIFT_EAGAIN. */
 int rift__vb_async_get(struct ibv_context *c, enum ibv_event_type *type,
 		       int *port);
+/*
+ * The same, whole, for events about one object (a CQ's IBV_EVENT_CQ_ERR):
+ * the object cannot be destroyed (ibv_destroy_cq waits) until the event
+ * is acknowledged with rift__vb_async_ack.  0 or RIFT_EAGAIN.
+ */
+int rift__vb_async_next(struct ibv_context *c, struct ibv_async_event *ev);
+void rift__vb_async_ack(struct ibv_async_event *ev);
 const char *rift__vb_event_str(enum ibv_event_type t);
 
 #endif
