@@ -315,6 +315,7 @@ struct rift_ctx {
 	uint64_t tfd_armed_us; /* timerfd deadline (0 = disarmed) */
 	uint64_t coarse_ns;    /* busy polling: coarse clock at the last full round */
 	uint32_t fast_rounds;  /* busy polling: CQ-only rounds since then */
+	uint32_t n_sock_paths; /* paths carrying data over a socket (TCP) */
 	struct rift__buf *small_bufs; /* cache of small send buffers */
 	uint32_t n_small_bufs;
 	struct rift__buf *buf_hdrs; /* cache of registered buffers' headers */

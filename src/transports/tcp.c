@@ -272,6 +272,7 @@ static struct tcp_path *tcp_path_new(rift_ctx *ctx, int fd, bool is_client)
 	}
 	tp->fd = fd;
 	rift__path_init(&tp->base, ctx, &rift__tcp_ops, is_client);
+	ctx->n_sock_paths++; /* busy polling watches its socket more often */
 	return tp;
 }
 
@@ -320,6 +321,7 @@ static void tcp_destroy(rift__path *p)
 	if (tp->fd >= 0)
 		close(tp->fd);
 	rift__stream_free(&tp->rx);
+	p->ctx->n_sock_paths--;
 	free(tp);
 }
 
