@@ -987,7 +987,9 @@ static void lat_pump(struct cconn *c, uint64_t now)
 				rift_conn_last_error(c->conn));
 			return;
 		}
-		c->ts[(c->ts_head + c->ts_n) % cl->qd] = t;
+		uint32_t i = c->ts_head + c->ts_n; /* no div: a TCG helper */
+
+		c->ts[i >= cl->qd ? i - cl->qd : i] = t;
 		c->ts_n++;
 		c->sent++;
 		now = 0;
@@ -1006,7 +1008,7 @@ static void lat_recv(struct cconn *c, rift_msg *msg)
 		return;
 	}
 	t = now > c->ts[c->ts_head] ? now - c->ts[c->ts_head] : 0;
-	c->ts_head = (c->ts_head + 1) % cl->qd;
+	c->ts_head = c->ts_head + 1 == cl->qd ? 0 : c->ts_head + 1;
 	c->ts_n--;
 	c->recvd++;
 	if (c->recvd > cl->o->warmup && samples_push(&cl->lat, t)) {

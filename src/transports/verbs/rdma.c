@@ -313,6 +313,19 @@ struct rdma_path {
 	uint64_t rndv_recvd;   /* messages received by READ */
 };
 
+/* (i + 1) % n for a ring index below n, without a division: under QEMU
+ * TCG (the lab) a div is a helper call, and rings advance per message. */
+static inline uint32_t ring_next(uint32_t i, uint32_t n)
+{
+	return i + 1 == n ? 0 : i + 1;
+}
+
+/* (i + k) % n for i < n and k <= n, without a division. */
+static inline uint32_t ring_add(uint32_t i, uint32_t k, uint32_t n)
+{
+	return i + k >= n ? i + k - n : i + k;
+}
+
 static struct rdma_path *rp_of(rift__path *p)
 {
 	return rift__container_of(p, struct rdma_path, base);
@@ -1711,7 +1724,7 @@ static int rndv_post_reads(struct rdma_path *rp)
 			rp->slots[slot].rd_len = (uint32_t)chunk;
 			rp->unsignaled = 0;
 			rp->slots_free--;
-			rp->slot_next = (slot + 1) % rp->sq_depth;
+			rp->slot_next = ring_next(slot, rp->sq_depth);
 			rp->rd_inflight++;
 			op->posted += chunk;
 			if (last)
@@ -1951,7 +1964,7 @@ static RIFT_HOT_INLINE int drain_once(struct rdma_path *rp)
 				continue; /* the stream took part; more room now */
 		}
 next:
-		rp->pend_head = (rp->pend_head + 1) % rp->rq_depth;
+		rp->pend_head = ring_next(rp->pend_head, rp->rq_depth);
 		rp->pend_n--;
 		rp->pend_off = 0;
 		/* Re-posted by the flush, after the reply's SEND, in one
@@ -2232,7 +2245,7 @@ static RIFT_HOT_INLINE void post_sends(struct rdma_path *rp)
 		rp->to_return = 0;
 		rp->credits--;
 		rp->slots_free--;
-		rp->slot_next = (slot + 1) % rp->sq_depth;
+		rp->slot_next = ring_next(slot, rp->sq_depth);
 		rp->unsignaled++;
 		/* Ask for a completion every quarter queue, or when slots run
 		 * low, so slots come back without a completion per send. */
@@ -2250,20 +2263,23 @@ static RIFT_HOT_INLINE void post_sends(struct rdma_path *rp)
 		if (update)
 			break;
 	}
-	rift__metrics_credit_stall(p, rp->credits < 2 && has_output(rp));
-	if (!first)
+	if (!first) {
+		rift__metrics_credit_stall(p, rp->credits < 2 && has_output(rp));
 		return;
+	}
 	/* A batch may end unsignaled: its slots come back with the next
 	 * signaled send, at the latest when slots run low (above).  Nothing
 	 * waits for them before that, and request/reply traffic then costs
 	 * one completion per message (the receive), not two. */
-	RIFT_DEBUG("%s: post %d sends, credits left %u", p->peer, nwr,
-		   rp->credits);
 	rc = rift__vb_post_send(rp->qp, first, err);
 	if (rc) {
 		rift__path_failed(p, rc, "%s", err);
 		return;
 	}
+	/* Bookkeeping after the doorbell, off the request/reply path. */
+	RIFT_DEBUG("%s: posted %d sends, credits left %u", p->peer, nwr,
+		   rp->credits);
+	rift__metrics_credit_stall(p, rp->credits < 2 && has_output(rp));
 	p->last_tx_us = p->ctx->now_us;
 	if (has_output(rp) && rp->credits >= 2 && rp->slots_free)
 		rift__path_kick(p); /* batch limit reached: go on next round */
@@ -2297,7 +2313,7 @@ static RIFT_HOT_INLINE bool wc_take(struct rdma_path *rp, struct ibv_wc *w)
 	}
 	if (w->wr_id & RECV_FLAG) {
 		uint32_t i = WR_IDX(w->wr_id);
-		uint32_t tail = (rp->pend_head + rp->pend_n) % rp->rq_depth;
+		uint32_t tail = ring_add(rp->pend_head, rp->pend_n, rp->rq_depth);
 		uint32_t imm = (w->wc_flags & IBV_WC_WITH_IMM)
 				       ? ntohl(w->imm_data)
 				       : 0;
