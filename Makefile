@@ -154,9 +154,9 @@ bench: all
 	sh bench/run.sh
 
 # rift over verbs against perftest on the same rxe device, in one lab boot.
-# BENCH_ROUNDS=5 make bench-rdma: more rounds (the lab passes only its own
+# BENCH_ROUNDS=7 make bench-rdma: more rounds (the lab passes only its own
 # variables into the guest, so the count goes on the command line).
-BENCH_ROUNDS ?= 3
+BENCH_ROUNDS ?= 5
 bench-rdma: all
 	tests/lab/lab run --topo loop --timeout 2400 -- \
 	  env BENCH_ROUNDS=$(BENCH_ROUNDS) sh bench/rdma-guest.sh
