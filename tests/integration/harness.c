@@ -208,6 +208,19 @@ rift_config h_config(void)
 	return cfg;
 }
 
+rift_config h_config_many(uint32_t depth)
+{
+	rift_config cfg = h_config();
+
+	cfg.sq_depth = cfg.rq_depth = depth;
+	cfg.block_size[0] = 4096;
+	cfg.connect_timeout_ms = 60000;
+	cfg.keepalive_interval_ms = 5000;
+	cfg.keepalive_timeout_ms = 60000;
+	cfg.session_grace_ms = 60000;
+	return cfg;
+}
+
 rift_ctx *h_ctx(const rift_config *override)
 {
 	rift_config cfg = override ? *override : h_config();

@@ -43,6 +43,13 @@ void h_accept_side(rift_listener *l, rift_conn *conn);
 /* Context with short timers suitable for tests. */
 rift_ctx *h_ctx(const rift_config *override);
 rift_config h_config(void);
+/*
+ * h_config for hundreds of connections on one context: rings of depth
+ * entries (registered memory per path stays small) on 4 KiB blocks, and
+ * timers that a loop round over them cannot outlast on the lab's
+ * emulated, shared CPU (60 s connect, keepalive and grace).
+ */
+rift_config h_config_many(uint32_t depth);
 /* Listener on rt_url(0); accepted connections get a struct side from
  * h_server_side (set before connecting). */
 rift_listener *h_listen(rift_ctx *ctx, struct side *server);

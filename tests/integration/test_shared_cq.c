@@ -130,7 +130,8 @@ static void many_teardown(rift_ctx *ctx, rift_listener *l, struct many *m)
  */
 static void two_hundred(rift_polling polling)
 {
-	rift_config cfg = h_config();
+	/* 400 paths: small rings (registered memory), as the thousand test */
+	rift_config cfg = h_config_many(32);
 	struct many *m = calloc(1, sizeof(*m));
 	uint64_t *sent = calloc(MAXCONN, sizeof(*sent));
 	const uint64_t k = 20;
@@ -143,14 +144,7 @@ static void two_hundred(rift_polling polling)
 	need_rdma();
 	CHECK(m && sent);
 	cfg.polling = polling;
-	/* 400 paths: small rings (registered memory), as the thousand test */
-	cfg.sq_depth = cfg.rq_depth = 32;
-	cfg.block_size[0] = 4096;
 	cfg.cq_size = 4096;
-	cfg.connect_timeout_ms = 60000;
-	cfg.keepalive_interval_ms = 5000;
-	cfg.keepalive_timeout_ms = 60000;
-	cfg.session_grace_ms = 60000;
 	ctx = h_ctx(&cfg);
 	l = many_connect(ctx, m, MAXCONN);
 	st = ctx_stats(ctx);
