@@ -2172,6 +2172,63 @@ static void rdma_flush(rift__path *p)
 		rift__path_kick(p);
 }
 
+/*
+ * Request/reply's case, without post_sends' general loop: one small
+ * message queued alone, nothing else owed, credits and slots to spare.
+ * It goes as one inline SEND of its header and payload (a small buffer
+ * keeps them in one piece).  Returns false, having done nothing, when the
+ * case does not apply.
+ */
+static RIFT_HOT_INLINE bool post_one(struct rdma_path *rp)
+{
+	rift__path *p = &rp->base;
+	rift_conn *conn = p->conn;
+	struct rift__omsg *m;
+	struct ibv_sge sge;
+	struct ibv_send_wr wr;
+	rift__vb_err err;
+	uint32_t slot, len;
+	int rc;
+
+	if (rp->cur || rp->ctrl_off < rp->ctrl_len || p->pending ||
+	    rp->credits < 2 || rp->slots_free < 2 || !conn ||
+	    !(m = conn->cursor) || m->next ||
+	    (uint8_t *)m->data != m->hdr + RIFT_HDR_SIZE)
+		return false;
+	len = (uint32_t)(RIFT_HDR_SIZE + m->len);
+	if (len > rp->inline_max || len > rp->buf_size || len > rp->peer_buf ||
+	    rndv_maybe(rp) || rift__sess_next(p, NULL) != m)
+		return false;
+	slot = rp->slot_next;
+	sge = (struct ibv_sge){ .addr = (uintptr_t)m->hdr, .length = len };
+	wr = (struct ibv_send_wr){ .wr_id = WR_TAG(rp) | slot,
+				   .sg_list = &sge,
+				   .num_sge = 1,
+				   .opcode = IBV_WR_SEND_WITH_IMM,
+				   .send_flags = IBV_SEND_INLINE,
+				   .imm_data = htonl(rp->to_return) };
+	rp->to_return = 0;
+	rp->credits--;
+	rp->slots_free--;
+	rp->slot_next = ring_next(slot, rp->sq_depth);
+	/* Same signaling as post_sends: a completion every quarter queue,
+	 * or when slots run low. */
+	if (++rp->unsignaled >= rp->sq_depth / 4 || rp->slots_free < 2) {
+		wr.send_flags |= IBV_SEND_SIGNALED;
+		rp->slots[slot].covers = rp->unsignaled;
+		rp->unsignaled = 0;
+	}
+	rift__sess_written(p, m);
+	rc = rift__vb_post_send(rp->qp, &wr, err);
+	if (rc) {
+		rift__path_failed(p, rc, "%s", err);
+		return true;
+	}
+	rift__metrics_credit_stall(p, false);
+	p->last_tx_us = p->ctx->now_us;
+	return true;
+}
+
 static RIFT_HOT_INLINE void post_sends(struct rdma_path *rp)
 {
 	rift__path *p = &rp->base;
@@ -2181,6 +2238,8 @@ static RIFT_HOT_INLINE void post_sends(struct rdma_path *rp)
 	rift__vb_err err;
 	int nwr = 0, rc;
 
+	if (post_one(rp))
+		return;
 	cap = rp->buf_size < rp->peer_buf ? rp->buf_size : rp->peer_buf;
 	for (;;) {
 		bool data = rp->credits >= 2 && has_output(rp);
