@@ -2173,6 +2173,27 @@ static void rdma_flush(rift__path *p)
 }
 
 /*
+ * A SEND in slot takes a credit and the slot, and carries the credits
+ * owed back (with flags, e.g. RNDV_IMM) in its immediate.  It asks for a
+ * completion every quarter queue, or when slots run low, so slots come
+ * back without a completion per send (the completion covers them all).
+ */
+static inline void send_taken(struct rdma_path *rp, struct ibv_send_wr *wr,
+			      uint32_t slot, uint32_t imm)
+{
+	wr->imm_data = htonl(rp->to_return | imm);
+	rp->to_return = 0;
+	rp->credits--;
+	rp->slots_free--;
+	rp->slot_next = ring_next(slot, rp->sq_depth);
+	if (++rp->unsignaled >= rp->sq_depth / 4 || rp->slots_free < 2) {
+		wr->send_flags |= IBV_SEND_SIGNALED;
+		rp->slots[slot].covers = rp->unsignaled;
+		rp->unsignaled = 0;
+	}
+}
+
+/*
  * Request/reply's case, without post_sends' general loop: one small
  * message queued alone, nothing else owed, credits and slots to spare.
  * It goes as one inline SEND of its header and payload (a small buffer
@@ -2205,19 +2226,8 @@ static RIFT_HOT_INLINE bool post_one(struct rdma_path *rp)
 				   .sg_list = &sge,
 				   .num_sge = 1,
 				   .opcode = IBV_WR_SEND_WITH_IMM,
-				   .send_flags = IBV_SEND_INLINE,
-				   .imm_data = htonl(rp->to_return) };
-	rp->to_return = 0;
-	rp->credits--;
-	rp->slots_free--;
-	rp->slot_next = ring_next(slot, rp->sq_depth);
-	/* Same signaling as post_sends: a completion every quarter queue,
-	 * or when slots run low. */
-	if (++rp->unsignaled >= rp->sq_depth / 4 || rp->slots_free < 2) {
-		wr.send_flags |= IBV_SEND_SIGNALED;
-		rp->slots[slot].covers = rp->unsignaled;
-		rp->unsignaled = 0;
-	}
+				   .send_flags = IBV_SEND_INLINE };
+	send_taken(rp, &wr, slot, 0);
 	rift__sess_written(p, m);
 	rc = rift__vb_post_send(rp->qp, &wr, err);
 	if (rc) {
@@ -2298,21 +2308,9 @@ static RIFT_HOT_INLINE void post_sends(struct rdma_path *rp)
 		}
 		wr->wr_id = WR_TAG(rp) | slot;
 		wr->opcode = IBV_WR_SEND_WITH_IMM;
-		wr->imm_data = htonl(rp->to_return | imm);
 		if (len <= rp->inline_max)
 			wr->send_flags |= IBV_SEND_INLINE;
-		rp->to_return = 0;
-		rp->credits--;
-		rp->slots_free--;
-		rp->slot_next = ring_next(slot, rp->sq_depth);
-		rp->unsignaled++;
-		/* Ask for a completion every quarter queue, or when slots run
-		 * low, so slots come back without a completion per send. */
-		if (rp->unsignaled >= rp->sq_depth / 4 || rp->slots_free < 2) {
-			wr->send_flags |= IBV_SEND_SIGNALED;
-			rp->slots[slot].covers = rp->unsignaled;
-			rp->unsignaled = 0;
-		}
+		send_taken(rp, wr, slot, imm);
 		if (last)
 			last->next = wr;
 		else
