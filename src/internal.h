@@ -251,6 +251,12 @@ void rift__path_init(rift__path *p, rift_ctx *ctx,
 		     const struct rift__transport_ops *ops, bool is_client);
 /* Ask for a flush at the end of this progress round (batched writes). */
 void rift__path_kick(rift__path *p);
+/* Take p off the context's flush queue (it is flushed now, or dead). */
+static inline void rift__path_unqueue(rift__path *p)
+{
+	rift__list_del(&p->flush_node);
+	p->flush_queued = false;
+}
 
 /*
  * Upcalls from transports into the session layer.  All run inside

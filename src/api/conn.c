@@ -845,8 +845,7 @@ void rift__ctx_deferred_run(rift_ctx *ctx)
 		rift__path *p = rift__list_entry(ctx->flushq.next, rift__path,
 						 flush_node);
 
-		rift__list_del(&p->flush_node);
-		p->flush_queued = false;
+		rift__path_unqueue(p);
 		if (p->state != RIFT_PATH_DEAD)
 			p->ops->flush(p);
 		if (p->state != RIFT_PATH_DEAD)

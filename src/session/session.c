@@ -54,8 +54,7 @@ static void path_kill(rift__path *p)
 		p->ctx->stats.paths_active--;
 	p->state = RIFT_PATH_DEAD;
 	rift_timer_stop(&p->timer);
-	rift__list_del(&p->flush_node);
-	p->flush_queued = false;
+	rift__path_unqueue(p);
 	rift__list_del(&p->ctx_node);
 	rift__list_add_tail(&p->ctx->dead_paths, &p->ctx_node);
 }

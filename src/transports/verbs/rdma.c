@@ -2409,10 +2409,7 @@ static RIFT_HOT_INLINE void wc_done(struct rdma_path *rp)
 
 	if (p->state == RIFT_PATH_DEAD || drain_recvs(rp) < 0)
 		return;
-	if (p->flush_queued) {
-		rift__list_del(&p->flush_node);
-		p->flush_queued = false;
-	}
+	rift__path_unqueue(p); /* flushed now, not again this round */
 	rdma_flush(p);
 	if (p->state != RIFT_PATH_DEAD)
 		rift__sess_after_flush(p);
