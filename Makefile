@@ -103,7 +103,9 @@ test-asan: $(BUILD)/asan/rift-tests
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  $(BUILD)/asan/rift-tests
 
-# The soft-RoCE lab (tests/lab/README.md): perftest/rping smoke and the
+# The soft-RoCE lab (tests/lab/README.md): its Debian packages (QEMU, the
+# kernel, perftest...; `lab setup` installs only what is missing, and costs
+# a fraction of a second when all is there), the perftest/rping smoke and the
 # failure drill in every topology, then the data-path suite over real
 # verbs in one guest boot.  A machine where the lab cannot run fails here.
 LAB_MEM_MB ?= 4096
@@ -119,6 +121,7 @@ CM_TCP_TESTS := path_cut echo_ single_64mib zero_byte close_tells \
   configured_device memlock held large_messages rendezvous thousand \
   shared_cq overflowing_shared_cq
 test-lab: $(BUILD)/tst/rift-tests
+	tests/lab/lab setup
 	tests/lab/lab smoke
 	RIFT_LAB_MEM_MB=$(LAB_MEM_MB) tests/lab/lab run --topo loop --timeout 1200 -- \
 	  sh -c 'build/tst/rift-tests --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 && \
@@ -158,6 +161,7 @@ bench: all
 # variables into the guest, so the count goes on the command line).
 BENCH_ROUNDS ?= 5
 bench-rdma: all
+	tests/lab/lab setup
 	tests/lab/lab run --topo loop --timeout 2400 -- \
 	  env BENCH_ROUNDS=$(BENCH_ROUNDS) sh bench/rdma-guest.sh
 
