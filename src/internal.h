@@ -148,7 +148,10 @@ struct rift_timer {
 /* Internal timers are embedded in other objects and not counted. */
 void rift__timer_init(rift_ctx *ctx, rift_timer *t, rift_timer_cb cb,
 		      void *user);
-bool rift__timer_active(const rift_timer *t);
+static inline bool rift__timer_active(const rift_timer *t)
+{
+	return t->heap_idx != SIZE_MAX;
+}
 
 /* Set the context's last error message (printf-like); returns err. */
 /* printf into a caller's error buffer (err may be NULL or errlen 0). */
@@ -249,8 +252,8 @@ struct rift__path {
 void rift__path_destroy(rift__path *p);
 void rift__path_init(rift__path *p, rift_ctx *ctx,
 		     const struct rift__transport_ops *ops, bool is_client);
-/* Ask for a flush at the end of this progress round (batched writes). */
-void rift__path_kick(rift__path *p);
+/* Ask for a flush at the end of this progress round (batched writes):
+ * rift__path_kick, inline, below the context. */
 /* Take p off the context's flush queue (it is flushed now, or dead). */
 static inline void rift__path_unqueue(rift__path *p)
 {
@@ -295,8 +298,8 @@ struct rift__omsg {
  */
 /* Encode the owed control frames into buf (returns bytes used). */
 size_t rift__sess_control(rift__path *p, uint8_t *buf, size_t cap);
-/* After a flush: arm the delayed-ack timer if no frame carried the ack. */
-void rift__sess_after_flush(rift__path *p);
+/* After a flush: arm the delayed-ack timer if no frame carried the ack
+ * (rift__sess_after_flush, inline, in session/session.h). */
 /* rift__sess_has_output (session.h): the path owes control frames or
  * has unsent data. */
 
@@ -359,6 +362,16 @@ bool rift__rdma_polled(const rift_ctx *ctx);
 /* Busy/adaptive polling, before sleeping: arm every CQ; returns how many
  * were armed just now (poll once more before sleeping if any). */
 int rift__rdma_arm(rift_ctx *ctx);
+
+/* Ask for a flush of p at the end of this progress round (batched
+ * writes).  Once per message sent or received: inline. */
+static inline void rift__path_kick(rift__path *p)
+{
+	if (p->flush_queued || p->state == RIFT_PATH_DEAD)
+		return;
+	p->flush_queued = true;
+	rift__list_add_tail(&p->ctx->flushq, &p->flush_node);
+}
 
 /* Run deferred work: flushes, close callbacks, dead paths. */
 void rift__ctx_deferred_run(rift_ctx *ctx);

@@ -40,8 +40,7 @@ struct rift__buf *rift__buf_new(rift_ctx *ctx, size_t len)
  * live apart from their blocks, are cached the same way.  Not under ASan,
  * which should see every buffer's life.
  */
-#define SMALL_BUF 256  /* payload bytes */
-#define SMALL_CACHE 64 /* buffers (and headers) kept per context */
+#define SMALL_BUF RIFT_SMALL_BUF
 
 static bool cache_room(uint32_t n)
 {
@@ -49,7 +48,7 @@ static bool cache_room(uint32_t n)
 	RIFT_UNUSED(n);
 	return false;
 #else
-	return n < SMALL_CACHE;
+	return n < RIFT_SMALL_CACHE;
 #endif
 }
 
@@ -204,7 +203,9 @@ struct rift__buf *rift__buf_from_user(rift_ctx *ctx, void *data)
 									  : NULL;
 }
 
-void rift__buf_release(struct rift__buf *b)
+/* The part of rift__buf_release (session.h) that is not a small buffer
+ * going back to the cache. */
+void rift__buf_release_slow(struct rift__buf *b)
 {
 	rift_ctx *ctx = b->ctx;
 
@@ -220,12 +221,8 @@ void rift__buf_release(struct rift__buf *b)
 		} else {
 			free(b);
 		}
-	} else if (b->small && cache_room(ctx->n_small_bufs)) {
-		b->free_next = ctx->small_bufs;
-		ctx->small_bufs = b;
-		ctx->n_small_bufs++;
 	} else {
-		free(b);
+		free(b); /* small ones only when the cache is full */
 	}
 }
 

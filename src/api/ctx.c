@@ -470,11 +470,6 @@ void rift__timer_init(rift_ctx *ctx, rift_timer *t, rift_timer_cb cb,
 	t->heap_idx = SIZE_MAX;
 }
 
-bool rift__timer_active(const rift_timer *t)
-{
-	return t->heap_idx != SIZE_MAX;
-}
-
 int rift_timer_create(rift_ctx *ctx, rift_timer_cb cb, void *user,
 		      rift_timer **out)
 {

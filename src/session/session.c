@@ -29,14 +29,6 @@ void rift__path_init(rift__path *p, rift_ctx *ctx,
 	rift_timer_start(&p->timer, ctx->cfg.connect_timeout_ms, 0);
 }
 
-void rift__path_kick(rift__path *p)
-{
-	if (p->flush_queued || p->state == RIFT_PATH_DEAD)
-		return;
-	p->flush_queued = true;
-	rift__list_add_tail(&p->ctx->flushq, &p->flush_node);
-}
-
 void rift__path_destroy(rift__path *p)
 {
 	rift_timer_stop(&p->timer);
@@ -145,71 +137,6 @@ void rift__conn_drop_held(rift_conn *conn)
 	rift__list_del(&conn->drain_node);
 }
 
-void rift__conn_enqueue(rift_conn *conn, struct rift__buf *b, size_t len)
-{
-	struct rift__omsg *m = &b->om;
-
-	m->next = NULL;
-	m->seq = ++conn->next_seq;
-	m->len = len;
-	m->data = b->data;
-	if (conn->tail)
-		conn->tail->next = m;
-	else
-		conn->head = m;
-	conn->tail = m;
-	if (!conn->cursor)
-		conn->cursor = m;
-	conn->unacked_bytes += len;
-	conn->unacked_msgs++;
-	conn->window_used += len + RIFT_HDR_SIZE;
-	rift__metrics_enqueue(conn, m);
-	conn->stats.msgs_sent++;
-	conn->stats.bytes_sent += len;
-	if (conn->path && conn->path->state == RIFT_PATH_ATTACHED)
-		rift__path_kick(conn->path);
-}
-
-/*
- * Drop acknowledged messages.  The peer may only acknowledge what this
- * path has written in full: anything else is a lie (or corruption) and
- * would free memory a transport may still be writing from.
- */
-static RIFT_HOT_INLINE int conn_ack(rift_conn *conn, uint64_t ack,
-				    const char **why)
-{
-	if (ack == conn->acked_seq)
-		return 0;
-	if (ack < conn->acked_seq) {
-		*why = "cumulative ack went backwards";
-		return RIFT_EPROTO;
-	}
-	if (ack > conn->written_seq) {
-		*why = "ack for a message that was never sent";
-		return RIFT_EPROTO;
-	}
-	while (conn->head && conn->head->seq <= ack) {
-		struct rift__omsg *m = conn->head;
-
-		conn->head = m->next;
-		if (conn->cursor == m)
-			conn->cursor = m->next;
-		conn->unacked_bytes -= m->len;
-		conn->unacked_msgs--;
-		conn->window_used -= m->len + RIFT_HDR_SIZE;
-		rift__metrics_acked(conn, m);
-		rift__buf_release(rift__container_of(m, struct rift__buf, om));
-	}
-	if (!conn->head)
-		conn->tail = NULL;
-	conn->acked_seq = ack;
-	if (conn->want_writable && conn->window_used < conn->ctx->cfg.send_window) {
-		conn->want_writable = false;
-		rift__conn_emit(conn, RIFT_EVENT_WRITABLE, 0, "send window open");
-	}
-	return 0;
-}
-
 /*
  * Start sending on a freshly attached path from what the peer lacks: after
  * what it holds (delivered or held), while only what it delivered counts as
@@ -227,7 +154,7 @@ static int conn_rewind(rift_conn *conn, const struct rift__hello *peer,
 		return RIFT_EPROTO;
 	}
 	conn->written_seq = peer->held_seq;
-	if (conn_ack(conn, peer->recv_seq, why))
+	if (rift__conn_ack(conn, peer->recv_seq, why))
 		return RIFT_EPROTO;
 	conn->cursor = conn->head;
 	while (conn->cursor && conn->cursor->seq <= peer->held_seq)
@@ -599,43 +526,6 @@ static int client_handshake(rift__path *p, const struct rift__hdr *h,
 	return p->state == RIFT_PATH_DEAD ? RIFT_ECLOSED : 0;
 }
 
-static RIFT_HOT_INLINE int deliver(rift_conn *conn, const struct rift__hdr *h,
-				   void *payload, void *owned)
-{
-	rift_msg msg = {
-		.seq = h->seq,
-		.len = h->len,
-		.data = payload,
-		.owned = owned,
-	};
-	uint64_t threshold;
-
-	conn->recv_seq = h->seq;
-	if (conn->held_seq < h->seq)
-		conn->held_seq = h->seq;
-	conn->stats.msgs_recv++;
-	conn->stats.bytes_recv += h->len;
-	rift__metrics_recv(conn, h->len);
-	if (conn->cbs.on_recv)
-		conn->cbs.on_recv(conn, &msg);
-	if (msg.owned) /* NULL if retained or read in place */
-		free(msg.owned);
-
-	/* Ack soon enough that the peer's window never closes for want of
-	 * one: at a quarter of it at once.  Otherwise the ack rides on what
-	 * the application sends back this round; only if nothing carried it
-	 * by the end of the round does rift__sess_after_flush arm the
-	 * ack_delay_ms timer (no timer work per message in request/reply). */
-	conn->rx_unacked += h->len + RIFT_HDR_SIZE;
-	threshold = conn->peer_window / 4;
-	if (conn->path && conn->path->state == RIFT_PATH_ATTACHED) {
-		if (conn->rx_unacked >= threshold)
-			conn->path->pending |= RIFT_PEND_ACK;
-		rift__path_kick(conn->path);
-	}
-	return 0;
-}
-
 /*
  * Keep a DATA frame for later delivery (receiving is stopped, or earlier
  * frames still wait).  Nothing held is acknowledged, so an honest peer
@@ -701,7 +591,7 @@ void rift__conn_drain(rift_conn *conn)
 			conn->held_tail = NULL;
 		conn->held_bytes -= (uint64_t)m->len + RIFT_HDR_SIZE;
 		/* An empty message still gets a valid pointer. */
-		deliver(conn, &h, m->owned ? m->owned : (void *)&empty, m->owned);
+		rift__conn_deliver(conn, &h, m->owned ? m->owned : (void *)&empty, m->owned);
 		free(m);
 	}
 }
@@ -741,7 +631,7 @@ int rift__path_on_frame(rift__path *p, const struct rift__hdr *h,
 	case RIFT_FRAME_DATA:
 	case RIFT_FRAME_ACK:
 	case RIFT_FRAME_PING:
-		if (conn_ack(conn, h->ack, &why)) {
+		if (rift__conn_ack(conn, h->ack, &why)) {
 			free(owned);
 			return path_reject(p, RIFT_EPROTO, why);
 		}
@@ -763,7 +653,7 @@ int rift__path_on_frame(rift__path *p, const struct rift__hdr *h,
 		}
 		if (conn->recv_stopped || conn->held_head)
 			return hold(p, h, payload, owned);
-		deliver(conn, h, payload, owned);
+		rift__conn_deliver(conn, h, payload, owned);
 		return p->state == RIFT_PATH_DEAD ? RIFT_ECLOSED : 0;
 	case RIFT_FRAME_CLOSE:
 		rift__conn_error(conn, "%s: peer closed the session", p->peer);
@@ -784,16 +674,6 @@ int rift__path_on_frame(rift__path *p, const struct rift__hdr *h,
 }
 
 /* ---- data pull for transports ---- */
-
-void rift__sess_after_flush(rift__path *p)
-{
-	rift_conn *conn = p->conn;
-
-	if (conn && p->state == RIFT_PATH_ATTACHED &&
-	    conn->ack_sent != conn->recv_seq &&
-	    !rift__timer_active(&conn->ack_timer))
-		rift_timer_start(&conn->ack_timer, conn->ctx->cfg.ack_delay_ms, 0);
-}
 
 size_t rift__sess_control(rift__path *p, uint8_t *buf, size_t cap)
 {

@@ -16,6 +16,8 @@
 #ifndef RIFT_SESSION_SESSION_H
 #define RIFT_SESSION_SESSION_H
 
+#include <stdlib.h>
+
 #include "internal.h"
 
 typedef enum rift__conn_state {
@@ -117,6 +119,12 @@ _Static_assert(offsetof(struct rift__buf, om) + offsetof(struct rift__omsg, hdr)
 	       "rift__omsg.hdr must end where the payload of b + 1 starts");
 #define RIFT_BUF_MAGIC 0x7269667462756621ull
 
+/* Small send buffers (rift_conn_send of up to RIFT_SMALL_BUF bytes) and
+ * registered buffers' headers cached per context, at most this many
+ * each: request/reply traffic then allocates and frees nothing. */
+#define RIFT_SMALL_BUF 256
+#define RIFT_SMALL_CACHE 64
+
 struct rift__buf *rift__buf_new(rift_ctx *ctx, size_t len);
 /*
  * The buffer whose payload is data (a rift_buf_alloc pointer), or NULL:
@@ -127,8 +135,8 @@ struct rift__buf *rift__buf_new(rift_ctx *ctx, size_t len);
  */
 struct rift__buf *rift__buf_from_user(rift_ctx *ctx, void *data);
 /* Free b and its payload (a pool block goes back to the pool; the
- * header to the context's cache). */
-void rift__buf_release(struct rift__buf *b);
+ * header to the context's cache): rift__buf_release, inline, below. */
+void rift__buf_release_slow(struct rift__buf *b);
 
 /* Set conn->last_error (printf-like). */
 void rift__conn_error(rift_conn *conn, const char *fmt, ...)
@@ -148,8 +156,6 @@ void rift__conn_abandon_path(rift_conn *conn);
 void rift__conn_drain(rift_conn *conn);
 /* Free the held messages (the session is over). */
 void rift__conn_drop_held(rift_conn *conn);
-/* Put a new message at the tail and schedule a flush. */
-void rift__conn_enqueue(rift_conn *conn, struct rift__buf *b, size_t len);
 
 rift_conn *rift__conn_new_server(rift_listener *l, uint64_t session_id);
 /* Tests: messages the current verbs path sent without a copy. */
@@ -216,6 +222,171 @@ static inline void rift__sess_written(rift__path *p, struct rift__omsg *m)
 		conn->max_written = m->seq;
 	conn->cursor = m->next;
 	p->last_tx_us = p->ctx->now_us;
+}
+
+/*
+ * The per-message half of the session layer, inline: every transport
+ * runs it once per message sent or received, and under QEMU TCG (the lab)
+ * a call and return costs about as much as twenty other instructions.
+ */
+
+/* Free b and its payload: a small buffer goes back to the context's
+ * cache here, everything else through rift__buf_release_slow.  Not under
+ * ASan, which should see every buffer's life. */
+static inline void rift__buf_release(struct rift__buf *b)
+{
+#if !defined(__SANITIZE_ADDRESS__)
+	rift_ctx *ctx = b->ctx;
+
+	if (b->small && ctx->n_small_bufs < RIFT_SMALL_CACHE) {
+		b->magic = 0;
+		b->free_next = ctx->small_bufs;
+		ctx->small_bufs = b;
+		ctx->n_small_bufs++;
+		return;
+	}
+#endif
+	rift__buf_release_slow(b);
+}
+
+/* Put a new message at the tail and schedule a flush. */
+static inline void rift__conn_enqueue(rift_conn *conn, struct rift__buf *b,
+				      size_t len)
+{
+	struct rift__omsg *m = &b->om;
+
+	m->next = NULL;
+	m->seq = ++conn->next_seq;
+	m->len = len;
+	m->data = b->data;
+	if (conn->tail)
+		conn->tail->next = m;
+	else
+		conn->head = m;
+	conn->tail = m;
+	if (!conn->cursor)
+		conn->cursor = m;
+	conn->unacked_bytes += len;
+	conn->unacked_msgs++;
+	conn->window_used += len + RIFT_HDR_SIZE;
+	rift__metrics_enqueue(conn, m);
+	conn->stats.msgs_sent++;
+	conn->stats.bytes_sent += len;
+	if (conn->path && conn->path->state == RIFT_PATH_ATTACHED)
+		rift__path_kick(conn->path);
+}
+
+/*
+ * Drop acknowledged messages.  The peer may only acknowledge what this
+ * path has written in full: anything else is a lie (or corruption) and
+ * would free memory a transport may still be writing from.  Returns 0, or
+ * RIFT_EPROTO with *why set and nothing changed.
+ */
+static inline int rift__conn_ack(rift_conn *conn, uint64_t ack,
+				 const char **why)
+{
+	if (ack == conn->acked_seq)
+		return 0;
+	if (ack < conn->acked_seq) {
+		*why = "cumulative ack went backwards";
+		return RIFT_EPROTO;
+	}
+	if (ack > conn->written_seq) {
+		*why = "ack for a message that was never sent";
+		return RIFT_EPROTO;
+	}
+	while (conn->head && conn->head->seq <= ack) {
+		struct rift__omsg *m = conn->head;
+
+		conn->head = m->next;
+		if (conn->cursor == m)
+			conn->cursor = m->next;
+		conn->unacked_bytes -= m->len;
+		conn->unacked_msgs--;
+		conn->window_used -= m->len + RIFT_HDR_SIZE;
+		rift__metrics_acked(conn, m);
+		rift__buf_release(rift__container_of(m, struct rift__buf, om));
+	}
+	if (!conn->head)
+		conn->tail = NULL;
+	conn->acked_seq = ack;
+	if (conn->want_writable && conn->window_used < conn->ctx->cfg.send_window) {
+		conn->want_writable = false;
+		rift__conn_emit(conn, RIFT_EVENT_WRITABLE, 0, "send window open");
+	}
+	return 0;
+}
+
+/* Hand the next DATA frame in order to the application. */
+static inline void rift__conn_deliver(rift_conn *conn, const struct rift__hdr *h,
+				      void *payload, void *owned)
+{
+	rift_msg msg = {
+		.seq = h->seq,
+		.len = h->len,
+		.data = payload,
+		.owned = owned,
+	};
+	uint64_t threshold;
+
+	conn->recv_seq = h->seq;
+	if (conn->held_seq < h->seq)
+		conn->held_seq = h->seq;
+	conn->stats.msgs_recv++;
+	conn->stats.bytes_recv += h->len;
+	rift__metrics_recv(conn, h->len);
+	if (conn->cbs.on_recv)
+		conn->cbs.on_recv(conn, &msg);
+	if (msg.owned) /* NULL if retained or read in place */
+		free(msg.owned);
+
+	/* Ack soon enough that the peer's window never closes for want of
+	 * one: at a quarter of it at once.  Otherwise the ack rides on what
+	 * the application sends back this round; only if nothing carried it
+	 * by the end of the round does rift__sess_after_flush arm the
+	 * ack_delay_ms timer (no timer work per message in request/reply). */
+	conn->rx_unacked += h->len + RIFT_HDR_SIZE;
+	threshold = conn->peer_window / 4;
+	if (conn->path && conn->path->state == RIFT_PATH_ATTACHED) {
+		if (conn->rx_unacked >= threshold)
+			conn->path->pending |= RIFT_PEND_ACK;
+		rift__path_kick(conn->path);
+	}
+}
+
+/*
+ * A frame a transport found, where it most often is a DATA frame on an
+ * attached path that the application is receiving: acknowledge, deliver,
+ * all inline.  Anything else (another frame, a gap, a duplicate, held
+ * messages, an ack to refuse) goes to rift__path_on_frame, which judges
+ * it; an ack applied here is applied again there as a no-op.  Returns as
+ * rift__path_on_frame does; payload stays the transport's.
+ */
+static inline int rift__path_on_data(rift__path *p, const struct rift__hdr *h,
+				     void *payload)
+{
+	rift_conn *conn = p->conn;
+	const char *why;
+
+	if (h->type != RIFT_FRAME_DATA || p->state != RIFT_PATH_ATTACHED ||
+	    !conn || h->seq != conn->held_seq + 1 || conn->recv_stopped ||
+	    conn->held_head || rift__conn_ack(conn, h->ack, &why) ||
+	    p->state != RIFT_PATH_ATTACHED || p->conn != conn ||
+	    conn->recv_stopped)
+		return rift__path_on_frame(p, h, payload, NULL);
+	rift__conn_deliver(conn, h, payload, NULL);
+	return p->state == RIFT_PATH_DEAD ? RIFT_ECLOSED : 0;
+}
+
+/* After a flush: arm the delayed-ack timer if no frame carried the ack. */
+static inline void rift__sess_after_flush(rift__path *p)
+{
+	rift_conn *conn = p->conn;
+
+	if (conn && p->state == RIFT_PATH_ATTACHED &&
+	    conn->ack_sent != conn->recv_seq &&
+	    !rift__timer_active(&conn->ack_timer))
+		rift_timer_start(&conn->ack_timer, conn->ctx->cfg.ack_delay_ms, 0);
 }
 
 #endif

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "session/session.h"
 #include "session/stream.h"
 
 int rift__stream_init(struct rift__stream *s, size_t cap)
@@ -78,8 +79,8 @@ static int process(rift__path *p, struct rift__stream *s)
 		}
 		if (s->rend - s->rstart < need)
 			break;
-		rc = rift__path_on_frame(p, &h, s->rbuf + s->rstart +
-							RIFT_HDR_SIZE, NULL);
+		rc = rift__path_on_data(p, &h, s->rbuf + s->rstart +
+						       RIFT_HDR_SIZE);
 		if (rc < 0 || p->state == RIFT_PATH_DEAD)
 			return -1;
 		s->rstart += need;
@@ -122,7 +123,7 @@ int rift__stream_inplace(rift__path *p, struct rift__stream *s,
 	size_t off = 0;
 
 	*used = 0;
-	if (s->big || s->rstart != s->rend)
+	if (!rift__stream_idle(s))
 		return 0;
 	while (len - off >= RIFT_HDR_SIZE) {
 		struct rift__hdr h;
@@ -133,7 +134,7 @@ int rift__stream_inplace(rift__path *p, struct rift__stream *s,
 			break; /* the copying path reports it */
 		if (len - off < RIFT_HDR_SIZE + (size_t)h.len)
 			break;
-		rc = rift__path_on_frame(p, &h, buf + off + RIFT_HDR_SIZE, NULL);
+		rc = rift__path_on_data(p, &h, buf + off + RIFT_HDR_SIZE);
 		if (rc < 0 || p->state == RIFT_PATH_DEAD)
 			return -1;
 		off += RIFT_HDR_SIZE + (size_t)h.len;

@@ -38,5 +38,11 @@ int rift__stream_commit(rift__path *p, struct rift__stream *s, size_t n);
  */
 int rift__stream_inplace(rift__path *p, struct rift__stream *s,
 			 uint8_t *buf, size_t len, size_t *used);
+/* True while the stream holds no byte: frames may be delivered from
+ * elsewhere (rift__stream_inplace, or a transport's own look). */
+static inline bool rift__stream_idle(const struct rift__stream *s)
+{
+	return !s->big && s->rstart == s->rend;
+}
 
 #endif

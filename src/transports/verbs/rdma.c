@@ -284,6 +284,7 @@ struct rdma_path {
 	uint32_t to_return;    /* credits re-posted, not yet announced */
 	uint32_t *repost;      /* consumed buffers to post again (flush) */
 	uint32_t repost_n;
+	uint32_t repost_batch; /* buffers posted again together, at least */
 	struct rift__stream rx;
 	bool draining;         /* in drain_recvs (no re-entry) */
 
@@ -294,6 +295,10 @@ struct rdma_path {
 	uint32_t slots_free;
 	uint32_t unsignaled;   /* slots posted since the last signaled one */
 	struct send_slot *slots;
+	/* post_one's work request, filled once: each SEND sets only what
+	 * changes (id, piece, immediate, flags) */
+	struct ibv_send_wr send_wr;
+	struct ibv_sge send_sge;
 	uint64_t zc_sends;     /* messages sent without a copy */
 	uint64_t inplace_bytes; /* received bytes delivered without a copy */
 	struct rift__omsg *cur; /* message being copied, and how far */
@@ -1444,6 +1449,19 @@ static int path_resources(struct rdma_path *rp, struct rdma_listener *rl)
 		rift__path_failed(p, RIFT_ENOMEM, "out of memory for buffers");
 		return RIFT_ENOMEM;
 	}
+	/* Consumed buffers go back in lists of a sixteenth of the queue (at
+	 * most 32, the most one post takes): one ibv_post_recv per list,
+	 * not per message.  The peer then has at most that many credits
+	 * fewer than buffers we could post: it still has fifteen
+	 * sixteenths of the queue to send into. */
+	rp->repost_batch = rp->rq_depth / 16;
+	if (rp->repost_batch > 32)
+		rp->repost_batch = 32;
+	if (rp->repost_batch == 0)
+		rp->repost_batch = 1;
+	rp->send_wr = (struct ibv_send_wr){ .sg_list = &rp->send_sge,
+					    .num_sge = 1,
+					    .opcode = IBV_WR_SEND_WITH_IMM };
 	if (!rp->qp) {
 		struct rift__vb_qp_caps caps = {
 			.sq_depth = cfg->sq_depth,
@@ -1902,7 +1920,7 @@ static void rndv_read_failed(struct rdma_path *rp, struct ibv_wc *w)
  */
 static RIFT_HOT_INLINE int drain_once(struct rdma_path *rp);
 
-static int drain_recvs(struct rdma_path *rp)
+static RIFT_HOT_INLINE int drain_recvs(struct rdma_path *rp)
 {
 	int rc;
 
@@ -1942,11 +1960,23 @@ static RIFT_HOT_INLINE int drain_once(struct rdma_path *rp)
 			return 0; /* stream bytes wait for the rendezvous */
 
 		if (rp->pend_off == 0) {
+			uint8_t *b = recv_buf(rp, i);
+			struct rift__hdr h;
+
 			/* Whole frames go to the application from the
-			 * receive buffer itself: no copy. */
-			if (rift__stream_inplace(p, &rp->rx, recv_buf(rp, i), len,
-						 &n) < 0)
+			 * receive buffer itself: no copy.  Most often the
+			 * buffer holds one DATA frame, exactly. */
+			if (rift__stream_idle(&rp->rx) &&
+			    rift__hdr_data_exact(b, len,
+						 p->ctx->cfg.max_msg_size, &h)) {
+				if (rift__path_on_data(p, &h, b + RIFT_HDR_SIZE) < 0 ||
+				    p->state == RIFT_PATH_DEAD)
+					return -1;
+				n = len;
+			} else if (rift__stream_inplace(p, &rp->rx, b, len,
+							&n) < 0) {
 				return -1;
+			}
 			rp->pend_off = (uint32_t)n;
 			rp->inplace_bytes += n;
 		}
@@ -2149,9 +2179,9 @@ static RIFT_HOT_INLINE int repost_recvs(struct rdma_path *rp)
 
 static RIFT_HOT_INLINE void post_sends(struct rdma_path *rp);
 
-static void rdma_flush(rift__path *p)
+static RIFT_HOT_INLINE void flush_now(struct rdma_path *rp)
 {
-	struct rdma_path *rp = rp_of(p);
+	rift__path *p = &rp->base;
 
 	if (!rp->established || p->state == RIFT_PATH_DEAD)
 		return;
@@ -2163,13 +2193,18 @@ static void rdma_flush(rift__path *p)
 		return;
 	}
 	post_sends(rp);
-	if (!rp->repost_n || p->state == RIFT_PATH_DEAD ||
+	if (rp->repost_n < rp->repost_batch || p->state == RIFT_PATH_DEAD ||
 	    repost_recvs(rp))
 		return;
 	/* Enough credits for an update of their own: the next flush (still
 	 * this round) sends it if nothing else carries them. */
 	if (rp->to_return >= rp->rq_depth / 4)
 		rift__path_kick(p);
+}
+
+static void rdma_flush(rift__path *p)
+{
+	flush_now(rp_of(p));
 }
 
 /*
@@ -2205,8 +2240,7 @@ static RIFT_HOT_INLINE bool post_one(struct rdma_path *rp)
 	rift__path *p = &rp->base;
 	rift_conn *conn = p->conn;
 	struct rift__omsg *m;
-	struct ibv_sge sge;
-	struct ibv_send_wr wr;
+	struct ibv_send_wr *wr = &rp->send_wr;
 	rift__vb_err err;
 	uint32_t slot, len;
 	int rc;
@@ -2221,15 +2255,13 @@ static RIFT_HOT_INLINE bool post_one(struct rdma_path *rp)
 	    rndv_maybe(rp) || rift__sess_next(p, NULL) != m)
 		return false;
 	slot = rp->slot_next;
-	sge = (struct ibv_sge){ .addr = (uintptr_t)m->hdr, .length = len };
-	wr = (struct ibv_send_wr){ .wr_id = WR_TAG(rp) | slot,
-				   .sg_list = &sge,
-				   .num_sge = 1,
-				   .opcode = IBV_WR_SEND_WITH_IMM,
-				   .send_flags = IBV_SEND_INLINE };
-	send_taken(rp, &wr, slot, 0);
+	rp->send_sge.addr = (uintptr_t)m->hdr; /* inline: no lkey */
+	rp->send_sge.length = len;
+	wr->wr_id = WR_TAG(rp) | slot;
+	wr->send_flags = IBV_SEND_INLINE;
+	send_taken(rp, wr, slot, 0);
 	rift__sess_written(p, m);
-	rc = rift__vb_post_send(rp->qp, &wr, err);
+	rc = rift__vb_post_send(rp->qp, wr, err);
 	if (rc) {
 		rift__path_failed(p, rc, "%s", err);
 		return true;
@@ -2410,7 +2442,7 @@ static RIFT_HOT_INLINE void wc_done(struct rdma_path *rp)
 	if (p->state == RIFT_PATH_DEAD || drain_recvs(rp) < 0)
 		return;
 	rift__path_unqueue(p); /* flushed now, not again this round */
-	rdma_flush(p);
+	flush_now(rp);
 	if (p->state != RIFT_PATH_DEAD)
 		rift__sess_after_flush(p);
 }
@@ -2423,11 +2455,50 @@ static RIFT_HOT_INLINE void wc_done(struct rdma_path *rp)
  * another path's now: the tag in wr_id differs).  Returns how many
  * completions were taken.
  */
+/*
+ * The per-message work of a poll: n completions to their paths, then each
+ * path touched is served.  Apart from cq_poll only so that a profiling
+ * build (-DRIFT_PROF_BATCH) can count it on its own.
+ */
+#ifdef RIFT_PROF_BATCH
+__attribute__((noinline))
+#else
+RIFT_HOT_INLINE
+#endif
+static void cq_batch(struct rift__rdma_ctx *r, struct shared_cq *s,
+		     struct ibv_wc *wc, int n)
+{
+	rift_ctx *ctx = r->ctx;
+	struct rdma_path *touched[MAX_POLL];
+	uint32_t seq = ++r->poll_seq;
+	int nt = 0;
+
+	if (seq == 0)
+		seq = ++r->poll_seq; /* 0 marks a path never touched */
+	for (int k = 0; k < n; k++) {
+		struct rdma_path *rp = wc_path(r, s->dev, &wc[k]);
+
+		if (!rp) {
+			ctx->stats.wc_stale++;
+			continue;
+		}
+		if (rp->base.state == RIFT_PATH_DEAD) {
+			ctx->stats.wc_dropped++;
+			continue;
+		}
+		if (wc_take(rp, &wc[k]) && rp->touched != seq) {
+			rp->touched = seq;
+			touched[nt++] = rp;
+		}
+	}
+	for (int k = 0; k < nt; k++)
+		wc_done(touched[k]);
+}
+
 static int cq_poll(struct rift__rdma_ctx *r, struct shared_cq *s)
 {
 	rift_ctx *ctx = r->ctx;
 	struct ibv_wc wc[MAX_POLL];
-	struct rdma_path *touched[MAX_POLL];
 	uint32_t batch = ctx->cfg.poll_batch;
 	bool empty = false;
 	int n, total = 0;
@@ -2440,30 +2511,8 @@ static int cq_poll(struct rift__rdma_ctx *r, struct shared_cq *s)
 	if (batch > MAX_POLL)
 		batch = MAX_POLL;
 	while ((n = rift__vb_poll(s->cq, (int)batch, wc)) > 0) {
-		uint32_t seq = ++r->poll_seq;
-		int nt = 0;
-
-		if (seq == 0)
-			seq = ++r->poll_seq; /* 0 marks a path never touched */
-		for (int k = 0; k < n; k++) {
-			struct rdma_path *rp = wc_path(r, s->dev, &wc[k]);
-
-			if (!rp) {
-				ctx->stats.wc_stale++;
-				continue;
-			}
-			if (rp->base.state == RIFT_PATH_DEAD) {
-				ctx->stats.wc_dropped++;
-				continue;
-			}
-			if (wc_take(rp, &wc[k]) && rp->touched != seq) {
-				rp->touched = seq;
-				touched[nt++] = rp;
-			}
-		}
+		cq_batch(r, s, wc, n);
 		total += n;
-		for (int k = 0; k < nt; k++)
-			wc_done(touched[k]);
 		/* A short batch emptied the CQ: the next round polls again. */
 		if (n < (int)batch) {
 			empty = true;
