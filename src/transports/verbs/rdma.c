@@ -3214,6 +3214,11 @@ static void path_cm_event(struct rdma_path *rp, struct rdma_cm_event *ev)
 		break;
 	}
 	case RDMA_CM_EVENT_DISCONNECTED:
+		/* What the QP already holds (the peer's last messages, its
+		 * CLOSE) goes first: this event comes on another fd and can
+		 * overtake it. */
+		if (rp->established && rp->scq)
+			cq_poll(p->ctx->rdma, rp->scq);
 		rift__path_failed(p, RIFT_ECONNRESET, "peer disconnected");
 		break;
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
