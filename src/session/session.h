@@ -282,8 +282,8 @@ static inline void rift__conn_enqueue(rift_conn *conn, struct rift__buf *b,
  * would free memory a transport may still be writing from.  Returns 0, or
  * RIFT_EPROTO with *why set and nothing changed.
  */
-static inline int rift__conn_ack(rift_conn *conn, uint64_t ack,
-				 const char **why)
+static RIFT_HOT_INLINE int rift__conn_ack(rift_conn *conn, uint64_t ack,
+					  const char **why)
 {
 	if (ack == conn->acked_seq)
 		return 0;
@@ -362,8 +362,9 @@ static inline void rift__conn_deliver(rift_conn *conn, const struct rift__hdr *h
  * it; an ack applied here is applied again there as a no-op.  Returns as
  * rift__path_on_frame does; payload stays the transport's.
  */
-static inline int rift__path_on_data(rift__path *p, const struct rift__hdr *h,
-				     void *payload)
+static RIFT_HOT_INLINE int rift__path_on_data(rift__path *p,
+					      const struct rift__hdr *h,
+					      void *payload)
 {
 	rift_conn *conn = p->conn;
 	const char *why;

@@ -2266,7 +2266,8 @@ static RIFT_HOT_INLINE bool post_one(struct rdma_path *rp)
 		rift__path_failed(p, rc, "%s", err);
 		return true;
 	}
-	rift__metrics_credit_stall(p, false);
+	if (conn->credit_stalled)
+		rift__metrics_credit_stall(p, false);
 	p->last_tx_us = p->ctx->now_us;
 	return true;
 }
@@ -2495,7 +2496,8 @@ static void cq_batch(struct rift__rdma_ctx *r, struct shared_cq *s,
 		wc_done(touched[k]);
 }
 
-static int cq_poll(struct rift__rdma_ctx *r, struct shared_cq *s)
+static RIFT_HOT_INLINE int cq_poll_inline(struct rift__rdma_ctx *r,
+					  struct shared_cq *s)
 {
 	rift_ctx *ctx = r->ctx;
 	struct ibv_wc wc[MAX_POLL];
@@ -2532,6 +2534,12 @@ static int cq_poll(struct rift__rdma_ctx *r, struct shared_cq *s)
 		s->stale = 0;
 	}
 	return total;
+}
+
+/* cq_poll_inline, for the callers off the busy loop's path. */
+static int cq_poll(struct rift__rdma_ctx *r, struct shared_cq *s)
+{
+	return cq_poll_inline(r, s);
 }
 
 /* The completion channel of a device: the event names the CQ. */
@@ -2620,7 +2628,7 @@ int rift__rdma_poll(rift_ctx *ctx)
 						       node);
 
 		if (s->holders || s->stale)
-			total += cq_poll(r, s);
+			total += cq_poll_inline(r, s);
 	}
 	return total;
 }

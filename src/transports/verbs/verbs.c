@@ -14,7 +14,7 @@ uint64_t rift__vb_calls[RIFT_VB__COUNT];
 #define COUNT(name) (rift__vb_calls[RIFT_VB_##name]++)
 
 /* librdmacm: -1 and errno.  libibverbs: a positive errno is returned. */
-static int fail(rift__vb_err err, const char *call, int e)
+int rift__vb_fail(rift__vb_err err, const char *call, int e)
 {
 	snprintf(err, sizeof(rift__vb_err), "%s: %s", call,
 		 rift_strerror(rift__from_errno(e)));
@@ -26,7 +26,7 @@ static int nonblock(int fd, const char *what, rift__vb_err err)
 	int fl = fcntl(fd, F_GETFL);
 
 	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
-		return fail(err, what, errno);
+		return rift__vb_fail(err, what, errno);
 	return 0;
 }
 
@@ -70,7 +70,7 @@ int rift__vb_channel_create(struct rdma_event_channel **out, rift__vb_err err)
 	COUNT(create_event_channel);
 	*out = rdma_create_event_channel();
 	if (!*out)
-		return fail(err, "rdma_create_event_channel", errno);
+		return rift__vb_fail(err, "rdma_create_event_channel", errno);
 	return nonblock((*out)->fd, "rdma event channel", err);
 }
 
@@ -86,7 +86,7 @@ int rift__vb_id_create(struct rdma_event_channel *ch, void *context,
 {
 	COUNT(create_id);
 	if (rdma_create_id(ch, out, context, RDMA_PS_TCP))
-		return fail(err, "rdma_create_id", errno);
+		return rift__vb_fail(err, "rdma_create_id", errno);
 	return 0;
 }
 
@@ -102,7 +102,7 @@ int rift__vb_resolve_addr(struct rdma_cm_id *id, const struct sockaddr *dst,
 {
 	COUNT(resolve_addr);
 	if (rdma_resolve_addr(id, NULL, (struct sockaddr *)dst, timeout_ms))
-		return fail(err, "rdma_resolve_addr", errno);
+		return rift__vb_fail(err, "rdma_resolve_addr", errno);
 	return 0;
 }
 
@@ -111,7 +111,7 @@ int rift__vb_resolve_route(struct rdma_cm_id *id, int timeout_ms,
 {
 	COUNT(resolve_route);
 	if (rdma_resolve_route(id, timeout_ms))
-		return fail(err, "rdma_resolve_route", errno);
+		return rift__vb_fail(err, "rdma_resolve_route", errno);
 	return 0;
 }
 
@@ -121,7 +121,7 @@ int rift__vb_set_ack_timeout(struct rdma_cm_id *id, uint8_t timeout,
 	COUNT(set_option);
 	if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT,
 			    &timeout, sizeof(timeout)))
-		return fail(err, "rdma_set_option(ACK_TIMEOUT)", errno);
+		return rift__vb_fail(err, "rdma_set_option(ACK_TIMEOUT)", errno);
 	return 0;
 }
 
@@ -130,7 +130,7 @@ int rift__vb_bind(struct rdma_cm_id *id, const struct sockaddr *sa,
 {
 	COUNT(bind_addr);
 	if (rdma_bind_addr(id, (struct sockaddr *)sa))
-		return fail(err, "rdma_bind_addr", errno);
+		return rift__vb_fail(err, "rdma_bind_addr", errno);
 	return 0;
 }
 
@@ -138,7 +138,7 @@ int rift__vb_listen(struct rdma_cm_id *id, int backlog, rift__vb_err err)
 {
 	COUNT(listen);
 	if (rdma_listen(id, backlog))
-		return fail(err, "rdma_listen", errno);
+		return rift__vb_fail(err, "rdma_listen", errno);
 	return 0;
 }
 
@@ -147,7 +147,7 @@ int rift__vb_connect(struct rdma_cm_id *id, struct rdma_conn_param *p,
 {
 	COUNT(connect);
 	if (rdma_connect(id, p))
-		return fail(err, "rdma_connect", errno);
+		return rift__vb_fail(err, "rdma_connect", errno);
 	return 0;
 }
 
@@ -156,7 +156,7 @@ int rift__vb_accept(struct rdma_cm_id *id, struct rdma_conn_param *p,
 {
 	COUNT(accept);
 	if (rdma_accept(id, p))
-		return fail(err, "rdma_accept", errno);
+		return rift__vb_fail(err, "rdma_accept", errno);
 	return 0;
 }
 
@@ -195,7 +195,7 @@ int rift__vb_pd_alloc(struct ibv_context *verbs, struct ibv_pd **out,
 {
 	COUNT(alloc_pd);
 	*out = ibv_alloc_pd(verbs);
-	return *out ? 0 : fail(err, "ibv_alloc_pd", errno);
+	return *out ? 0 : rift__vb_fail(err, "ibv_alloc_pd", errno);
 }
 
 void rift__vb_pd_free(struct ibv_pd *pd)
@@ -216,7 +216,7 @@ int rift__vb_cq_setup(struct ibv_context *verbs, uint32_t cq_size,
 	COUNT(create_comp_channel);
 	*ch = ibv_create_comp_channel(verbs);
 	if (!*ch) {
-		rc = fail(err, "ibv_create_comp_channel", errno);
+		rc = rift__vb_fail(err, "ibv_create_comp_channel", errno);
 		goto fail;
 	}
 	rc = nonblock((*ch)->fd, "completion channel", err);
@@ -225,13 +225,13 @@ int rift__vb_cq_setup(struct ibv_context *verbs, uint32_t cq_size,
 	COUNT(create_cq);
 	*cq = ibv_create_cq(verbs, (int)cq_size, NULL, *ch, 0);
 	if (!*cq) {
-		rc = fail(err, "ibv_create_cq", errno);
+		rc = rift__vb_fail(err, "ibv_create_cq", errno);
 		goto fail;
 	}
 	COUNT(req_notify_cq);
 	rc = ibv_req_notify_cq(*cq, 0);
 	if (rc) {
-		rc = fail(err, "ibv_req_notify_cq", rc);
+		rc = rift__vb_fail(err, "ibv_req_notify_cq", rc);
 		goto fail;
 	}
 	return 0;
@@ -267,7 +267,7 @@ int rift__vb_qp_create_cm(struct rdma_cm_id *id, struct ibv_pd *pd,
 	qp_init_attr(&qa, cq, caps);
 	COUNT(create_qp);
 	if (rdma_create_qp(id, pd, &qa))
-		return fail(err, "rdma_create_qp", errno);
+		return rift__vb_fail(err, "rdma_create_qp", errno);
 	/* The device may round up; inline may come back smaller. */
 	caps->inline_max = qa.cap.max_inline_data;
 	return 0;
@@ -283,7 +283,7 @@ int rift__vb_qp_create(struct ibv_pd *pd, struct ibv_cq *cq,
 	COUNT(create_qp);
 	*out = ibv_create_qp(pd, &qa);
 	if (!*out)
-		return fail(err, "ibv_create_qp", errno);
+		return rift__vb_fail(err, "ibv_create_qp", errno);
 	caps->inline_max = qa.cap.max_inline_data;
 	return 0;
 }
@@ -305,7 +305,7 @@ int rift__vb_qp_modify(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
 	rc = ibv_modify_qp(qp, attr, mask);
 	if (rc) {
 		snprintf(call, sizeof(call), "ibv_modify_qp(%s)", what);
-		return fail(err, call, rc);
+		return rift__vb_fail(err, call, rc);
 	}
 	return 0;
 }
@@ -323,7 +323,7 @@ int rift__vb_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *attr,
 			 : attr->qp_state == IBV_QPS_RTR ? "RTR"
 			 : attr->qp_state == IBV_QPS_RTS ? "RTS"
 							 : "?");
-		return fail(err, call, errno);
+		return rift__vb_fail(err, call, errno);
 	}
 	return 0;
 }
@@ -336,7 +336,7 @@ int rift__vb_qp_query(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
 
 	COUNT(query_qp);
 	rc = ibv_query_qp(qp, attr, mask, &ia);
-	return rc ? fail(err, "ibv_query_qp", rc) : 0;
+	return rc ? rift__vb_fail(err, "ibv_query_qp", rc) : 0;
 }
 
 int rift__vb_cm_devices(struct ibv_context ***list, int *n, rift__vb_err err)
@@ -346,7 +346,7 @@ int rift__vb_cm_devices(struct ibv_context ***list, int *n, rift__vb_err err)
 	errno = 0;
 	*list = rdma_get_devices(n);
 	if (!*list)
-		return fail(err, "rdma_get_devices", errno ? errno : ENODEV);
+		return rift__vb_fail(err, "rdma_get_devices", errno ? errno : ENODEV);
 	return 0;
 }
 
@@ -369,7 +369,7 @@ int rift__vb_gid_query(struct ibv_context *c, uint8_t port, uint32_t index,
 			 "ibv_query_gid_ex: no GID at index %u", index);
 		return RIFT_ENOENT;
 	}
-	return rc ? fail(err, "ibv_query_gid_ex", rc) : 0;
+	return rc ? rift__vb_fail(err, "ibv_query_gid_ex", rc) : 0;
 }
 
 int rift__vb_qp_setup(struct rdma_cm_id *id, struct ibv_pd *pd,
@@ -429,14 +429,14 @@ int rift__vb_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
 {
 	COUNT(reg_mr);
 	if (rift__fault_hit(RIFT_FAULT_IBV_REG_MR))
-		return fail(err, "ibv_reg_mr (fault point)", ENOMEM);
+		return rift__vb_fail(err, "ibv_reg_mr (fault point)", ENOMEM);
 	/* Remote read only: the rendezvous lets a peer READ a message it
 	 * was told about, and nothing in rift lets a peer write into the
 	 * pool, so no rkey handed out can be used to overwrite it. */
 	*out = ibv_reg_mr(pd, addr, len,
 			  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
 	if (!*out)
-		return fail(err, "ibv_reg_mr", errno);
+		return rift__vb_fail(err, "ibv_reg_mr", errno);
 	return 0;
 }
 
@@ -477,37 +477,6 @@ int rift__vb_cq_limit(struct ibv_context *c, uint32_t *max_cqe,
 	return rc;
 }
 
-int rift__vb_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
-		       rift__vb_err err)
-{
-	struct ibv_recv_wr *bad;
-	int rc;
-
-	COUNT(post_recv);
-	rc = ibv_post_recv(qp, wr, &bad);
-	return rc ? fail(err, "ibv_post_recv", rc) : 0;
-}
-
-int rift__vb_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
-		       rift__vb_err err)
-{
-	struct ibv_send_wr *bad;
-	int rc;
-
-	COUNT(post_send);
-	rc = ibv_post_send(qp, wr, &bad);
-	return rc ? fail(err, "ibv_post_send", rc) : 0;
-}
-
-int rift__vb_poll(struct ibv_cq *cq, int n, struct ibv_wc *wc)
-{
-	int rc;
-
-	COUNT(poll_cq);
-	rc = ibv_poll_cq(cq, n, wc);
-	return rc < 0 ? RIFT_EIO : rc;
-}
-
 int rift__vb_comp_channel_create(struct ibv_context *verbs,
 				 struct ibv_comp_channel **out,
 				 rift__vb_err err)
@@ -517,7 +486,7 @@ int rift__vb_comp_channel_create(struct ibv_context *verbs,
 	COUNT(create_comp_channel);
 	*out = ibv_create_comp_channel(verbs);
 	if (!*out)
-		return fail(err, "ibv_create_comp_channel", errno);
+		return rift__vb_fail(err, "ibv_create_comp_channel", errno);
 	rc = nonblock((*out)->fd, "completion channel", err);
 	if (rc) {
 		ibv_destroy_comp_channel(*out);
@@ -544,7 +513,7 @@ int rift__vb_cq_create(struct ibv_context *verbs, uint32_t *cqe, void *ctx,
 	COUNT(create_cq);
 	*out = ibv_create_cq(verbs, n, ctx, ch, 0);
 	if (!*out)
-		return fail(err, "ibv_create_cq", errno);
+		return rift__vb_fail(err, "ibv_create_cq", errno);
 	if (n == (int)*cqe && (*out)->cqe > n)
 		*cqe = (uint32_t)(*out)->cqe;
 	return 0;
@@ -569,7 +538,7 @@ int rift__vb_cq_next_event(struct ibv_comp_channel *ch, struct ibv_cq **cq,
 	if (ibv_get_cq_event(ch, cq, &ev_ctx)) {
 		if (errno == EAGAIN)
 			return RIFT_EAGAIN;
-		return fail(err, "ibv_get_cq_event", errno);
+		return rift__vb_fail(err, "ibv_get_cq_event", errno);
 	}
 	ibv_ack_cq_events(*cq, 1);
 	return 0;
@@ -581,7 +550,7 @@ int rift__vb_cq_arm(struct ibv_cq *cq, rift__vb_err err)
 
 	COUNT(req_notify_cq);
 	rc = ibv_req_notify_cq(cq, 0);
-	return rc ? fail(err, "ibv_req_notify_cq", rc) : 0;
+	return rc ? rift__vb_fail(err, "ibv_req_notify_cq", rc) : 0;
 }
 
 const char *rift__vb_wc_str(enum ibv_wc_status s)
@@ -595,7 +564,7 @@ uint64_t rift__vb_dev_calls[RIFT_VB_DEV__COUNT];
 
 #define DEV_COUNT(name) (rift__vb_dev_calls[RIFT_VB_DEV_##name]++)
 
-/* Like fail(), but keeps the system's text for errnos rift has no code for. */
+/* Like rift__vb_fail(), but keeps the system's text for errnos rift has no code for. */
 static int dev_fail(rift__vb_err err, const char *call, int e)
 {
 	int rc = rift__from_errno(e);

@@ -1,7 +1,9 @@
 /*
  * verbs.h - the one boundary between rift and rdma-core.
  *
- * Only verbs.c calls ibv_* and rdma_* functions.  It converts their two
+ * Only verbs.c calls ibv_* and rdma_* functions, and this header's three
+ * inline data-path wrappers (post send, post receive, poll), which do as
+ * verbs.c does.  It converts their two
  * error conventions (libibverbs: positive errno or NULL + errno;
  * librdmacm: -1 + errno) into negative RIFT_E* codes, fills a readable
  * message naming the call, counts every call, and hosts the verbs fault
@@ -143,12 +145,46 @@ int rift__vb_read_limits(struct ibv_context *c, uint8_t port,
 /* The device's largest CQ (max_cqe); 0 or RIFT_E* with err filled. */
 int rift__vb_cq_limit(struct ibv_context *c, uint32_t *max_cqe,
 		      rift__vb_err err);
-int rift__vb_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
-		       rift__vb_err err);
-int rift__vb_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
-		       rift__vb_err err);
+/* Fill err with "call: reason" for errno e; returns the RIFT_E* code. */
+int rift__vb_fail(rift__vb_err err, const char *call, int e);
+
+/*
+ * The data path's three calls, inline: each runs once per message (or
+ * poll), and under QEMU TCG (the lab) a call and return of our own costs
+ * about as much as twenty other instructions.  Still the only place
+ * these verbs are called.
+ */
+static inline int rift__vb_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+				     rift__vb_err err)
+{
+	struct ibv_recv_wr *bad;
+	int rc;
+
+	rift__vb_calls[RIFT_VB_post_recv]++;
+	rc = ibv_post_recv(qp, wr, &bad);
+	return rc ? rift__vb_fail(err, "ibv_post_recv", rc) : 0;
+}
+
+static inline int rift__vb_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
+				     rift__vb_err err)
+{
+	struct ibv_send_wr *bad;
+	int rc;
+
+	rift__vb_calls[RIFT_VB_post_send]++;
+	rc = ibv_post_send(qp, wr, &bad);
+	return rc ? rift__vb_fail(err, "ibv_post_send", rc) : 0;
+}
+
 /* Completions (>= 0) or RIFT_E*. */
-int rift__vb_poll(struct ibv_cq *cq, int n, struct ibv_wc *wc);
+static inline int rift__vb_poll(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+{
+	int rc;
+
+	rift__vb_calls[RIFT_VB_poll_cq]++;
+	rc = ibv_poll_cq(cq, n, wc);
+	return rc < 0 ? RIFT_EIO : rc;
+}
 /*
  * Shared completion queues (rdma.c): one non-blocking completion channel
  * per context and device, and CQs of *cqe entries on it whose cq_context
