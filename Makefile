@@ -156,14 +156,16 @@ demo: all
 bench: all
 	sh bench/run.sh
 
-# rift over verbs against perftest on the same rxe device, in one lab boot.
-# BENCH_ROUNDS=7 make bench-rdma: more rounds (the lab passes only its own
-# variables into the guest, so the count goes on the command line).
-BENCH_ROUNDS ?= 5
+# rift over verbs against perftest on the same rxe device, in one lab boot:
+# series of short runs, perftest and rift alternating (bench/rdma-guest.sh).
+# BENCH_LAT_ROUNDS=41 BENCH_ROUNDS=11 make bench-rdma: more rounds (the lab
+# passes only its own variables into the guest, so they go on the command).
+BENCH_LAT_ROUNDS ?= 25
+BENCH_ROUNDS ?= 7
 bench-rdma: all
 	tests/lab/lab setup
 	tests/lab/lab run --topo loop --timeout 2400 -- \
-	  env BENCH_ROUNDS=$(BENCH_ROUNDS) sh bench/rdma-guest.sh
+	  env BENCH_LAT_ROUNDS=$(BENCH_LAT_ROUNDS) BENCH_ROUNDS=$(BENCH_ROUNDS) sh bench/rdma-guest.sh
 
 install: lib
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
