@@ -901,6 +901,7 @@ struct client {
 	uint64_t path_changes;
 	/* the step */
 	bool in_step;
+	bool warming; /* bw: the unmeasured phase in front of a step */
 	uint64_t size;
 	uint32_t qd;	   /* lat: ring size */
 	uint64_t total;	   /* messages per connection, iterations mode */
@@ -944,6 +945,8 @@ static bool more_to_send(const struct cconn *c)
 {
 	const struct client *cl = c->cl;
 
+	if (cl->warming)
+		return c->sent < cl->total;
 	if (cl->o->duration > 0)
 		return c->sent < cl->o->warmup * (cl->o->test == TEST_LAT) ||
 		       now_ns() < cl->deadline;
@@ -1413,16 +1416,12 @@ static void lat_stats(struct samples *s, struct latstats *st)
 	st->stdev = s->n > 1 ? sqrt(sq / (double)(s->n - 1)) : 0;
 }
 
-/* One message size: BEGIN, the measurement, END/DONE.  0, -1 or -2. */
-static int cl_step(struct client *cl, uint64_t size, struct result *r)
+/* BEGIN a phase of one message size: counters at zero on both sides. */
+static int cl_begin(struct client *cl, uint64_t size)
 {
-	const struct opts *o = cl->o;
-	uint64_t v[2], c0, c1, t1, sent = 0, srv_cpu, srv_wall;
-	uint64_t s0, s1;
+	uint64_t v[2] = { (uint64_t)cl->step_no, size };
 	int rc;
 
-	v[0] = (uint64_t)cl->step_no;
-	v[1] = size;
 	rc = cl_ask(cl, CTL_BEGIN, v, 2, CTL_BEGIN_OK, "BEGIN");
 	if (rc)
 		return rc;
@@ -1434,13 +1433,92 @@ static int cl_step(struct client *cl, uint64_t size, struct result *r)
 	}
 	cl->size = size;
 	cl->lat.n = 0;
-	cl->total = o->iters + (o->test == TEST_LAT ? o->warmup : 0);
 	/* bw: enough per round to fill a writev, few enough to flush often */
 	cl->batch = size >= (1u << 20)
 			    ? 1
 			    : (uint32_t)((1u << 20) / (size ? size : 1));
 	if (cl->batch > 1024)
 		cl->batch = 1024;
+	return 0;
+}
+
+/* END a phase: wait until the server has every message sent (DONE). */
+static int cl_end(struct client *cl, uint64_t sent)
+{
+	uint64_t v[2] = { sent, sent * cl->size };
+	int rc;
+
+	rc = cl_ask(cl, CTL_END, v, 2, CTL_DONE, "END");
+	if (rc)
+		return rc;
+	if (cl->reply.v[0] != sent || cl->reply.v[1] != sent * cl->size) {
+		cl_fail(cl,
+			"the server received %" PRIu64 " messages (%" PRIu64
+			" bytes) of %" PRIu64 " (%" PRIu64 " bytes)",
+			cl->reply.v[0], cl->reply.v[1], sent, sent * cl->size);
+		return -1;
+	}
+	return 0;
+}
+
+/* Free what a phase left held (refused when its time was up); returns
+ * the messages sent. */
+static uint64_t cl_unhold(struct client *cl)
+{
+	uint64_t sent = 0;
+
+	for (uint32_t i = 0; i < cl->n_data; i++) {
+		struct cconn *c = &cl->data[i];
+
+		if (c->held) {
+			rift_buf_free(cl->ctx, c->held);
+			c->held = NULL;
+		}
+		sent += c->sent;
+	}
+	return sent;
+}
+
+/*
+ * bw: --warmup messages per connection in a phase of their own, BEGIN to
+ * DONE, before the step's clock starts.  perftest registers all its
+ * memory and posts its receives before it times; here the pool grows
+ * to what the stream needs (registering memory costs milliseconds under
+ * emulation) and the queues fill, untimed, as ucx_perftest warms up.
+ */
+static int cl_warm(struct client *cl, uint64_t size)
+{
+	int rc;
+
+	rc = cl_begin(cl, size);
+	if (rc)
+		return rc;
+	cl->total = cl->o->warmup;
+	cl->warming = true;
+	rc = cl_wait(cl, step_done, bw_pump_all, "warm-up", 0);
+	cl->warming = false;
+	if (rc)
+		return rc;
+	return cl_end(cl, cl_unhold(cl));
+}
+
+/* One message size: BEGIN, the measurement, END/DONE.  0, -1 or -2. */
+static int cl_step(struct client *cl, uint64_t size, struct result *r)
+{
+	const struct opts *o = cl->o;
+	uint64_t c0, c1, t1, sent, srv_cpu, srv_wall;
+	uint64_t s0, s1;
+	int rc;
+
+	if (o->test == TEST_BW && o->warmup) {
+		rc = cl_warm(cl, size);
+		if (rc)
+			return rc;
+	}
+	rc = cl_begin(cl, size);
+	if (rc)
+		return rc;
+	cl->total = o->iters + (o->test == TEST_LAT ? o->warmup : 0);
 	c0 = cpu_us();
 	cl->t0 = now_ns();
 	s0 = stamp_now();
@@ -1455,32 +1533,15 @@ static int cl_step(struct client *cl, uint64_t size, struct result *r)
 	t1 = now_ns();
 	cl->in_step = false;
 	samples_to_ns(cl, s0, s1, t1);
-	for (uint32_t i = 0; i < cl->n_data; i++) {
-		struct cconn *c = &cl->data[i];
-
-		if (c->held) { /* refused when the time was up */
-			rift_buf_free(cl->ctx, c->held);
-			c->held = NULL;
-		}
-		sent += c->sent;
-	}
+	sent = cl_unhold(cl);
 	progress_clear(cl);
 	if (rc)
 		return rc;
-	v[0] = sent;
-	v[1] = sent * size;
-	rc = cl_ask(cl, CTL_END, v, 2, CTL_DONE, "END");
+	rc = cl_end(cl, sent);
 	if (rc)
 		return rc;
 	t1 = now_ns();
 	c1 = cpu_us();
-	if (cl->reply.v[0] != sent || cl->reply.v[1] != sent * size) {
-		cl_fail(cl,
-			"the server received %" PRIu64 " messages (%" PRIu64
-			" bytes) of %" PRIu64 " (%" PRIu64 " bytes)",
-			cl->reply.v[0], cl->reply.v[1], sent, sent * size);
-		return -1;
-	}
 	memset(r, 0, sizeof(*r));
 	r->size = size;
 	r->secs = (double)(t1 - cl->t0) / 1e9;
@@ -1580,8 +1641,7 @@ static void print_header(const struct client *cl)
 	else
 		printf(" Iterations      : %" PRIu64 " per connection and size",
 		       o->iters);
-	if (o->test == TEST_LAT)
-		printf(", warm-up %" PRIu64, o->warmup);
+	printf(", warm-up %" PRIu64, o->warmup);
 	printf("\n Polling         : %s\n", polling_name(o->cfg.polling));
 	printf(" rift            : %s\n", rift_version_string());
 	printf("%.*s\n", o->test == TEST_LAT ? LAT_WIDTH : BW_WIDTH, RULE);
@@ -1665,8 +1725,7 @@ static void print_json(const struct client *cl, bool was_interrupted)
 		"  \"params\": {\n    \"conns\": %u,\n    \"qd\": %u,\n"
 		"    \"iters\": %" PRIu64 ",\n    \"duration_s\": %g,\n"
 		"    \"warmup\": %" PRIu64 ",\n    \"sizes\": [",
-		o->conns, o->qd, o->iters, o->duration,
-		o->test == TEST_LAT ? o->warmup : 0);
+		o->conns, o->qd, o->iters, o->duration, o->warmup);
 	for (int i = 0; i < o->n_sizes; i++)
 		fprintf(f, "%s%" PRIu64, i ? ", " : "", o->sizes[i]);
 	fprintf(f,
@@ -2175,7 +2234,8 @@ static void usage(FILE *f)
 "  -n, --iters N           messages per connection and size (default 1000 for\n"
 "                          lat, 5000 for bw)\n"
 "  -D, --duration SEC      run each size for SEC seconds instead of -n\n"
-"      --warmup N          lat: unmeasured round trips per connection first\n"
+"      --warmup N          unmeasured round trips (lat) or messages (bw) per\n"
+"                          connection first\n"
 "                          (default: a tenth of -n, at most 1000; 100 with -D)\n"
 "  -t, --qd N              messages in flight per connection (lat default 1;\n"
 "                          bw default 0: as many as the send window allows)\n"
@@ -2509,8 +2569,6 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		o->warmup = o->duration > 0	   ? 100
 			    : o->iters / 10 > 1000 ? 1000
 						   : o->iters / 10;
-	if (warm_set && o->test == TEST_BW)
-		return bad(OPT_WARMUP, "only for --test lat");
 	if (o->fill && o->test != TEST_BW)
 		return bad(OPT_FILL, "only for --test bw (lat messages are "
 				     "copied from one filled buffer)");

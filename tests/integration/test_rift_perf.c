@@ -220,6 +220,8 @@ TEST(rift_perf_bw_json_over_tcp)
 	CHECK_EQ(r->status, 0);
 	CHECK_CONTAINS(r->out, "\"transport\": \"tcp\"");
 	CHECK_CONTAINS(r->out, "\"test\": \"bw\"");
+	/* A warm-up phase of -n/10 messages went first, uncounted. */
+	CHECK_EQ(jnum(r->out, "warmup"), 300);
 	CHECK_EQ(jnum(r->out, "iterations"), 3000);
 	CHECK_EQ(jnum(r->out, "messages"), 6000);
 	CHECK_EQ(jnum_from(r->out, "\"results\"", "bytes"), 6000.0 * 65536);
