@@ -717,7 +717,11 @@ void rift_listener_close(rift_listener *l, void (*close_cb)(rift_listener *l));
 /*
  * Send one message of len bytes (0 allowed, up to max_msg_size).  The data
  * is copied; the call never blocks.  Messages are delivered whole, in order,
- * exactly once, across path changes.
+ * exactly once, across path changes.  Sends go out from the next progress
+ * round, together; a reply sent from on_recv of a message that arrived
+ * alone may leave from inside the call (over RDMA: request/reply latency
+ * is the time from a completion to the reply's doorbell).  No callback
+ * runs from inside the call either way.
  * Returns 0, RIFT_EAGAIN (the send window is full: wait for WRITABLE),
  * RIFT_EMSGSIZE, RIFT_ENOTCONN (not yet connected or already disconnected),
  * RIFT_ECLOSED (closing).

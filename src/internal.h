@@ -180,6 +180,15 @@ struct rift__transport_ops {
 	void (*listen_close)(rift_listener *l);
 	/* Write what is pending (control frames, then session data). */
 	void (*flush)(rift__path *p);
+	/*
+	 * Send the session's one unsent message now, from inside on_recv of
+	 * a lone message (the transport set p->send_now around it): the
+	 * reply's doorbell comes before the rest of the delivery's work.
+	 * Returns false, having done nothing, when it cannot (the caller
+	 * kicks the path as usual).  Runs no upcall: a failure is reported
+	 * after the callback returns.
+	 */
+	bool (*send_now)(rift__path *p);
 	/* Free the path and its resources; no upcall follows. */
 	void (*destroy)(rift__path *p);
 	/* Break the path for real, as a failing link would (tests):
@@ -236,6 +245,7 @@ struct rift__path {
 	rift__path_state state;
 	bool is_client;
 	bool flush_queued;      /* on ctx->flushq */
+	bool send_now;          /* delivering a lone message: ops->send_now */
 	uint32_t pending;       /* rift__path_pending bits */
 	int error_code;         /* ERROR frame to send */
 	char error_text[96];    /* ERROR frame text */

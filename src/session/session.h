@@ -160,6 +160,9 @@ void rift__conn_drop_held(rift_conn *conn);
 rift_conn *rift__conn_new_server(rift_listener *l, uint64_t session_id);
 /* Tests: messages the current verbs path sent without a copy. */
 uint64_t rift__conn_zero_copy_sends(const rift_conn *conn);
+/* Tests: replies the current verbs path sent from inside on_recv, before
+ * the rest of the delivery's work (rift__transport_ops.send_now). */
+uint64_t rift__conn_now_sends(const rift_conn *conn);
 /* Tests: bytes the current verbs path delivered from receive buffers. */
 uint64_t rift__conn_inplace_recv_bytes(const rift_conn *conn);
 /* Tests: rendezvous messages the current verbs path is fetching (READs
@@ -186,8 +189,8 @@ static inline bool rift__sess_has_output(const rift__path *p)
  * messages up to and including m are written.  Once per message on every
  * transport: inline.
  */
-static inline struct rift__omsg *rift__sess_next(rift__path *p,
-						 struct rift__omsg *after)
+static RIFT_HOT_INLINE struct rift__omsg *rift__sess_next(rift__path *p,
+							  struct rift__omsg *after)
 {
 	rift_conn *conn = p->conn;
 	struct rift__omsg *m;
@@ -207,7 +210,8 @@ static inline struct rift__omsg *rift__sess_next(rift__path *p,
 	return m;
 }
 
-static inline void rift__sess_written(rift__path *p, struct rift__omsg *m)
+static RIFT_HOT_INLINE void rift__sess_written(rift__path *p,
+					       struct rift__omsg *m)
 {
 	rift_conn *conn = p->conn;
 
@@ -250,8 +254,8 @@ static inline void rift__buf_release(struct rift__buf *b)
 }
 
 /* Put a new message at the tail and schedule a flush. */
-static inline void rift__conn_enqueue(rift_conn *conn, struct rift__buf *b,
-				      size_t len)
+static RIFT_HOT_INLINE void rift__conn_enqueue(rift_conn *conn,
+					       struct rift__buf *b, size_t len)
 {
 	struct rift__omsg *m = &b->om;
 
@@ -272,8 +276,18 @@ static inline void rift__conn_enqueue(rift_conn *conn, struct rift__buf *b,
 	rift__metrics_enqueue(conn, m);
 	conn->stats.msgs_sent++;
 	conn->stats.bytes_sent += len;
-	if (conn->path && conn->path->state == RIFT_PATH_ATTACHED)
-		rift__path_kick(conn->path);
+	if (conn->path && conn->path->state == RIFT_PATH_ATTACHED) {
+		rift__path *p = conn->path;
+
+		/* A reply from on_recv of a lone message: at once, if the
+		 * transport can (once per callback: more go together). */
+		if (p->send_now) {
+			p->send_now = false;
+			if (p->ops->send_now(p))
+				return;
+		}
+		rift__path_kick(p);
+	}
 }
 
 /*
@@ -335,6 +349,9 @@ static inline void rift__conn_deliver(rift_conn *conn, const struct rift__hdr *h
 	conn->stats.msgs_recv++;
 	conn->stats.bytes_recv += h->len;
 	rift__metrics_recv(conn, h->len);
+	/* Counted before the callback: a reply sent from it carries the
+	 * ack (rift__sess_next) and clears the count. */
+	conn->rx_unacked += h->len + RIFT_HDR_SIZE;
 	if (conn->cbs.on_recv)
 		conn->cbs.on_recv(conn, &msg);
 	if (msg.owned) /* NULL if retained or read in place */
@@ -345,7 +362,6 @@ static inline void rift__conn_deliver(rift_conn *conn, const struct rift__hdr *h
 	 * the application sends back this round; only if nothing carried it
 	 * by the end of the round does rift__sess_after_flush arm the
 	 * ack_delay_ms timer (no timer work per message in request/reply). */
-	conn->rx_unacked += h->len + RIFT_HDR_SIZE;
 	threshold = conn->peer_window / 4;
 	if (conn->path && conn->path->state == RIFT_PATH_ATTACHED) {
 		if (conn->rx_unacked >= threshold)
@@ -368,14 +384,29 @@ static RIFT_HOT_INLINE int rift__path_on_data(rift__path *p,
 {
 	rift_conn *conn = p->conn;
 	const char *why;
+	bool ack_late;
 
 	if (h->type != RIFT_FRAME_DATA || p->state != RIFT_PATH_ATTACHED ||
 	    !conn || h->seq != conn->held_seq + 1 || conn->recv_stopped ||
-	    conn->held_head || rift__conn_ack(conn, h->ack, &why) ||
-	    p->state != RIFT_PATH_ATTACHED || p->conn != conn ||
-	    conn->recv_stopped)
+	    conn->held_head || h->ack < conn->acked_seq ||
+	    h->ack > conn->written_seq)
+		return rift__path_on_frame(p, h, payload, NULL);
+	/*
+	 * The ack (checked above) frees what it acknowledges.  While the
+	 * window is roomy that waits until on_recv has returned: a reply
+	 * sent from it goes out first (p->send_now), and request/reply
+	 * latency is the time from a completion to the reply's doorbell.
+	 * Otherwise it comes first, so the callback finds the window open.
+	 */
+	ack_late = h->ack != conn->acked_seq && !conn->want_writable &&
+		   conn->window_used <= conn->ctx->cfg.send_window / 2;
+	if (!ack_late && (rift__conn_ack(conn, h->ack, &why) ||
+			  p->state != RIFT_PATH_ATTACHED || p->conn != conn ||
+			  conn->recv_stopped))
 		return rift__path_on_frame(p, h, payload, NULL);
 	rift__conn_deliver(conn, h, payload, NULL);
+	if (ack_late)
+		rift__conn_ack(conn, h->ack, &why); /* checked: cannot fail */
 	return p->state == RIFT_PATH_DEAD ? RIFT_ECLOSED : 0;
 }
 

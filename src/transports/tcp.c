@@ -473,6 +473,14 @@ static void tcp_cut(rift__path *p)
 	shutdown(tp_of(p)->fd, SHUT_RDWR);
 }
 
+/* A socket's writes go together at the end of the round (one writev):
+ * never at once. */
+static bool tcp_send_now(rift__path *p)
+{
+	RIFT_UNUSED(p);
+	return false;
+}
+
 static rift_fallback_reason tcp_available(rift_ctx *ctx)
 {
 	RIFT_UNUSED(ctx);
@@ -487,6 +495,7 @@ const struct rift__transport_ops rift__tcp_ops = {
 	.listen = tcp_listen,
 	.listen_close = tcp_listen_close,
 	.flush = tcp_flush,
+	.send_now = tcp_send_now,
 	.destroy = tcp_destroy,
 	.cut = tcp_cut,
 };

@@ -315,6 +315,102 @@ TEST_T(registered_buffers_are_sent_and_received_without_a_copy)
 	h_teardown(ctx, l, conns, 2);
 }
 
+/* ---- replies from on_recv ---- */
+
+/* A server that echoes from on_recv, and notes an event delivered while
+ * its on_recv runs (rift calls no callback from inside a call). */
+struct reply_side {
+	struct side s;          /* first: the harness's on_event uses it */
+	uint64_t arm_at;        /* request whose reply finds the link dead */
+	int in_recv, reentered;
+};
+
+static void reply_recv(rift_conn *conn, rift_msg *msg)
+{
+	struct reply_side *r = rift_conn_user(conn);
+
+	r->in_recv = 1;
+	r->s.recv_count++;
+	if (r->s.recv_count == r->arm_at)
+		rift__fault_arm(RIFT_FAULT_RDMA_SEND, 1, 1);
+	CHECK_EQ(rift_conn_send(conn, rift_msg_data(msg), rift_msg_len(msg)),
+		 0);
+	r->in_recv = 0;
+}
+
+static void reply_event(rift_conn *conn, const rift_event *ev)
+{
+	struct reply_side *r = rift_conn_user(conn);
+
+	if (r->in_recv)
+		r->reentered++;
+	h_callbacks.on_event(conn, ev);
+}
+
+static const rift_conn_callbacks reply_callbacks = { .on_event = reply_event,
+						     .on_recv = reply_recv };
+
+static void reply_accept(rift_listener *l, rift_conn *conn)
+{
+	struct reply_side *r = rift_listener_user(l);
+
+	r->s.conn = conn;
+	r->s.connected++;
+}
+
+/*
+ * Request/reply: a reply sent from on_recv of a lone request leaves from
+ * inside rift_conn_send (its doorbell before the rest of the delivery's
+ * work), carrying the ack.  When that send finds the link dead (fault
+ * point), the path fails only after on_recv has returned (no event from
+ * inside the call), and the reply waits in the session: it arrives over
+ * the re-attached path, once.
+ */
+TEST_TIMEOUT(a_reply_from_on_recv_leaves_at_once_and_survives_a_dead_link, 120)
+{
+	rift_ctx *ctx = h_ctx(NULL);
+	struct reply_side srv = { 0 };
+	struct side cli = { .verify = true, .seed = 7, .max_size = 64 };
+	rift_listener *l;
+	rift_conn *c, *conns[2];
+	char url[128];
+	uint64_t n = 200;
+
+	need_rdma();
+	snprintf(url, sizeof(url), "rdma://%s:0", rt_host());
+	CHECK_EQ(rift_listen(ctx, url, &reply_callbacks, &srv, reply_accept,
+			     &l),
+		 0);
+	c = h_connect(ctx, rift_listener_port(l), &cli);
+	h_connected(ctx, &cli);
+	CHECK(h_wait(ctx, &srv.s.connected, 5000));
+	for (uint64_t i = 0; i < n; i++) {
+		CHECK_EQ(h_send(c, 7, i, 64), 0);
+		CHECK(h_wait_u64(ctx, &cli.recv_count, i + 1, 10000));
+	}
+	printf("replies sent from on_recv: %llu of %llu\n",
+	       (unsigned long long)rift__conn_now_sends(srv.s.conn),
+	       (unsigned long long)n);
+	/* A few may find a control frame owed and go with the flush. */
+	CHECK(rift__conn_now_sends(srv.s.conn) >= n * 9 / 10);
+
+	srv.arm_at = n + 1;
+	CHECK_EQ(h_send(c, 7, n, 64), 0);
+	CHECK(h_wait_u64(ctx, &cli.recv_count, n + 1, 30000));
+	CHECK(h_wait(ctx, &cli.path_changed, 30000));
+	rift__fault_clear();
+	CHECK_EQ(srv.reentered, 0);
+	CHECK(srv.s.path_down >= 1);
+	CHECK_EQ(cli.bad, 0);
+	/* Once: nothing more comes. */
+	rift_ctx_run(ctx, 200);
+	CHECK_EQ(cli.recv_count, n + 1);
+	CHECK_EQ(srv.s.recv_count, n + 1);
+	conns[0] = c;
+	conns[1] = srv.s.conn;
+	h_teardown(ctx, l, conns, 2);
+}
+
 /* ---- rendezvous: large messages by RDMA READ ---- */
 
 /* A receiver that checks every message of the sender's stream: size and

@@ -299,7 +299,11 @@ struct rdma_path {
 	 * changes (id, piece, immediate, flags) */
 	struct ibv_send_wr send_wr;
 	struct ibv_sge send_sge;
+	/* a send_now whose post failed: reported when on_recv returns */
+	int late_rc;
+	rift__vb_err late_err;
 	uint64_t zc_sends;     /* messages sent without a copy */
+	uint64_t now_sends;    /* replies sent from on_recv (send_now) */
 	uint64_t inplace_bytes; /* received bytes delivered without a copy */
 	struct rift__omsg *cur; /* message being copied, and how far */
 	size_t cur_off;
@@ -1969,8 +1973,18 @@ static RIFT_HOT_INLINE int drain_once(struct rdma_path *rp)
 			if (rift__stream_idle(&rp->rx) &&
 			    rift__hdr_data_exact(b, len,
 						 p->ctx->cfg.max_msg_size, &h)) {
-				if (rift__path_on_data(p, &h, b + RIFT_HDR_SIZE) < 0 ||
-				    p->state == RIFT_PATH_DEAD)
+				/* The last one waiting: its reply may go at
+				 * once (rdma_send_now). */
+				p->send_now = rp->pend_n == 1;
+				rc = rift__path_on_data(p, &h, b + RIFT_HDR_SIZE);
+				p->send_now = false;
+				if (__builtin_expect(rp->late_rc != 0, 0)) {
+					rift__path_failed(p, rp->late_rc, "%s",
+							  rp->late_err);
+					rp->late_rc = 0;
+					return -1;
+				}
+				if (rc < 0 || p->state == RIFT_PATH_DEAD)
 					return -1;
 				n = len;
 			} else if (rift__stream_inplace(p, &rp->rx, b, len,
@@ -2213,8 +2227,9 @@ static void rdma_flush(rift__path *p)
  * completion every quarter queue, or when slots run low, so slots come
  * back without a completion per send (the completion covers them all).
  */
-static inline void send_taken(struct rdma_path *rp, struct ibv_send_wr *wr,
-			      uint32_t slot, uint32_t imm)
+static RIFT_HOT_INLINE void send_taken(struct rdma_path *rp,
+				       struct ibv_send_wr *wr, uint32_t slot,
+				       uint32_t imm)
 {
 	wr->imm_data = htonl(rp->to_return | imm);
 	rp->to_return = 0;
@@ -2235,7 +2250,7 @@ static inline void send_taken(struct rdma_path *rp, struct ibv_send_wr *wr,
  * keeps them in one piece).  Returns false, having done nothing, when the
  * case does not apply.
  */
-static RIFT_HOT_INLINE bool post_one(struct rdma_path *rp)
+static RIFT_HOT_INLINE bool post_one(struct rdma_path *rp, bool late)
 {
 	rift__path *p = &rp->base;
 	rift_conn *conn = p->conn;
@@ -2263,12 +2278,40 @@ static RIFT_HOT_INLINE bool post_one(struct rdma_path *rp)
 	rift__sess_written(p, m);
 	rc = rift__vb_post_send(rp->qp, wr, err);
 	if (rc) {
-		rift__path_failed(p, rc, "%s", err);
+		if (late) {
+			rp->late_rc = rc;
+			memcpy(rp->late_err, err, sizeof(rp->late_err));
+		} else {
+			rift__path_failed(p, rc, "%s", err);
+		}
 		return true;
 	}
 	if (conn->credit_stalled)
 		rift__metrics_credit_stall(p, false);
 	p->last_tx_us = p->ctx->now_us;
+	return true;
+}
+
+/* From on_recv of a lone message (drain_once): the reply alone, at once.
+ * Credits, owed control frames and re-posting follow in the flush after
+ * the delivery. */
+static bool rdma_send_now(rift__path *p)
+{
+	struct rdma_path *rp = rp_of(p);
+
+	if (!rp->established)
+		return false;
+	if (rift__fault_hit(RIFT_FAULT_RDMA_SEND)) {
+		/* As flush_now's, reported when on_recv returns; the
+		 * message waits in the session for the next path. */
+		rp->late_rc = RIFT_ECONNRESET;
+		snprintf(rp->late_err, sizeof(rp->late_err),
+			 "send: link dropped (fault point)");
+		return true;
+	}
+	if (!post_one(rp, true))
+		return false;
+	rp->now_sends++;
 	return true;
 }
 
@@ -2281,7 +2324,7 @@ static RIFT_HOT_INLINE void post_sends(struct rdma_path *rp)
 	rift__vb_err err;
 	int nwr = 0, rc;
 
-	if (post_one(rp))
+	if (post_one(rp, false))
 		return;
 	cap = rp->buf_size < rp->peer_buf ? rp->buf_size : rp->peer_buf;
 	for (;;) {
@@ -3689,6 +3732,15 @@ uint64_t rift__conn_zero_copy_sends(const rift_conn *conn)
 	return rp_of(p)->zc_sends;
 }
 
+uint64_t rift__conn_now_sends(const rift_conn *conn)
+{
+	rift__path *p = conn->path;
+
+	if (!p || p->ops != &rift__rdma_ops)
+		return 0;
+	return rp_of(p)->now_sends;
+}
+
 uint64_t rift__conn_inplace_recv_bytes(const rift_conn *conn)
 {
 	rift__path *p = conn->path;
@@ -3753,6 +3805,7 @@ const struct rift__transport_ops rift__rdma_ops = {
 	.listen = rdma_listen_op,
 	.listen_close = rdma_listen_close,
 	.flush = rdma_flush,
+	.send_now = rdma_send_now,
 	.destroy = rdma_destroy,
 	.cut = rdma_cut,
 };

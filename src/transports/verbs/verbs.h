@@ -154,8 +154,9 @@ int rift__vb_fail(rift__vb_err err, const char *call, int e);
  * about as much as twenty other instructions.  Still the only place
  * these verbs are called.
  */
-static inline int rift__vb_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
-				     rift__vb_err err)
+static RIFT_HOT_INLINE int rift__vb_post_recv(struct ibv_qp *qp,
+					      struct ibv_recv_wr *wr,
+					      rift__vb_err err)
 {
 	struct ibv_recv_wr *bad;
 	int rc;
@@ -165,8 +166,9 @@ static inline int rift__vb_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 	return rc ? rift__vb_fail(err, "ibv_post_recv", rc) : 0;
 }
 
-static inline int rift__vb_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
-				     rift__vb_err err)
+static RIFT_HOT_INLINE int rift__vb_post_send(struct ibv_qp *qp,
+					      struct ibv_send_wr *wr,
+					      rift__vb_err err)
 {
 	struct ibv_send_wr *bad;
 	int rc;
@@ -177,7 +179,8 @@ static inline int rift__vb_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 }
 
 /* Completions (>= 0) or RIFT_E*. */
-static inline int rift__vb_poll(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+static RIFT_HOT_INLINE int rift__vb_poll(struct ibv_cq *cq, int n,
+					 struct ibv_wc *wc)
 {
 	int rc;
 
