@@ -941,7 +941,7 @@ static const char *conn_name(const struct cconn *c, char *buf, size_t len)
 	return buf;
 }
 
-static bool more_to_send(const struct cconn *c)
+static inline __attribute__((always_inline)) bool more_to_send(const struct cconn *c)
 {
 	const struct client *cl = c->cl;
 
@@ -972,7 +972,7 @@ static int samples_push(struct samples *s, uint64_t v)
 /* Send what the queue depth allows.  now: a stamp just taken (the reply
  * that made room), used for the first send, as perftest stamps each
  * round trip once; 0: take one. */
-static void lat_pump(struct cconn *c, uint64_t now)
+static inline __attribute__((always_inline)) void lat_pump(struct cconn *c, uint64_t now)
 {
 	struct client *cl = c->cl;
 
@@ -1010,15 +1010,17 @@ static void lat_recv(struct cconn *c, rift_msg *msg)
 			c->idx, rift_msg_len(msg));
 		return;
 	}
-	t = now > c->ts[c->ts_head] ? now - c->ts[c->ts_head] : 0;
+	t = c->ts[c->ts_head];
 	c->ts_head = c->ts_head + 1 == cl->qd ? 0 : c->ts_head + 1;
 	c->ts_n--;
 	c->recvd++;
-	if (c->recvd > cl->o->warmup && samples_push(&cl->lat, t)) {
-		cl_fail(cl, "out of memory for latency samples");
-		return;
-	}
+	/* The next request first (its SEND may leave from inside the
+	 * call), the bookkeeping after, as perftest posts before it
+	 * stores. */
 	lat_pump(c, now);
+	t = now > t ? now - t : 0;
+	if (c->recvd > cl->o->warmup && samples_push(&cl->lat, t))
+		cl_fail(cl, "out of memory for latency samples");
 }
 
 /* bw: send a batch on one connection, within qd and the send window. */
