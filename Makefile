@@ -119,7 +119,7 @@ CM_TCP_TESTS := path_cut echo_ single_64mib zero_byte close_tells \
   connect_refused multi_address external_event retained backpressure \
   metrics_count metrics_reattach reg_mr_failure registered_buffers \
   configured_device memlock held large_messages rendezvous thousand \
-  shared_cq overflowing_shared_cq
+  shared_cq overflowing_shared_cq a_reply bare_frame
 test-lab: $(BUILD)/tst/rift-tests
 	tests/lab/lab setup
 	tests/lab/lab smoke

@@ -95,6 +95,10 @@ typedef enum rift__fault_point {
 	RIFT_FAULT_RNDV_BAD_LEN,  /* ... a length its frame does not have */
 	RIFT_FAULT_CQ_SHORT,      /* a shared CQ holds fewer completions than
 				     the device said: it overflows */
+	RIFT_FAULT_BARE_EARLY,    /* a DATA frame goes bare before the path
+				     carried one (hostile peer) */
+	RIFT_FAULT_BARE_ACK,      /* a bare frame's ack covers messages never
+				     sent (hostile peer) */
 	RIFT_FAULT__COUNT
 } rift__fault_point;
 
@@ -252,6 +256,12 @@ struct rift__path {
 	rift_fallback_reason fb_reason; /* why setup failed, for auto:// */
 	uint64_t last_rx_us;    /* last byte received */
 	uint64_t last_tx_us;    /* last byte sent */
+	/* The last DATA frame encoded for this path (sender: wire order is
+	 * cursor order) and the last one received on it: seq and the ack it
+	 * carried.  A transport may leave both out of a frame that follows
+	 * (verbs: bare DATA frames); 0 before the first. */
+	uint64_t tx_data_seq, tx_data_ack;
+	uint64_t rx_data_seq, rx_data_ack;
 	char peer[80];          /* "tcp://127.0.0.1:7788" */
 	rift_timer timer;       /* handshake timeout, then keepalive */
 	struct rift__list flush_node;  /* ctx->flushq */

@@ -631,6 +631,10 @@ int rift__path_on_frame(rift__path *p, const struct rift__hdr *h,
 	case RIFT_FRAME_DATA:
 	case RIFT_FRAME_ACK:
 	case RIFT_FRAME_PING:
+		if (h->type == RIFT_FRAME_DATA) {
+			p->rx_data_seq = h->seq;
+			p->rx_data_ack = h->ack;
+		}
 		if (rift__conn_ack(conn, h->ack, &why)) {
 			free(owned);
 			return path_reject(p, RIFT_EPROTO, why);

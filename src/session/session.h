@@ -163,6 +163,8 @@ uint64_t rift__conn_zero_copy_sends(const rift_conn *conn);
 /* Tests: replies the current verbs path sent from inside on_recv, before
  * the rest of the delivery's work (rift__transport_ops.send_now). */
 uint64_t rift__conn_now_sends(const rift_conn *conn);
+/* Tests: DATA frames the current verbs path sent bare (no header). */
+uint64_t rift__conn_bare_sends(const rift_conn *conn);
 /* Tests: bytes the current verbs path delivered from receive buffers. */
 uint64_t rift__conn_inplace_recv_bytes(const rift_conn *conn);
 /* Tests: rendezvous messages the current verbs path is fetching (READs
@@ -206,6 +208,8 @@ static RIFT_HOT_INLINE struct rift__omsg *rift__sess_next(rift__path *p,
 	h.ack = conn->recv_seq;
 	conn->ack_sent = conn->recv_seq;
 	conn->rx_unacked = 0;
+	p->tx_data_seq = m->seq;
+	p->tx_data_ack = h.ack;
 	rift__hdr_encode(m->hdr, &h);
 	return m;
 }
@@ -391,6 +395,8 @@ static RIFT_HOT_INLINE int rift__path_on_data(rift__path *p,
 	    conn->held_head || h->ack < conn->acked_seq ||
 	    h->ack > conn->written_seq)
 		return rift__path_on_frame(p, h, payload, NULL);
+	p->rx_data_seq = h->seq;
+	p->rx_data_ack = h->ack;
 	/*
 	 * The ack (checked above) frees what it acknowledges.  While the
 	 * window is roomy that waits until on_recv has returned: a reply

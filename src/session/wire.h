@@ -7,6 +7,10 @@
  *   4  u32 payload length          8  u64 seq (DATA: message sequence)
  *  16  u64 ack (cumulative: highest sequence received in order)
  *
+ * Over verbs a DATA frame may go bare, without this header, when the
+ * QP's previous DATA frame says what it would (transports/verbs/rdma.c,
+ * BARE_IMM).
+ *
  * Control payloads have fixed sizes (ERROR has a bounded one), so a decoder
  * can reject any frame whose length does not fit its type before reading
  * the payload.  Decoders never trust a length: they check it against what

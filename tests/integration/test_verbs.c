@@ -388,11 +388,17 @@ TEST_TIMEOUT(a_reply_from_on_recv_leaves_at_once_and_survives_a_dead_link, 120)
 		CHECK_EQ(h_send(c, 7, i, 64), 0);
 		CHECK(h_wait_u64(ctx, &cli.recv_count, i + 1, 10000));
 	}
-	printf("replies sent from on_recv: %llu of %llu\n",
+	printf("replies sent from on_recv: %llu of %llu; bare frames: "
+	       "client %llu, server %llu\n",
 	       (unsigned long long)rift__conn_now_sends(srv.s.conn),
-	       (unsigned long long)n);
+	       (unsigned long long)n,
+	       (unsigned long long)rift__conn_bare_sends(c),
+	       (unsigned long long)rift__conn_bare_sends(srv.s.conn));
 	/* A few may find a control frame owed and go with the flush. */
 	CHECK(rift__conn_now_sends(srv.s.conn) >= n * 9 / 10);
+	/* All but each side's first DATA frame may go without a header. */
+	CHECK(rift__conn_bare_sends(c) >= n * 9 / 10);
+	CHECK(rift__conn_bare_sends(srv.s.conn) >= n * 9 / 10);
 
 	srv.arm_at = n + 1;
 	CHECK_EQ(h_send(c, 7, n, 64), 0);
@@ -409,6 +415,62 @@ TEST_TIMEOUT(a_reply_from_on_recv_leaves_at_once_and_survives_a_dead_link, 120)
 	conns[0] = c;
 	conns[1] = srv.s.conn;
 	h_teardown(ctx, l, conns, 2);
+}
+
+/*
+ * A peer that sends a bare DATA frame (no header: seq and ack follow from
+ * the path's last DATA frame) where no rift peer would (fault points play
+ * it) is refused: the session ends with RIFT_EPROTO, counted, and nothing
+ * it sent from then on is delivered.
+ */
+static void hostile_bare(rift__fault_point fault, const char *says)
+{
+	rift_ctx *ctx = h_ctx(NULL);
+	struct side srv = { .verify = true, .seed = 5, .max_size = 64 },
+		    cli = { 0 };
+	rift_listener *l = h_listen(ctx, &srv);
+	rift_conn *c = h_connect(ctx, rift_listener_port(l), &cli);
+	rift_conn *conns[2];
+	rift_ctx_stats st;
+	uint64_t before = 0;
+
+	need_rdma();
+	h_connected(ctx, &cli);
+	if (fault == RIFT_FAULT_BARE_ACK) {
+		/* A first frame with its header, so the next may go bare. */
+		CHECK_EQ(h_send(c, 5, 0, 64), 0);
+		CHECK(h_wait_u64(ctx, &srv.recv_count, 1, 10000));
+		before = 1;
+	}
+	rift__fault_arm(fault, 1, 1);
+	CHECK_EQ(h_send(c, 5, before, 64), 0);
+	CHECK(h_wait(ctx, &srv.disconnected, 20000));
+	CHECK_EQ(rift__fault_fired(fault), 1);
+	rift__fault_clear();
+	printf("server: %s: %s\n", rift_err_name(srv.last_status),
+	       srv.last_message);
+	CHECK_EQ(srv.last_status, RIFT_EPROTO);
+	CHECK_CONTAINS(srv.last_message, says);
+	CHECK_EQ(srv.recv_count, before);
+	CHECK_EQ(srv.bad, 0);
+	rift_ctx_stats_init(&st);
+	rift_ctx_stats_get(ctx, &st);
+	CHECK(st.protocol_errors >= 1);
+	CHECK(h_wait(ctx, &cli.disconnected, 20000));
+	conns[0] = c;
+	conns[1] = srv.conn;
+	h_teardown(ctx, l, conns, 2);
+}
+
+TEST_TIMEOUT(bare_frame_before_any_data_frame_is_refused, 120)
+{
+	hostile_bare(RIFT_FAULT_BARE_EARLY, "bare DATA frame refused: before "
+					    "any DATA frame on the path");
+}
+
+TEST_TIMEOUT(bare_frame_acking_messages_never_sent_is_refused, 120)
+{
+	hostile_bare(RIFT_FAULT_BARE_ACK, "ack for a message that was never sent");
 }
 
 /* ---- rendezvous: large messages by RDMA READ ---- */

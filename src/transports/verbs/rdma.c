@@ -79,11 +79,25 @@
 #define WR_TAG_OF(wr_id) ((uint32_t)((wr_id) >> TAG_SHIFT) & TAG_MASK)
 #define MAX_POLL 64
 
-/* Rendezvous: a descriptor SEND carries RNDV_IMM in its immediate (the
- * credits returned use the low bits); a received one is marked PEND_RNDV
- * in the pending ring. */
+/*
+ * A SEND's immediate: credits returned in the low 16 bits (at most
+ * rq_depth, 32768), and flags.  RNDV_IMM: a rendezvous descriptor.
+ * BARE_IMM: one DATA frame without its header (a bare frame): its seq
+ * follows the path's last DATA frame, its ack is that frame's ack plus
+ * the 14-bit delta in bits 16..29.  A SEND then carries the message's
+ * bytes only: under emulation every byte costs in the kernel's send and
+ * receive paths, and a 32-byte message goes as 32 bytes, not 56.
+ * In the pending ring, the receive buffer's index sits in the low 16 bits
+ * with the same flags and delta.
+ */
 #define RNDV_IMM (1u << 31)
-#define PEND_RNDV (1u << 31)
+#define BARE_IMM (1u << 30)
+#define BARE_SHIFT 16
+#define BARE_DELTA_MAX (1u << 14)
+#define CREDIT_MASK 0xffffu
+#define PEND_RNDV RNDV_IMM
+#define PEND_BARE BARE_IMM
+#define PEND_IDX 0xffffu
 #define RNDV_DESC_SIZE (RIFT_HDR_SIZE + 16u)
 #define RNDV_MAX 16            /* rendezvous received, not yet delivered */
 #define RNDV_CHUNK (1u << 20)  /* bytes per READ, at most */
@@ -91,6 +105,7 @@
 
 /* Hello flags. */
 #define HELLO_F_RNDV 1u /* serves and issues RDMA READs (rendezvous) */
+#define HELLO_F_BARE 2u /* takes bare DATA frames (BARE_IMM) */
 
 /* rdma_cm private data: fits the 56 bytes a connect request may carry. */
 struct cm_hello {
@@ -304,6 +319,7 @@ struct rdma_path {
 	rift__vb_err late_err;
 	uint64_t zc_sends;     /* messages sent without a copy */
 	uint64_t now_sends;    /* replies sent from on_recv (send_now) */
+	uint64_t bare_sends;   /* DATA frames sent without their header */
 	uint64_t inplace_bytes; /* received bytes delivered without a copy */
 	struct rift__omsg *cur; /* message being copied, and how far */
 	size_t cur_off;
@@ -313,6 +329,7 @@ struct rdma_path {
 	/* rendezvous (see the rendezvous section) */
 	bool rndv_local;       /* our device serves and issues READs */
 	bool peer_rndv;        /* so does the peer's (its hello says) */
+	bool peer_bare;        /* the peer takes bare DATA frames */
 	uint32_t rd_max;       /* READs in flight at most (initiator depth) */
 	uint32_t rd_inflight;
 	uint32_t rd_chunk;     /* bytes per READ */
@@ -1504,7 +1521,7 @@ static void hello_fill(struct rdma_path *rp, struct cm_hello *h)
 {
 	h->magic = htonl(HELLO_MAGIC);
 	h->version = htons(HELLO_VERSION);
-	h->flags = htons(rp->rndv_local ? HELLO_F_RNDV : 0);
+	h->flags = htons((rp->rndv_local ? HELLO_F_RNDV : 0) | HELLO_F_BARE);
 	h->rq_depth = htonl(rp->rq_depth);
 	h->buf_size = htonl(rp->buf_size);
 }
@@ -1529,6 +1546,7 @@ static const char *hello_check(struct rdma_path *rp, const void *data,
 	rp->credits = ntohl(h.rq_depth);
 	rp->peer_buf = ntohl(h.buf_size);
 	rp->peer_rndv = (ntohs(h.flags) & HELLO_F_RNDV) != 0;
+	rp->peer_bare = (ntohs(h.flags) & HELLO_F_BARE) != 0;
 	return NULL;
 }
 
@@ -1914,6 +1932,67 @@ static void rndv_read_failed(struct rdma_path *rp, struct ibv_wc *w)
 			  rift__vb_wc_str(w->status), w->vendor_err);
 }
 
+/* ---- bare DATA frames (BARE_IMM) ---- */
+
+static void bare_refuse(struct rdma_path *rp, const char *why)
+{
+	rift__path_failed(&rp->base, RIFT_EPROTO, "bare DATA frame refused: %s",
+			  why);
+}
+
+/*
+ * Receiver: the header of a bare frame of len bytes (pending entry e),
+ * from the path's last DATA frame.  Whatever it says is then judged as a
+ * header would be (rift__path_on_data: sequence, ack, window).  False,
+ * the path failed, for a frame no rift peer sends.
+ */
+static RIFT_HOT_INLINE bool bare_frame(struct rdma_path *rp, uint32_t len,
+				       uint32_t e, struct rift__hdr *h)
+{
+	const rift__path *p = &rp->base;
+
+	if (__builtin_expect(p->rx_data_seq == 0 ||
+				     !rift__stream_idle(&rp->rx) ||
+				     len > p->ctx->cfg.max_msg_size,
+			     0)) {
+		bare_refuse(rp, p->rx_data_seq == 0
+					? "before any DATA frame on the path"
+				: len > p->ctx->cfg.max_msg_size
+					? "above max_msg_size"
+					: "inside another frame");
+		return false;
+	}
+	h->type = RIFT_FRAME_DATA;
+	h->len = len;
+	h->seq = p->rx_data_seq + 1;
+	h->ack = p->rx_data_ack + ((e >> BARE_SHIFT) & (BARE_DELTA_MAX - 1));
+	return true;
+}
+
+/*
+ * Sender: may m, the next message, go bare?  The peer takes bare frames,
+ * the path's last DATA frame is m's predecessor, and the ack to carry is
+ * within BARE_DELTA_MAX of that frame's.  Before rift__sess_next, which
+ * makes m the last DATA frame.  *delta is the ack's delta.
+ */
+static RIFT_HOT_INLINE bool bare_ok(const struct rdma_path *rp,
+				    const struct rift__omsg *m, uint32_t *delta)
+{
+	const rift__path *p = &rp->base;
+	uint64_t d = p->conn->recv_seq - p->tx_data_ack;
+
+	bool ok = rp->peer_bare && p->tx_data_seq &&
+		  m->seq == p->tx_data_seq + 1 && d < BARE_DELTA_MAX;
+
+	*delta = (uint32_t)d;
+	/* Test builds: play a peer that breaks the rules. */
+	if (rift__fault_hit(RIFT_FAULT_BARE_EARLY))
+		ok = rp->peer_bare;
+	if (ok && rift__fault_hit(RIFT_FAULT_BARE_ACK))
+		*delta = BARE_DELTA_MAX - 1;
+	return ok;
+}
+
 /* ---- receive side ---- */
 
 /*
@@ -1947,12 +2026,17 @@ static RIFT_HOT_INLINE int drain_once(struct rdma_path *rp)
 	if (rc)
 		return rc;
 	while (rp->pend_n) {
-		uint32_t i = rp->pend[rp->pend_head] & ~PEND_RNDV;
+		uint32_t e = rp->pend[rp->pend_head];
+		uint32_t i = e & PEND_IDX;
 		uint32_t len = rp->pend_len[rp->pend_head];
 		uint8_t *dst;
 		size_t room, n;
 
-		if (rp->pend[rp->pend_head] & PEND_RNDV) {
+		if (e & PEND_RNDV) {
+			if (e & PEND_BARE) {
+				bare_refuse(rp, "with a rendezvous descriptor");
+				return -1;
+			}
 			/* A descriptor: fetching starts now, so the next ones
 			 * can overlap; what follows is delivered after it. */
 			rc = rndv_start(rp, i, len);
@@ -1964,19 +2048,29 @@ static RIFT_HOT_INLINE int drain_once(struct rdma_path *rp)
 			return 0; /* stream bytes wait for the rendezvous */
 
 		if (rp->pend_off == 0) {
-			uint8_t *b = recv_buf(rp, i);
+			uint8_t *b = recv_buf(rp, i), *payload = b;
 			struct rift__hdr h;
 
 			/* Whole frames go to the application from the
 			 * receive buffer itself: no copy.  Most often the
-			 * buffer holds one DATA frame, exactly. */
-			if (rift__stream_idle(&rp->rx) &&
-			    rift__hdr_data_exact(b, len,
-						 p->ctx->cfg.max_msg_size, &h)) {
+			 * buffer holds one DATA frame, exactly, bare or
+			 * with its header. */
+			if (e & PEND_BARE) {
+				if (!bare_frame(rp, len, e, &h))
+					return -1;
+			} else if (rift__stream_idle(&rp->rx) &&
+				   rift__hdr_data_exact(b, len,
+							p->ctx->cfg.max_msg_size,
+							&h)) {
+				payload = b + RIFT_HDR_SIZE;
+			} else {
+				payload = NULL;
+			}
+			if (payload) {
 				/* The last one waiting: its reply may go at
 				 * once (rdma_send_now). */
 				p->send_now = rp->pend_n == 1;
-				rc = rift__path_on_data(p, &h, b + RIFT_HDR_SIZE);
+				rc = rift__path_on_data(p, &h, payload);
 				p->send_now = false;
 				if (__builtin_expect(rp->late_rc != 0, 0)) {
 					rift__path_failed(p, rp->late_rc, "%s",
@@ -2095,23 +2189,27 @@ static size_t fill(struct rdma_path *rp, uint8_t *buf, size_t cap)
  *    24-byte frame header is not in registered memory (the buffer's
  *    header lives apart from its block), so it goes from the send slot
  *    this SEND owns anyway (slot, slkey).
- * Returns the SEND's length (0: neither kind), whether it is inline, and
- * its SGEs in *nsge: one when the header sits right in front of the
- * payload (a small buffer: the provider then copies one piece), else two.
+ * A message that may go bare (bare_ok) goes as its payload alone: one
+ * piece, no header.
+ * Returns the SEND's length (0: neither kind), whether it is inline, its
+ * SGEs in *nsge (one when the header sits right in front of the payload:
+ * a small buffer, the provider then copies one piece; or bare), and the
+ * flags its immediate carries in *imm.
  */
 static uint32_t direct(struct rdma_path *rp, struct ibv_sge *sge, uint32_t cap,
-		       uint8_t *slot, uint32_t slkey, bool *inl, int *nsge)
+		       uint8_t *slot, uint32_t slkey, bool *inl, int *nsge,
+		       uint32_t *imm)
 {
 	rift__path *p = &rp->base;
 	struct rift__omsg *m;
 	struct rift__buf *b;
-	uint32_t lkey = 0, rkey, len;
+	uint32_t lkey = 0, rkey, len, delta;
+	bool bare;
 
 	if (rp->cur || rp->ctrl_off < rp->ctrl_len || p->pending ||
-	    p->ctx->cfg.max_send_sge < 2)
-		return 0;
-	m = rift__sess_next(p, NULL);
-	if (!m || RIFT_HDR_SIZE + m->len > cap)
+	    p->ctx->cfg.max_send_sge < 2 || p->state != RIFT_PATH_ATTACHED ||
+	    !p->conn || p->conn->closing || !(m = p->conn->cursor) ||
+	    RIFT_HDR_SIZE + m->len > cap)
 		return 0;
 	len = (uint32_t)(RIFT_HDR_SIZE + m->len);
 	*inl = len <= rp->inline_max;
@@ -2120,20 +2218,36 @@ static uint32_t direct(struct rdma_path *rp, struct ibv_sge *sge, uint32_t cap,
 		 * header may stay where it is. */
 		if (m->next)
 			return 0;
-		sge[0] = (struct ibv_sge){ .addr = (uintptr_t)m->hdr,
-					   .length = RIFT_HDR_SIZE };
-		if ((uint8_t *)m->data == m->hdr + RIFT_HDR_SIZE) {
-			sge[0].length = len;
-			*nsge = 1;
-			rift__sess_written(p, m);
-			return len;
-		}
 	} else {
 		b = rift__container_of(m, struct rift__buf, om);
 		if (!b->pool ||
 		    !rift__pool_keys(b->pool, m->data, rp->dev_slot, &lkey,
 				     &rkey))
 			return 0;
+	}
+	bare = m->len && bare_ok(rp, m, &delta);
+	rift__sess_next(p, NULL); /* m, its header encoded */
+	rift__sess_written(p, m);
+	if (bare) {
+		*imm = BARE_IMM | delta << BARE_SHIFT;
+		*inl = m->len <= rp->inline_max;
+		rp->bare_sends++;
+		sge[0] = (struct ibv_sge){ .addr = (uintptr_t)m->data,
+					   .length = (uint32_t)m->len,
+					   .lkey = lkey };
+		*nsge = 1;
+		return (uint32_t)m->len;
+	}
+	if (*inl && (uint8_t *)m->data == m->hdr + RIFT_HDR_SIZE) {
+		sge[0] = (struct ibv_sge){ .addr = (uintptr_t)m->hdr,
+					   .length = len };
+		*nsge = 1;
+		return len;
+	}
+	if (*inl) {
+		sge[0] = (struct ibv_sge){ .addr = (uintptr_t)m->hdr,
+					   .length = RIFT_HDR_SIZE };
+	} else {
 		memcpy(slot, m->hdr, RIFT_HDR_SIZE);
 		sge[0] = (struct ibv_sge){ .addr = (uintptr_t)slot,
 					   .length = RIFT_HDR_SIZE,
@@ -2143,7 +2257,6 @@ static uint32_t direct(struct rdma_path *rp, struct ibv_sge *sge, uint32_t cap,
 				   .length = (uint32_t)m->len,
 				   .lkey = lkey };
 	*nsge = 2;
-	rift__sess_written(p, m);
 	return len;
 }
 
@@ -2257,7 +2370,8 @@ static RIFT_HOT_INLINE bool post_one(struct rdma_path *rp, bool late)
 	struct rift__omsg *m;
 	struct ibv_send_wr *wr = &rp->send_wr;
 	rift__vb_err err;
-	uint32_t slot, len;
+	uint32_t slot, len, delta;
+	bool bare;
 	int rc;
 
 	if (rp->cur || rp->ctrl_off < rp->ctrl_len || p->pending ||
@@ -2267,14 +2381,26 @@ static RIFT_HOT_INLINE bool post_one(struct rdma_path *rp, bool late)
 		return false;
 	len = (uint32_t)(RIFT_HDR_SIZE + m->len);
 	if (len > rp->inline_max || len > rp->buf_size || len > rp->peer_buf ||
-	    rndv_maybe(rp) || rift__sess_next(p, NULL) != m)
+	    rndv_maybe(rp))
+		return false;
+	bare = bare_ok(rp, m, &delta);
+	if (rift__sess_next(p, NULL) != m)
 		return false;
 	slot = rp->slot_next;
-	rp->send_sge.addr = (uintptr_t)m->hdr; /* inline: no lkey */
-	rp->send_sge.length = len;
+	/* inline: no lkey */
+	if (bare) {
+		rp->send_sge.addr = (uintptr_t)m->data;
+		rp->send_sge.length = (uint32_t)m->len;
+		wr->num_sge = m->len ? 1 : 0;
+		rp->bare_sends++;
+	} else {
+		rp->send_sge.addr = (uintptr_t)m->hdr;
+		rp->send_sge.length = len;
+		wr->num_sge = 1;
+	}
 	wr->wr_id = WR_TAG(rp) | slot;
 	wr->send_flags = IBV_SEND_INLINE;
-	send_taken(rp, wr, slot, 0);
+	send_taken(rp, wr, slot, bare ? BARE_IMM | delta << BARE_SHIFT : 0);
 	rift__sess_written(p, m);
 	rc = rift__vb_post_send(rp->qp, wr, err);
 	if (rc) {
@@ -2355,8 +2481,8 @@ static RIFT_HOT_INLINE void post_sends(struct rdma_path *rp)
 			wr->num_sge = 1;
 		} else if (data && (len = direct(rp, sges[nwr], cap,
 						 slot_buf(rp, slot),
-						 rp->slkey[slot], &inl,
-						 &nsge)) > 0) {
+						 rp->slkey[slot], &inl, &nsge,
+						 &imm)) > 0) {
 			/* The payload from where it is: the slot holds at
 			 * most the frame header. */
 			wr->sg_list = sges[nwr];
@@ -2451,14 +2577,14 @@ static RIFT_HOT_INLINE bool wc_take(struct rdma_path *rp, struct ibv_wc *w)
 				       ? ntohl(w->imm_data)
 				       : 0;
 
-		rp->credits += imm & ~RNDV_IMM;
+		rp->credits += imm & CREDIT_MASK;
 		if (rp->credits > 65536) {
 			rift__path_failed(p, RIFT_EPROTO,
 					  "peer returned more credits than it "
 					  "has buffers");
 			return false;
 		}
-		rp->pend[tail] = i | ((imm & RNDV_IMM) ? PEND_RNDV : 0);
+		rp->pend[tail] = i | (imm & ~CREDIT_MASK);
 		rp->pend_len[tail] = w->byte_len;
 		rp->pend_n++;
 		p->last_rx_us = p->ctx->now_us;
@@ -3739,6 +3865,15 @@ uint64_t rift__conn_now_sends(const rift_conn *conn)
 	if (!p || p->ops != &rift__rdma_ops)
 		return 0;
 	return rp_of(p)->now_sends;
+}
+
+uint64_t rift__conn_bare_sends(const rift_conn *conn)
+{
+	rift__path *p = conn->path;
+
+	if (!p || p->ops != &rift__rdma_ops)
+		return 0;
+	return rp_of(p)->bare_sends;
 }
 
 uint64_t rift__conn_inplace_recv_bytes(const rift_conn *conn)
