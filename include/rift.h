@@ -591,6 +591,9 @@ typedef struct rift_ctx_stats {
 	uint64_t wc_dropped;           /* completions dropped because their
 					  path had failed (flushed requests,
 					  sends it no longer waits for), count */
+	uint64_t msgs_retained_in_place; /* rift_msg_retain kept the
+					  registered memory a message arrived
+					  in instead of copying it, count */
 } rift_ctx_stats;
 
 void rift__ctx_stats_init(rift_ctx_stats *st, size_t size);
@@ -885,8 +888,14 @@ size_t rift_msg_len(const rift_msg *msg);
 /* Sequence number of the message in its connection, starting at 1. */
 uint64_t rift_msg_seq(const rift_msg *msg);
 /*
- * Keep the message after on_recv returns (it stays valid, and its data
- * where it is, until rift_msg_release).  Returns msg.
+ * Keep the message after on_recv returns: call from on_recv, then use the
+ * handle returned (not msg) until rift_msg_release.  A message that
+ * arrived in memory of its own keeps it, without a copy: over RDMA, a
+ * large one (rendezvous) or, from rdma.zero_copy_threshold up, one whose
+ * receive buffer rift replaces with a fresh one (counted in
+ * msgs_retained_in_place); others are copied once.  Returns the handle,
+ * or NULL when out of memory (msg is then valid until on_recv returns).
+ * Retaining a retained message returns it as it is.
  */
 rift_msg *rift_msg_retain(rift_msg *msg);
 /* Give back a retained message.  Must run on the context's thread. */

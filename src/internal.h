@@ -250,6 +250,7 @@ struct rift__path {
 	bool is_client;
 	bool flush_queued;      /* on ctx->flushq */
 	bool send_now;          /* delivering a lone message: ops->send_now */
+	struct rift__lend *lend; /* delivering from lent memory (rift__lend) */
 	uint32_t pending;       /* rift__path_pending bits */
 	int error_code;         /* ERROR frame to send */
 	char error_text[96];    /* ERROR frame text */
@@ -324,11 +325,28 @@ size_t rift__sess_control(rift__path *p, uint8_t *buf, size_t cap);
  * has unsent data. */
 
 /* ---- received messages ---- */
+/*
+ * Registered memory a transport lends for a delivery in place (a receive
+ * buffer, a rendezvous block): while on_recv runs, rift_msg_retain asks
+ * take() to give the block holding the message up for good, instead of
+ * copying it.  take() returns true with the block and its pool (freed
+ * there on rift_msg_release), or false (too small to be worth it, no
+ * replacement, given away already): the message is then copied.
+ */
+struct rift__pool;
+struct rift__lend {
+	bool (*take)(struct rift__lend *l, size_t len,
+		     struct rift__pool **pool, void **block);
+};
+
 struct rift_msg {
 	uint64_t seq;
 	size_t len;
 	void *data;
 	void *owned;   /* malloc'd block holding data, freed on release */
+	struct rift__lend *lend;  /* in on_recv: memory lent in place, or NULL */
+	struct rift__pool *pool;  /* retained: the pool block holding data, */
+	void *block;              /* freed there on release (or NULL) */
 	bool retained; /* handle given out by rift_msg_retain */
 };
 

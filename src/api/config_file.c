@@ -142,7 +142,8 @@ static const struct key keys[] = {
 	{ "rdma", "qp_pool_count", NULL, M(qp_pool_count), K_UINT, 0, 4096,
 	  NULL, "prepared QP sets kept ready per listener" },
 	{ "rdma", "zero_copy_threshold", NULL, M(zero_copy_threshold), K_SIZE,
-	  0, GiB, NULL, "messages from this size are received in place" },
+	  0, GiB, NULL,
+	  "retained messages from this size keep their registered memory" },
 	{ "rdma", "rndv_threshold", NULL, M(rndv_threshold), K_SIZE, 0, GiB,
 	  NULL, "messages from this size move by RDMA READ, 0 = never" },
 	/* [pool] */

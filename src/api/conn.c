@@ -273,23 +273,37 @@ rift_msg *rift_msg_retain(rift_msg *msg)
 
 	if (msg->retained)
 		return msg;
-	if (msg->owned) {
-		/* The payload already has its own block: hand it over. */
+	if (msg->owned || msg->lend) {
 		r = malloc(sizeof(*r));
 		if (!r)
 			return NULL;
 		*r = *msg;
-		msg->owned = NULL;
-	} else {
-		/* The payload sits in the transport's read buffer. */
-		r = malloc(sizeof(*r) + msg->len);
-		if (!r)
-			return NULL;
-		*r = *msg;
-		r->data = r + 1;
-		r->owned = NULL;
-		memcpy(r->data, msg->data, msg->len);
+		r->lend = NULL;
+		r->retained = true;
+		if (msg->owned) {
+			/* The payload already has its own block: hand it
+			 * over. */
+			msg->owned = NULL;
+			return r;
+		}
+		/* Registered memory the transport lends: kept where it is
+		 * when the transport can give it up for good. */
+		if (msg->lend->take(msg->lend, msg->len, &r->pool, &r->block))
+			return r;
+		free(r);
 	}
+	/* The payload sits in memory the transport keeps (a read buffer):
+	 * a copy. */
+	r = malloc(sizeof(*r) + msg->len);
+	if (!r)
+		return NULL;
+	*r = *msg;
+	r->data = r + 1;
+	r->owned = NULL;
+	r->lend = NULL;
+	r->pool = NULL;
+	r->block = NULL;
+	memcpy(r->data, msg->data, msg->len);
 	r->retained = true;
 	return r;
 }
@@ -299,6 +313,8 @@ void rift_msg_release(rift_msg *msg)
 	if (!msg || !msg->retained)
 		return;
 	free(msg->owned);
+	if (msg->block)
+		rift__pool_free(msg->pool, msg->block, RIFT_POOL_RECV);
 	free(msg);
 }
 

@@ -344,6 +344,9 @@ static inline void rift__conn_deliver(rift_conn *conn, const struct rift__hdr *h
 		.len = h->len,
 		.data = payload,
 		.owned = owned,
+		/* Set by the transport only while it delivers from memory it
+		 * can lend (never for held messages, which are copies). */
+		.lend = conn->path ? conn->path->lend : NULL,
 	};
 	uint64_t threshold;
 

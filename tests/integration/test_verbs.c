@@ -473,6 +473,126 @@ TEST_TIMEOUT(bare_frame_acking_messages_never_sent_is_refused, 120)
 	hostile_bare(RIFT_FAULT_BARE_ACK, "ack for a message that was never sent");
 }
 
+/* ---- retained messages keep their receive buffer ---- */
+
+#define KEEP_N 600      /* messages sent */
+#define KEEP_FIRST 300  /* of them retained: then the ring wraps */
+
+struct keep_side {
+	struct side s;          /* first: the harness's on_event uses it */
+	rift_msg *kept[KEEP_FIRST];
+	const void *at[KEEP_FIRST]; /* where each was delivered */
+};
+
+static size_t keep_size(uint64_t i)
+{
+	return i % 2 ? 3000 : 512; /* above and below the threshold */
+}
+
+static void keep_recv(rift_conn *conn, rift_msg *msg)
+{
+	struct keep_side *k = rift_conn_user(conn);
+	uint64_t i = k->s.recv_count++;
+	size_t len = keep_size(i);
+	uint8_t expect[3000];
+
+	h_fill(expect, len, 77, i);
+	if (rift_msg_len(msg) != len ||
+	    memcmp(rift_msg_data(msg), expect, len) != 0)
+		k->s.bad++;
+	if (i < KEEP_FIRST) {
+		k->at[i] = rift_msg_data(msg);
+		k->kept[i] = rift_msg_retain(msg);
+	}
+}
+
+static const rift_conn_callbacks keep_callbacks = { .on_event = reply_event,
+						    .on_recv = keep_recv };
+
+static void keep_accept(rift_listener *l, rift_conn *conn)
+{
+	struct keep_side *k = rift_listener_user(l);
+
+	k->s.conn = conn;
+	k->s.connected++;
+}
+
+/*
+ * From rdma.zero_copy_threshold up, a retained message keeps the receive
+ * buffer it arrived in and a fresh block is posted in its place: its data
+ * stays where it was delivered, intact while the ring wraps over it more
+ * than once; below the threshold it is copied.
+ */
+TEST_TIMEOUT(retained_messages_keep_their_receive_buffer_from_the_threshold,
+	     120)
+{
+	rift_config cfg = h_config();
+	rift_ctx *ctx;
+	struct keep_side srv = { 0 };
+	struct side cli = { 0 };
+	rift_listener *l;
+	rift_conn *c, *conns[2];
+	rift_ctx_stats st;
+	char url[128];
+	uint64_t sent = 0, in_place = 0, above = 0;
+
+	need_rdma();
+	cfg.zero_copy_threshold = 1024;
+	ctx = h_ctx(&cfg);
+	snprintf(url, sizeof(url), "rdma://%s:0", rt_host());
+	CHECK_EQ(rift_listen(ctx, url, &keep_callbacks, &srv, keep_accept, &l),
+		 0);
+	c = h_connect(ctx, rift_listener_port(l), &cli);
+	h_connected(ctx, &cli);
+	while (srv.s.recv_count < KEEP_N && !srv.s.disconnected) {
+		while (sent < KEEP_N) {
+			size_t len = keep_size(sent);
+			uint8_t *buf = rift_buf_alloc(ctx, len);
+			int rc;
+
+			CHECK(buf != NULL);
+			h_fill(buf, len, 77, sent);
+			rc = rift_conn_send_buf(c, buf, len);
+			if (rc == RIFT_EAGAIN) {
+				rift_buf_free(ctx, buf);
+				break;
+			}
+			CHECK_EQ(rc, 0);
+			sent++;
+		}
+		rift_ctx_run(ctx, 1);
+	}
+	CHECK_EQ(srv.s.recv_count, KEEP_N);
+	CHECK_EQ(srv.s.bad, 0);
+	for (uint64_t i = 0; i < KEEP_FIRST; i++) {
+		size_t len = keep_size(i);
+		uint8_t expect[3000];
+
+		CHECK(srv.kept[i] != NULL);
+		h_fill(expect, len, 77, i);
+		CHECK_EQ(rift_msg_len(srv.kept[i]), len);
+		CHECK(memcmp(rift_msg_data(srv.kept[i]), expect, len) == 0);
+		if (len >= cfg.zero_copy_threshold) {
+			above++;
+			in_place += rift_msg_data(srv.kept[i]) == srv.at[i];
+		} else {
+			CHECK(rift_msg_data(srv.kept[i]) != srv.at[i]);
+		}
+		rift_msg_release(srv.kept[i]);
+	}
+	rift_ctx_stats_init(&st);
+	rift_ctx_stats_get(ctx, &st);
+	printf("retained in place: %llu of %llu above the threshold\n",
+	       (unsigned long long)in_place, (unsigned long long)above);
+	/* Each arrived alone in its buffer, or shared it with one below
+	 * the threshold: kept in place either way. */
+	CHECK_EQ(in_place, above);
+	CHECK_EQ(st.msgs_retained_in_place, above);
+	conns[0] = c;
+	conns[1] = srv.s.conn;
+	h_teardown(ctx, l, conns, 2);
+}
+
 /* ---- rendezvous: large messages by RDMA READ ---- */
 
 /* A receiver that checks every message of the sender's stream: size and
@@ -487,6 +607,7 @@ struct big_side {
 	uint64_t in_place;      /* of those, delivered from registered memory */
 	uint64_t retain_index;  /* message to retain and check later (0: none) */
 	rift_msg *kept;
+	bool kept_in_place;     /* its data stayed where it was delivered */
 	/* called from on_recv after each message: the moment a receiver is
 	 * sure to have READs of later messages in flight (the loop may
 	 * fetch and deliver a whole message within one round) */
@@ -511,8 +632,10 @@ static void big_recv(rift_conn *conn, rift_msg *msg)
 		if (rift__pool_block_size(rift__ctx_pool(b->ctx), data) >= len)
 			b->in_place++;
 	}
-	if (b->retain_index && i == b->retain_index)
+	if (b->retain_index && i == b->retain_index) {
 		b->kept = rift_msg_retain(msg);
+		b->kept_in_place = b->kept && rift_msg_data(b->kept) == data;
+	}
 	b->s.recv_count++;
 	b->s.recv_bytes += len;
 	if (b->on_each)
@@ -678,8 +801,11 @@ TEST_TIMEOUT(large_messages_go_by_rdma_read_and_arrive_in_place, 200)
 	CHECK_EQ(st.rndv_recvs, large);
 	CHECK_EQ(st.rndv_read_bytes, large_bytes);
 	CHECK_EQ(st.rndv_refused, 0);
-	/* The retained 4 MiB message outlived its callback intact. */
+	/* The retained 4 MiB message outlived its callback intact, where
+	 * it was delivered: its block was handed over, not copied. */
 	CHECK(srv.kept != NULL);
+	CHECK(srv.kept_in_place);
+	CHECK_EQ(st.msgs_retained_in_place, 1);
 	CHECK_EQ(rift_msg_len(srv.kept), 4u << 20);
 	expect = malloc(4u << 20);
 	h_fill(expect, 4u << 20, 21, 2);

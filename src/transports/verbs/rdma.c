@@ -314,6 +314,14 @@ struct rdma_path {
 	 * changes (id, piece, immediate, flags) */
 	struct ibv_send_wr send_wr;
 	struct ibv_sge send_sge;
+	/* what a delivery in place lends (rift__lend): receive buffer i,
+	 * which held block when the delivery began, or a rendezvous op */
+	struct rdma_lend {
+		struct rift__lend base;
+		uint32_t i;
+		uint8_t *block;
+		struct rndv_op *op;
+	} lend;
 	/* a send_now whose post failed: reported when on_recv returns */
 	int late_rc;
 	rift__vb_err late_err;
@@ -1880,6 +1888,70 @@ static int rndv_start(struct rdma_path *rp, uint32_t i, uint32_t len)
 	return rndv_post_reads(rp);
 }
 
+/* ---- lending registered memory to rift_msg_retain ---- */
+
+/*
+ * rift_msg_retain of a message delivered in place, from zero_copy_threshold
+ * up: a rendezvous block is handed over as it is; a receive buffer too,
+ * with a fresh block of the receive share posted in its place (once per
+ * buffer: a second message in it is copied).
+ */
+static bool lend_take(struct rift__lend *l, size_t len,
+		      struct rift__pool **pool, void **block)
+{
+	struct rdma_lend *rl = rift__container_of(l, struct rdma_lend, base);
+	struct rdma_path *rp = rift__container_of(rl, struct rdma_path, lend);
+	struct rift__pool *pl = rp->base.ctx->rdma->pool;
+	char err[RIFT_ERRMSG_LEN];
+	uint32_t lkey, rkey;
+	uint8_t *fresh;
+	int rc;
+
+	if (len < rp->base.ctx->cfg.zero_copy_threshold)
+		return false;
+	if (rl->op) {
+		if (!rl->op->dst)
+			return false;
+		*pool = pl;
+		*block = rl->op->dst;
+		rl->op->dst = NULL; /* not freed after the delivery */
+		rp->base.ctx->stats.msgs_retained_in_place++;
+		return true;
+	}
+	if (rp->rbufs[rl->i] != rl->block)
+		return false;
+	fresh = rift__pool_alloc(pl, rp->buf_size, RIFT_POOL_RECV, &rc, err,
+				 sizeof(err));
+	if (!fresh)
+		return false;
+	if (!rift__pool_keys(pl, fresh, rp->dev_slot, &lkey, &rkey)) {
+		rift__pool_free(pl, fresh, RIFT_POOL_RECV);
+		return false;
+	}
+	rp->rbufs[rl->i] = fresh; /* posted again in its place */
+	rp->rlkey[rl->i] = lkey;
+	rp->base.ctx->stats.msgs_retained_in_place++;
+	*pool = pl;
+	*block = rl->block;
+	return true;
+}
+
+/* Deliveries from receive buffer i (op NULL) or a rendezvous block. */
+static inline void lend_begin(struct rdma_path *rp, uint32_t i,
+			      struct rndv_op *op)
+{
+	rp->lend.base.take = lend_take;
+	rp->lend.i = i;
+	rp->lend.block = op ? NULL : rp->rbufs[i];
+	rp->lend.op = op;
+	rp->base.lend = &rp->lend.base;
+}
+
+static inline void lend_end(struct rdma_path *rp)
+{
+	rp->base.lend = NULL;
+}
+
 /*
  * Deliver the fetched messages at the head of the ring, in order, in
  * place: the application borrows the destination block until on_recv
@@ -1897,7 +1969,9 @@ static int rndv_deliver(struct rdma_path *rp)
 
 		if (op->done < op->h.len)
 			break;
+		lend_begin(rp, 0, op);
 		rc = rift__path_on_frame(p, &op->h, op->dst, NULL);
+		lend_end(rp);
 		rp->rndv_recvd++;
 		p->ctx->stats.rndv_recvs++;
 		rndv_dst_free(rp, op);
@@ -2070,7 +2144,9 @@ static RIFT_HOT_INLINE int drain_once(struct rdma_path *rp)
 				/* The last one waiting: its reply may go at
 				 * once (rdma_send_now). */
 				p->send_now = rp->pend_n == 1;
+				lend_begin(rp, i, NULL);
 				rc = rift__path_on_data(p, &h, payload);
+				lend_end(rp);
 				p->send_now = false;
 				if (__builtin_expect(rp->late_rc != 0, 0)) {
 					rift__path_failed(p, rp->late_rc, "%s",
@@ -2081,9 +2157,12 @@ static RIFT_HOT_INLINE int drain_once(struct rdma_path *rp)
 				if (rc < 0 || p->state == RIFT_PATH_DEAD)
 					return -1;
 				n = len;
-			} else if (rift__stream_inplace(p, &rp->rx, b, len,
-							&n) < 0) {
-				return -1;
+			} else {
+				lend_begin(rp, i, NULL);
+				rc = rift__stream_inplace(p, &rp->rx, b, len, &n);
+				lend_end(rp);
+				if (rc < 0)
+					return -1;
 			}
 			rp->pend_off = (uint32_t)n;
 			rp->inplace_bytes += n;
