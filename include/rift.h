@@ -412,6 +412,10 @@ typedef struct rift_device_limits {
 	uint32_t max_qp_init_rd_atom; /* ... as initiator */
 	uint32_t atomic_cap;          /* 0 none, 1 within the HCA, 2 global */
 	uint32_t local_ca_ack_delay;  /* 4.096 us * 2^n */
+	uint32_t mw_type2;            /* 1: binds type 2 memory windows, which
+					 rift's rendezvous needs (a peer READs
+					 a large message through a window over
+					 it alone); 0: large messages stream */
 } rift_device_limits;
 
 /*
@@ -594,6 +598,10 @@ typedef struct rift_ctx_stats {
 	uint64_t msgs_retained_in_place; /* rift_msg_retain kept the
 					  registered memory a message arrived
 					  in instead of copying it, count */
+	uint64_t rndv_bind_failures;   /* paths that could not bind a memory
+					  window for a rendezvous (device
+					  limit, memory): they stream large
+					  messages from then on, count */
 } rift_ctx_stats;
 
 void rift__ctx_stats_init(rift_ctx_stats *st, size_t size);

@@ -95,6 +95,9 @@ typedef enum rift__fault_point {
 	RIFT_FAULT_RNDV_BAD_LEN,  /* ... a length its frame does not have */
 	RIFT_FAULT_CQ_SHORT,      /* a shared CQ holds fewer completions than
 				     the device said: it overflows */
+	RIFT_FAULT_RNDV_REGION_KEY, /* a rendezvous descriptor carries its
+				     pool region's own key, not a window's:
+				     what rift sent before windows */
 	RIFT_FAULT_BARE_EARLY,    /* a DATA frame goes bare before the path
 				     carried one (hostile peer) */
 	RIFT_FAULT_BARE_ACK,      /* a bare frame's ack covers messages never

@@ -740,6 +740,10 @@ static void print_limits(const rift_device_limits *l)
 				    : "ATOMIC_GLOB",
 	       l->atomic_cap);
 	printf("    %-22s%u\n", "local_ca_ack_delay:", l->local_ca_ack_delay);
+	printf("    %-22s%s\n", "mw_type2:",
+	       l->mw_type2 ? "yes (rendezvous READs through a window per "
+			     "message)"
+			   : "no (large messages stream, no rendezvous)");
 }
 
 static uint32_t ports_shown(const rift_device_info *d)
@@ -924,6 +928,7 @@ static void json_device(const rift_device_info *d, const struct opts *o)
 		json_ku(", ", "max_qp_init_rd_atom", l->max_qp_init_rd_atom);
 		json_ku(", ", "atomic_cap", l->atomic_cap);
 		json_ku(", ", "local_ca_ack_delay", l->local_ca_ack_delay);
+		json_ku(", ", "mw_type2", l->mw_type2);
 		putchar('}');
 	}
 	fputs(", \"ports\": [", stdout);

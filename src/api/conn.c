@@ -168,6 +168,7 @@ static struct rift__buf *buf_new_registered(rift_ctx *ctx, size_t len)
 	b->data = blk;
 	b->cap = len;
 	b->pool = pool;
+	b->holds = NULL;
 	b->small = false;
 	b->om.user_buf = false;
 	return b;
@@ -211,6 +212,10 @@ void rift__buf_release_slow(struct rift__buf *b)
 
 	b->magic = 0;
 	if (b->pool) {
+		/* No peer may read it once it is free (each release unlinks
+		 * its hold). */
+		while (b->holds)
+			b->holds->release(b->holds);
 		/* Clears the slot: a stale pointer to the block finds no
 		 * header any more. */
 		rift__pool_free(b->pool, b->data, RIFT_POOL_SEND);

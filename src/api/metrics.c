@@ -446,6 +446,10 @@ static const struct family_def ctx_counters[] = {
 	  "RDMA: rendezvous descriptors refused (a buffer the peer does not "
 	  "own, or a length that does not match).",
 	  CTX_STAT(rndv_refused) },
+	{ "rift_rndv_bind_failures_total",
+	  "RDMA: paths that could not bind a memory window for a rendezvous "
+	  "and stream large messages since.",
+	  CTX_STAT(rndv_bind_failures) },
 	{ "rift_msgs_retained_in_place_total",
 	  "Messages rift_msg_retain kept in the registered memory they "
 	  "arrived in, without a copy.",
@@ -910,6 +914,7 @@ int rift_metrics_info(rift_ctx *ctx, char *buf, size_t len)
 	kv(&o, "rndv_recvs", st->rndv_recvs);
 	kv(&o, "rndv_read_bytes", st->rndv_read_bytes);
 	kv(&o, "rndv_refused", st->rndv_refused);
+	kv(&o, "rndv_bind_failures", st->rndv_bind_failures);
 	kv(&o, "msgs_retained_in_place", st->msgs_retained_in_place);
 	kv(&o, "completion_queues", st->cqs);
 	kv(&o, "stale_completions", st->wc_stale);

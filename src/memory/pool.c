@@ -777,8 +777,8 @@ size_t rift__pool_block_size(struct rift__pool *pool, const void *ptr)
 	return len;
 }
 
-bool rift__pool_keys(struct rift__pool *pool, const void *ptr, int dev,
-		     uint32_t *lkey, uint32_t *rkey)
+bool rift__pool_reg_of(struct rift__pool *pool, const void *ptr, int dev,
+		       uint32_t *lkey, uint32_t *rkey, void **handle)
 {
 	struct region *r = region_of(pool, ptr);
 	bool found = false;
@@ -788,6 +788,7 @@ bool rift__pool_keys(struct rift__pool *pool, const void *ptr, int dev,
 	if (r) {
 		*lkey = r->lkey[dev];
 		*rkey = r->rkey[dev];
+		*handle = r->mr[dev];
 		return true;
 	}
 	pthread_mutex_lock(&pool->mu);
@@ -796,10 +797,19 @@ bool rift__pool_keys(struct rift__pool *pool, const void *ptr, int dev,
 		    (const uint8_t *)ptr < lg->base + lg->len) {
 			*lkey = lg->lkey[dev];
 			*rkey = lg->rkey[dev];
+			*handle = lg->mr[dev];
 			found = true;
 		}
 	pthread_mutex_unlock(&pool->mu);
 	return found;
+}
+
+bool rift__pool_keys(struct rift__pool *pool, const void *ptr, int dev,
+		     uint32_t *lkey, uint32_t *rkey)
+{
+	void *handle;
+
+	return rift__pool_reg_of(pool, ptr, dev, lkey, rkey, &handle);
 }
 
 void rift__pool_usage(struct rift__pool *pool, struct rift__pool_usage *u)

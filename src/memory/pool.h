@@ -115,6 +115,9 @@ size_t rift__pool_block_size(struct rift__pool *pool, const void *ptr);
 /* Keys of the region holding ptr for device slot dev; false if unknown. */
 bool rift__pool_keys(struct rift__pool *pool, const void *ptr, int dev,
 		     uint32_t *lkey, uint32_t *rkey);
+/* The same, and the registration's handle (what ops.reg gave). */
+bool rift__pool_reg_of(struct rift__pool *pool, const void *ptr, int dev,
+		       uint32_t *lkey, uint32_t *rkey, void **handle);
 
 struct rift__pool_usage {
 	uint64_t registered;            /* bytes in regions */

@@ -102,12 +102,23 @@ struct rift__held {
  * (malloc'd or from the context's cache), found through the block's pool
  * slot (rift__pool_slot).
  */
+/*
+ * A transport exposing a buffer's payload to a peer (verbs: a memory
+ * window bound over it for a rendezvous READ) holds it: before the buffer
+ * is freed, release() takes the exposure away for good (and unlinks h).
+ */
+struct rift__hold {
+	struct rift__hold *next; /* the buffer's other holds */
+	void (*release)(struct rift__hold *h);
+};
+
 struct rift__buf {
 	uint64_t magic;         /* RIFT_BUF_MAGIC while owned by someone */
 	rift_ctx *ctx;
 	void *data;             /* payload: b + 1, or the pool block */
 	size_t cap;             /* usable payload bytes */
 	struct rift__pool *pool; /* data is a registered block, or NULL */
+	struct rift__hold *holds; /* registered blocks: exposures to end */
 	bool small;             /* RIFT_SMALL_BUF bytes, back to ctx's cache */
 	struct rift__buf *free_next; /* in a cache */
 	struct rift__omsg om;   /* last, and hdr last in it: see below */

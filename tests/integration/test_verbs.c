@@ -1016,6 +1016,21 @@ TEST_TIMEOUT(rendezvous_with_a_buffer_the_peer_does_not_own_is_refused, 120)
 	hostile_rndv(RIFT_FAULT_RNDV_BAD_RKEY, "does not own", true);
 }
 
+/*
+ * The peer READs a rendezvous message through a memory window bound over
+ * that message alone, never through the key of the pool region holding
+ * it: that key would let it read every buffer of the region, other
+ * connections' too.  Regions are registered without remote access, so a
+ * READ through a region's key (the fault point advertises it, as rift did
+ * before windows) fails at the sender's device, and the session ends with
+ * RIFT_EPROTO.
+ */
+TEST_TIMEOUT(rendezvous_through_the_pool_region_key_fails, 120)
+{
+	need_rdma();
+	hostile_rndv(RIFT_FAULT_RNDV_REGION_KEY, "remote access error", true);
+}
+
 TEST_TIMEOUT(rendezvous_length_mismatch_is_refused_before_any_read, 120)
 {
 	need_rdma();

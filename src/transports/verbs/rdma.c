@@ -336,6 +336,9 @@ struct rdma_path {
 
 	/* rendezvous (see the rendezvous section) */
 	bool rndv_local;       /* our device serves and issues READs */
+	bool rndv_serve;       /* ... and binds memory windows: we send
+				  descriptors (until one fails to bind) */
+	struct rift__list binds; /* struct rndv_bind: windows bound here */
 	bool peer_rndv;        /* so does the peer's (its hello says) */
 	bool peer_bare;        /* the peer takes bare DATA frames */
 	uint32_t rd_max;       /* READs in flight at most (initiator depth) */
@@ -383,6 +386,7 @@ static int dev_users;
 static struct {
 	struct ibv_context *verbs;
 	struct ibv_pd *pd;
+	struct rift__vb_pool_dev pdev; /* what the pool registers with */
 	int slot;
 	uint8_t rd_atom;      /* RDMA READs served at once (responder) */
 	uint8_t init_atom;    /* RDMA READs issued at once (initiator) */
@@ -417,7 +421,9 @@ static int dev_pd(struct rift__pool *pool, struct ibv_context *verbs,
 			snprintf(err, errlen, "%s", verr);
 			goto out;
 		}
-		rc = rift__pool_add_device(pool, devs[i].pd, err, errlen);
+		devs[i].pdev.pd = devs[i].pd;
+		devs[i].pdev.mw = rift__vb_mw_type2(verbs);
+		rc = rift__pool_add_device(pool, &devs[i].pdev, err, errlen);
 		if (rc < 0) {
 			rift__vb_pd_free(devs[i].pd);
 			goto out;
@@ -459,20 +465,25 @@ static void dev_users_put(void)
 
 /* The device's READ limits (0 until a path or pool set used it). */
 static void dev_atoms(struct ibv_context *verbs, uint8_t *rd, uint8_t *init,
-		      uint32_t *max_msg)
+		      uint32_t *max_msg, bool *mw)
 {
 	uint32_t dummy;
+	bool dummy_mw;
 
 	if (!max_msg)
 		max_msg = &dummy;
+	if (!mw)
+		mw = &dummy_mw;
 	*rd = *init = 0;
 	*max_msg = 0;
+	*mw = false;
 	pthread_mutex_lock(&dev_mu);
 	for (int i = 0; i < n_devs; i++)
 		if (devs[i].verbs == verbs) {
 			*rd = devs[i].rd_atom;
 			*init = devs[i].init_atom;
 			*max_msg = devs[i].max_msg;
+			*mw = devs[i].pdev.mw;
 		}
 	pthread_mutex_unlock(&dev_mu);
 }
@@ -1460,14 +1471,17 @@ static int path_resources(struct rdma_path *rp, struct rdma_listener *rl)
 	{
 		uint8_t rd, init;
 		uint32_t max_msg;
+		bool mw;
 
 		/* One depth both ways: READs we issue, READs we serve. */
-		dev_atoms(rp->verbs, &rd, &init, &max_msg);
+		dev_atoms(rp->verbs, &rd, &init, &max_msg, &mw);
 		rp->rd_max = init < RNDV_DEPTH ? init : RNDV_DEPTH;
 		if (rd < rp->rd_max)
 			rp->rd_max = rd;
 		rp->rd_chunk = max_msg < RNDV_CHUNK ? max_msg : RNDV_CHUNK;
 		rp->rndv_local = rp->rd_max > 0 && rp->rd_chunk >= 4096;
+		/* Serving READs takes a memory window per message. */
+		rp->rndv_serve = rp->rndv_local && mw;
 	}
 	watch_device(p->ctx, rp->verbs->device);
 	rp->slots = calloc(rp->sq_depth, sizeof(*rp->slots));
@@ -1570,6 +1584,7 @@ static struct rdma_path *path_new(rift_ctx *ctx, bool is_client)
 	}
 	rp->kind = OWNER_PATH;
 	rift__list_init(&rp->poll_node);
+	rift__list_init(&rp->binds);
 	rift__list_init(&rp->cq_node);
 	rift__path_init(&rp->base, ctx, &rift__rdma_ops, is_client);
 	return rp;
@@ -1646,7 +1661,7 @@ static bool rndv_wanted(struct rdma_path *rp, struct rift__omsg *m,
 	uint32_t thr = rp->base.ctx->cfg.rndv_threshold, lkey;
 	struct rift__buf *b;
 
-	if (!thr || !rp->rndv_local || !rp->peer_rndv || m->len < thr ||
+	if (!thr || !rp->rndv_serve || !rp->peer_rndv || m->len < thr ||
 	    m->len > UINT32_MAX)
 		return false;
 	b = rift__container_of(m, struct rift__buf, om);
@@ -1655,32 +1670,121 @@ static bool rndv_wanted(struct rdma_path *rp, struct rift__omsg *m,
 }
 
 /*
+ * The window a peer READs a rendezvous message through: bound over that
+ * message alone, on this path's QP, by a BIND_MW work request posted in
+ * front of the descriptor's SEND; held on the buffer until it is freed
+ * (acknowledged, or the session over) or the path goes, whichever comes
+ * first, and deallocated then (no READ goes through it after that).
+ */
+struct rndv_bind {
+	struct rift__hold hold; /* on the buffer (first: container_of) */
+	struct rift__list node; /* rp->binds */
+	struct rift__buf *b;
+	struct ibv_mw *mw;
+};
+
+static void bind_free(struct rndv_bind *bd)
+{
+	struct rift__hold **pp;
+
+	rift__vb_mw_free(bd->mw);
+	for (pp = &bd->b->holds; *pp; pp = &(*pp)->next)
+		if (*pp == &bd->hold) {
+			*pp = bd->hold.next;
+			break;
+		}
+	rift__list_del(&bd->node);
+	free(bd);
+}
+
+static void bind_release(struct rift__hold *h)
+{
+	bind_free(rift__container_of(h, struct rndv_bind, hold));
+}
+
+/* Free every window bound on this path (it is going away). */
+static void binds_free(struct rdma_path *rp)
+{
+	while (!rift__list_empty(&rp->binds))
+		bind_free(rift__list_entry(rp->binds.next, struct rndv_bind,
+					   node));
+}
+
+/*
+ * Fill *wr with the BIND_MW of a window over m, and *rkey with the
+ * window's key.  False when no window can be had: this path then streams
+ * every message (logged and counted once).
+ */
+static bool rndv_bind(struct rdma_path *rp, struct rift__omsg *m,
+		      struct ibv_send_wr *wr, uint32_t *rkey)
+{
+	struct rift__buf *b = rift__container_of(m, struct rift__buf, om);
+	struct rndv_bind *bd = calloc(1, sizeof(*bd));
+	uint32_t lkey, rk;
+	rift__vb_err err;
+	void *mr;
+
+	if (!bd)
+		snprintf(err, sizeof(err), "out of memory");
+	else if (!rift__pool_reg_of(b->pool, m->data, rp->dev_slot, &lkey, &rk,
+				    &mr))
+		snprintf(err, sizeof(err), "pool block without a key");
+	else if (rift__vb_mw_alloc(rp->pd, &bd->mw, err) == 0)
+		err[0] = '\0';
+	if (err[0]) {
+		RIFT_DEBUG("%s: rendezvous off on this path, large messages "
+			   "stream: %s", rp->base.peer, err);
+		free(bd);
+		rp->rndv_serve = false;
+		rp->base.ctx->stats.rndv_bind_failures++;
+		return false;
+	}
+	bd->b = b;
+	bd->hold.release = bind_release;
+	bd->hold.next = b->holds;
+	b->holds = &bd->hold;
+	rift__list_add_tail(&rp->binds, &bd->node);
+	*rkey = rift__vb_mw_next_rkey(bd->mw);
+	memset(wr, 0, sizeof(*wr));
+	wr->opcode = IBV_WR_BIND_MW;
+	wr->bind_mw.mw = bd->mw;
+	wr->bind_mw.rkey = *rkey;
+	wr->bind_mw.bind_info.mr = mr;
+	wr->bind_mw.bind_info.addr = (uintptr_t)m->data;
+	wr->bind_mw.bind_info.length = m->len;
+	wr->bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_READ;
+	return true;
+}
+
+/*
  * Sender: at a frame boundary, put the descriptor of the next message
  * into buf when it goes by rendezvous.  The message counts as written:
  * the session keeps it (and its buffer, which the peer READs) until the
  * peer's cumulative ack, which comes only after the peer delivered it.
  */
-static bool rndv_desc(struct rdma_path *rp, uint8_t *buf)
+static bool rndv_desc(struct rdma_path *rp, uint8_t *buf,
+		      struct ibv_send_wr *bind)
 {
 	rift__path *p = &rp->base;
 	struct rift__omsg *m;
-	uint32_t rkey, len;
+	uint32_t rkey, region_rkey, len;
 
 	if (rp->cur || rp->ctrl_off < rp->ctrl_len || p->pending ||
 	    !rp->peer_rndv || !p->conn)
 		return false;
 	/* Look before encoding: small messages pay nothing here. */
 	m = p->conn->cursor;
-	if (!m || !rndv_wanted(rp, m, &rkey))
+	if (!m || p->state != RIFT_PATH_ATTACHED || p->conn->closing ||
+	    !rndv_wanted(rp, m, &region_rkey) || !rndv_bind(rp, m, bind, &rkey))
 		return false;
-	m = rift__sess_next(p, NULL);
-	if (!m)
-		return false;
+	rift__sess_next(p, NULL); /* m, its header encoded */
 	len = (uint32_t)m->len;
 	/* Test builds: play a peer that advertises memory it does not own,
 	 * or a length its frame does not have. */
 	if (rift__fault_hit(RIFT_FAULT_RNDV_BAD_RKEY))
 		rkey ^= 0x00ffff00u;
+	if (rift__fault_hit(RIFT_FAULT_RNDV_REGION_KEY))
+		rkey = region_rkey;
 	if (rift__fault_hit(RIFT_FAULT_RNDV_BAD_LEN))
 		len += 4096;
 	memcpy(buf, m->hdr, RIFT_HDR_SIZE);
@@ -2419,6 +2523,9 @@ static void rdma_flush(rift__path *p)
  * completion every quarter queue, or when slots run low, so slots come
  * back without a completion per send (the completion covers them all).
  */
+static RIFT_HOT_INLINE void slot_taken(struct rdma_path *rp,
+				       struct ibv_send_wr *wr, uint32_t slot);
+
 static RIFT_HOT_INLINE void send_taken(struct rdma_path *rp,
 				       struct ibv_send_wr *wr, uint32_t slot,
 				       uint32_t imm)
@@ -2426,6 +2533,13 @@ static RIFT_HOT_INLINE void send_taken(struct rdma_path *rp,
 	wr->imm_data = htonl(rp->to_return | imm);
 	rp->to_return = 0;
 	rp->credits--;
+	slot_taken(rp, wr, slot);
+}
+
+/* Any work request takes its slot the same way (a BIND_MW too). */
+static RIFT_HOT_INLINE void slot_taken(struct rdma_path *rp,
+				       struct ibv_send_wr *wr, uint32_t slot)
+{
 	rp->slots_free--;
 	rp->slot_next = ring_next(slot, rp->sq_depth);
 	if (++rp->unsignaled >= rp->sq_depth / 4 || rp->slots_free < 2) {
@@ -2527,6 +2641,7 @@ static RIFT_HOT_INLINE void post_sends(struct rdma_path *rp)
 	struct ibv_sge sges[32][2];
 	uint32_t cap, credit_only = rp->rq_depth / 4;
 	rift__vb_err err;
+	bool desc_retry = false;
 	int nwr = 0, rc;
 
 	if (post_one(rp, false))
@@ -2548,8 +2663,24 @@ static RIFT_HOT_INLINE void post_sends(struct rdma_path *rp)
 		wr = &wrs[nwr];
 		memset(wr, 0, sizeof(*wr));
 		/* A large message at a frame boundary: only its descriptor
-		 * goes, from the slot (fill stops in front of one). */
-		if (data && rndv_maybe(rp) && rndv_desc(rp, slot_buf(rp, slot))) {
+		 * goes, from the slot (fill stops in front of one), behind
+		 * the BIND_MW of the window the peer READs it through (a
+		 * work request and a slot of its own). */
+		if (data && rndv_maybe(rp) && nwr + 2 <= 32 &&
+		    rp->slots_free >= 3 &&
+		    rndv_desc(rp, slot_buf(rp, ring_next(slot, rp->sq_depth)),
+			      wr)) {
+			wr->wr_id = WR_TAG(rp) | slot;
+			slot_taken(rp, wr, slot);
+			if (last)
+				last->next = wr;
+			else
+				first = wr;
+			last = wr;
+			nwr++;
+			slot = rp->slot_next;
+			wr = &wrs[nwr];
+			memset(wr, 0, sizeof(*wr));
 			len = RNDV_DESC_SIZE;
 			imm = RNDV_IMM;
 			sges[nwr][0] = (struct ibv_sge){
@@ -2572,11 +2703,11 @@ static RIFT_HOT_INLINE void post_sends(struct rdma_path *rp)
 			if (data)
 				len = (uint32_t)fill(rp, slot_buf(rp, slot), cap);
 			/* Nothing but owed control bits that encoded to nothing
-			 * in front of a rendezvous message: its descriptor. */
-			if (data && len == 0 && rndv_maybe(rp) &&
-			    rndv_desc(rp, slot_buf(rp, slot))) {
-				len = RNDV_DESC_SIZE;
-				imm = RNDV_IMM;
+			 * in front of a rendezvous message: its descriptor,
+			 * from the top (once). */
+			if (data && len == 0 && rndv_maybe(rp) && !desc_retry) {
+				desc_retry = true;
+				continue;
 			}
 			if (data && len == 0)
 				break;
@@ -3132,7 +3263,7 @@ static void boot_fill(struct rdma_path *rp, struct rift__boot *b)
 	b->qpn = rp->qp->qp_num;
 	b->psn = rp->psn;
 	b->mtu = rp->mtu;
-	dev_atoms(rp->verbs, &b->rd_atom, &init, NULL);
+	dev_atoms(rp->verbs, &b->rd_atom, &init, NULL, NULL);
 	hello_fill(rp, &h);
 	memcpy(b->hello, &h, sizeof(h));
 }
@@ -3150,7 +3281,7 @@ static int qp_up(struct rdma_path *rp, const struct rift__boot *peer,
 	uint8_t rd, init;
 	int rc;
 
-	dev_atoms(rp->verbs, &rd, &init, NULL);
+	dev_atoms(rp->verbs, &rd, &init, NULL, NULL);
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
 	a.path_mtu = (enum ibv_mtu)(rp->mtu < peer->mtu ? rp->mtu : peer->mtu);
@@ -3879,6 +4010,9 @@ static void rdma_destroy(rift__path *p)
 	/* From here its completions still in the CQ find no path. */
 	qpt_del(p->ctx->rdma, rp);
 	rift__list_del(&rp->poll_node);
+	/* The peer READs nothing more here (the messages stay queued in
+	 * the session, and a new path binds new windows over them). */
+	binds_free(rp);
 	if (rp->id) {
 		/* rdma_disconnect moves librdmacm's QP to ERR; ours we move. */
 		qp_err(rp);

@@ -407,7 +407,8 @@ int rift__vb_pool_reg(void *dev, void *addr, size_t len, void **handle,
 {
 	rift__vb_err e;
 	struct ibv_mr *mr;
-	int rc = rift__vb_reg_mr(dev, addr, len, &mr, e);
+	const struct rift__vb_pool_dev *d = dev;
+	int rc = rift__vb_reg_mr(d->pd, addr, len, d->mw, &mr, e);
 
 	if (rc) {
 		snprintf(err, errlen, "%s", e);
@@ -424,20 +425,48 @@ void rift__vb_pool_dereg(void *handle)
 	rift__vb_dereg_mr(handle);
 }
 
-int rift__vb_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
+int rift__vb_reg_mr(struct ibv_pd *pd, void *addr, size_t len, bool mw,
 		    struct ibv_mr **out, rift__vb_err err)
 {
 	COUNT(reg_mr);
 	if (rift__fault_hit(RIFT_FAULT_IBV_REG_MR))
 		return rift__vb_fail(err, "ibv_reg_mr (fault point)", ENOMEM);
-	/* Remote read only: the rendezvous lets a peer READ a message it
-	 * was told about, and nothing in rift lets a peer write into the
-	 * pool, so no rkey handed out can be used to overwrite it. */
+	/* No remote access through the region's own rkey, ever: it covers
+	 * every connection's buffers.  A peer READs a rendezvous message
+	 * through a memory window bound over that message alone (MW_BIND),
+	 * and nothing lets a peer write into the pool. */
 	*out = ibv_reg_mr(pd, addr, len,
-			  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+			  IBV_ACCESS_LOCAL_WRITE |
+				  (mw ? IBV_ACCESS_MW_BIND : 0));
 	if (!*out)
 		return rift__vb_fail(err, "ibv_reg_mr", errno);
 	return 0;
+}
+
+bool rift__vb_mw_type2(struct ibv_context *c)
+{
+	struct ibv_device_attr da;
+	rift__vb_err err;
+
+	if (rift__vb_device_query(c, &da, err))
+		return false;
+	return da.max_mw > 0 &&
+	       (da.device_cap_flags & (IBV_DEVICE_MEM_WINDOW_TYPE_2A |
+				       IBV_DEVICE_MEM_WINDOW_TYPE_2B));
+}
+
+int rift__vb_mw_alloc(struct ibv_pd *pd, struct ibv_mw **out,
+		      rift__vb_err err)
+{
+	COUNT(alloc_mw);
+	*out = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
+	return *out ? 0 : rift__vb_fail(err, "ibv_alloc_mw", errno);
+}
+
+void rift__vb_mw_free(struct ibv_mw *mw)
+{
+	COUNT(dealloc_mw);
+	ibv_dealloc_mw(mw);
 }
 
 void rift__vb_dereg_mr(struct ibv_mr *mr)

@@ -26,7 +26,7 @@
 	XX(get_cq_event) XX(connect) XX(accept) XX(reject) XX(bind_addr)      \
 	XX(listen) XX(disconnect) XX(get_cm_event) XX(destroy)              \
 	XX(modify_qp) XX(query_gid) XX(get_devices) XX(init_qp_attr)        \
-	XX(query_qp) XX(async_event)
+	XX(query_qp) XX(async_event) XX(alloc_mw) XX(dealloc_mw)
 
 enum rift__vb_call {
 #define XX(name) RIFT_VB_##name,
@@ -127,10 +127,33 @@ void rift__vb_cm_devices_free(struct ibv_context **list);
 int rift__vb_gid_query(struct ibv_context *c, uint8_t port, uint32_t index,
 		       struct ibv_gid_entry *e, rift__vb_err err);
 /* Registration in the block pool's shape (dev is a struct ibv_pd *). */
+/*
+ * A device as the block pool knows it (rift__vb_pool_reg's dev).  Its
+ * regions never allow remote access by themselves: with type 2 memory
+ * windows (mw) they allow binding one, and a rendezvous lets the peer
+ * READ a message through a window over that message alone; without, the
+ * device does no rendezvous.
+ */
+struct rift__vb_pool_dev {
+	struct ibv_pd *pd;
+	bool mw;
+};
+/* Does the device bind type 2 memory windows (to its QPs)? */
+bool rift__vb_mw_type2(struct ibv_context *c);
+/* A type 2 memory window of pd, unbound. */
+int rift__vb_mw_alloc(struct ibv_pd *pd, struct ibv_mw **out,
+		      rift__vb_err err);
+/* Deallocate mw: invalidated once this returns (no READ goes through). */
+void rift__vb_mw_free(struct ibv_mw *mw);
+/* The key for mw's next bind (a type 2 window changes keys per bind). */
+static inline uint32_t rift__vb_mw_next_rkey(const struct ibv_mw *mw)
+{
+	return ibv_inc_rkey(mw->rkey);
+}
 int rift__vb_pool_reg(void *dev, void *addr, size_t len, void **handle,
 		      uint32_t *lkey, uint32_t *rkey, char *err, size_t errlen);
 void rift__vb_pool_dereg(void *handle);
-int rift__vb_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
+int rift__vb_reg_mr(struct ibv_pd *pd, void *addr, size_t len, bool mw,
 		    struct ibv_mr **out, rift__vb_err err);
 void rift__vb_dereg_mr(struct ibv_mr *mr);
 /*
