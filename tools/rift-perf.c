@@ -358,6 +358,7 @@ struct server {
 	const struct opts *o;
 	const char *who;	  /* log prefix */
 	bool quiet;		  /* loopback: errors only */
+	bool follows;		  /* loopback: ends when the client is done */
 	struct metrics_src *msrc; /* --metrics-port: this side, or NULL */
 	rift_ctx *ctx;
 	struct loop lp;
@@ -801,7 +802,10 @@ static int server_run(struct server *s)
 	     o->persistent ? " (persistent)" : ", serving one client");
 	__atomic_store_n(&s->ready, 1, __ATOMIC_RELEASE);
 
-	while (!interrupted && !__atomic_load_n(&stop_all, __ATOMIC_ACQUIRE)) {
+	/* In loopback the client thread takes the signal and ends the run;
+	 * closing here first would show it a lost session, not a stop. */
+	while (!(interrupted && !s->follows) &&
+	       !__atomic_load_n(&stop_all, __ATOMIC_ACQUIRE)) {
 		if (s->session_end) {
 			srv_end_session(s);
 			if (!o->persistent && s->served)
@@ -814,7 +818,7 @@ static int server_run(struct server *s)
 			break;
 		}
 	}
-	if (interrupted)
+	if (interrupted && !s->follows)
 		ret = EXIT_INTR;
 
 	/* Orderly end: close everything, wait for the close callbacks. */
@@ -2669,6 +2673,7 @@ static int metrics_start(const struct opts *o, struct metrics_http *mh)
 static int run(const struct opts *o, struct metrics_http *mh)
 {
 	struct server srv;
+	sigset_t stop, old;
 	pthread_t th;
 	int rc;
 
@@ -2686,7 +2691,15 @@ static int run(const struct opts *o, struct metrics_http *mh)
 	/* Loopback: the server on a thread of its own, the client here. */
 	srv.who = PROG " server";
 	srv.quiet = true;
+	srv.follows = true;
+	/* The server thread is born with SIGINT and SIGTERM blocked, so they
+	 * reach the client thread and wake its poll. */
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &stop, &old);
 	rc = pthread_create(&th, NULL, server_thread, &srv);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc) {
 		errf("pthread_create: %s", strerror(rc));
 		return EXIT_FAIL;
