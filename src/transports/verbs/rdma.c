@@ -4062,49 +4062,47 @@ static void rdma_destroy(rift__path *p)
 	free(rp);
 }
 
-uint64_t rift__conn_zero_copy_sends(const rift_conn *conn)
+/* Test hooks: a figure of the connection's verbs path, 0 on another. */
+static const struct rdma_path *rp_of_conn(const rift_conn *conn)
 {
 	rift__path *p = conn->path;
 
-	if (!p || p->ops != &rift__rdma_ops)
-		return 0;
-	return rp_of(p)->zc_sends;
+	return p && p->ops == &rift__rdma_ops ? rp_of(p) : NULL;
+}
+
+uint64_t rift__conn_zero_copy_sends(const rift_conn *conn)
+{
+	const struct rdma_path *rp = rp_of_conn(conn);
+
+	return rp ? rp->zc_sends : 0;
 }
 
 uint64_t rift__conn_now_sends(const rift_conn *conn)
 {
-	rift__path *p = conn->path;
+	const struct rdma_path *rp = rp_of_conn(conn);
 
-	if (!p || p->ops != &rift__rdma_ops)
-		return 0;
-	return rp_of(p)->now_sends;
+	return rp ? rp->now_sends : 0;
 }
 
 uint64_t rift__conn_bare_sends(const rift_conn *conn)
 {
-	rift__path *p = conn->path;
+	const struct rdma_path *rp = rp_of_conn(conn);
 
-	if (!p || p->ops != &rift__rdma_ops)
-		return 0;
-	return rp_of(p)->bare_sends;
+	return rp ? rp->bare_sends : 0;
 }
 
 uint64_t rift__conn_inplace_recv_bytes(const rift_conn *conn)
 {
-	rift__path *p = conn->path;
+	const struct rdma_path *rp = rp_of_conn(conn);
 
-	if (!p || p->ops != &rift__rdma_ops)
-		return 0;
-	return rp_of(p)->inplace_bytes;
+	return rp ? rp->inplace_bytes : 0;
 }
 
 uint64_t rift__conn_rndv_inflight(const rift_conn *conn)
 {
-	rift__path *p = conn->path;
+	const struct rdma_path *rp = rp_of_conn(conn);
 
-	if (!p || p->ops != &rift__rdma_ops)
-		return 0;
-	return rp_of(p)->rndv_n;
+	return rp ? rp->rndv_n : 0;
 }
 
 static void rdma_cut(rift__path *p)
