@@ -357,8 +357,8 @@ struct sconn {
 struct server {
 	const struct opts *o;
 	const char *who;	  /* log prefix */
-	bool quiet;		  /* loopback: errors only */
-	bool follows;		  /* loopback: ends when the client is done */
+	bool loopback;		  /* a thread beside the client: logs errors
+				     only, ends when the client is done */
 	struct metrics_src *msrc; /* --metrics-port: this side, or NULL */
 	rift_ctx *ctx;
 	struct loop lp;
@@ -390,7 +390,7 @@ __attribute__((format(printf, 2, 3))) static void slog(struct server *s,
 {
 	va_list ap;
 
-	if (s->quiet)
+	if (s->loopback)
 		return;
 	fprintf(stderr, "%s: ", s->who);
 	va_start(ap, fmt);
@@ -804,7 +804,7 @@ static int server_run(struct server *s)
 
 	/* In loopback the client thread takes the signal and ends the run;
 	 * closing here first would show it a lost session, not a stop. */
-	while (!(interrupted && !s->follows) &&
+	while (!(interrupted && !s->loopback) &&
 	       !__atomic_load_n(&stop_all, __ATOMIC_ACQUIRE)) {
 		if (s->session_end) {
 			srv_end_session(s);
@@ -818,7 +818,7 @@ static int server_run(struct server *s)
 			break;
 		}
 	}
-	if (interrupted && !s->follows)
+	if (interrupted && !s->loopback)
 		ret = EXIT_INTR;
 
 	/* Orderly end: close everything, wait for the close callbacks. */
@@ -2690,8 +2690,7 @@ static int run(const struct opts *o, struct metrics_http *mh)
 
 	/* Loopback: the server on a thread of its own, the client here. */
 	srv.who = PROG " server";
-	srv.quiet = true;
-	srv.follows = true;
+	srv.loopback = true;
 	/* The server thread is born with SIGINT and SIGTERM blocked, so they
 	 * reach the client thread and wake its poll. */
 	sigemptyset(&stop);
