@@ -306,16 +306,14 @@ static RIFT_HOT_INLINE void rift__conn_enqueue(rift_conn *conn,
 }
 
 /*
- * Drop acknowledged messages.  The peer may only acknowledge what this
- * path has written in full: anything else is a lie (or corruption) and
- * would free memory a transport may still be writing from.  Returns 0, or
- * RIFT_EPROTO with *why set and nothing changed.
+ * Whether the peer may acknowledge up to ack: only what this path has
+ * written in full, never less than before.  Anything else is a lie (or
+ * corruption) and would free memory a transport may still be writing
+ * from.  Returns 0, or RIFT_EPROTO with *why set.
  */
-static RIFT_HOT_INLINE int rift__conn_ack(rift_conn *conn, uint64_t ack,
-					  const char **why)
+static RIFT_HOT_INLINE int rift__conn_ack_check(const rift_conn *conn,
+						uint64_t ack, const char **why)
 {
-	if (ack == conn->acked_seq)
-		return 0;
 	if (ack < conn->acked_seq) {
 		*why = "cumulative ack went backwards";
 		return RIFT_EPROTO;
@@ -324,6 +322,14 @@ static RIFT_HOT_INLINE int rift__conn_ack(rift_conn *conn, uint64_t ack,
 		*why = "ack for a message that was never sent";
 		return RIFT_EPROTO;
 	}
+	return 0;
+}
+
+/* Drop the messages a checked ack covers (may emit WRITABLE). */
+static RIFT_HOT_INLINE void rift__conn_ack_apply(rift_conn *conn, uint64_t ack)
+{
+	if (ack <= conn->acked_seq)
+		return;
 	while (conn->head && conn->head->seq <= ack) {
 		struct rift__omsg *m = conn->head;
 
@@ -343,7 +349,18 @@ static RIFT_HOT_INLINE int rift__conn_ack(rift_conn *conn, uint64_t ack,
 		conn->want_writable = false;
 		rift__conn_emit(conn, RIFT_EVENT_WRITABLE, 0, "send window open");
 	}
-	return 0;
+}
+
+/* Check and apply an ack: 0, or RIFT_EPROTO with *why set and nothing
+ * changed. */
+static RIFT_HOT_INLINE int rift__conn_ack(rift_conn *conn, uint64_t ack,
+					  const char **why)
+{
+	int rc = rift__conn_ack_check(conn, ack, why);
+
+	if (!rc)
+		rift__conn_ack_apply(conn, ack);
+	return rc;
 }
 
 /* Hand the next DATA frame in order to the application. */
@@ -406,8 +423,7 @@ static RIFT_HOT_INLINE int rift__path_on_data(rift__path *p,
 
 	if (h->type != RIFT_FRAME_DATA || p->state != RIFT_PATH_ATTACHED ||
 	    !conn || h->seq != conn->held_seq + 1 || conn->recv_stopped ||
-	    conn->held_head || h->ack < conn->acked_seq ||
-	    h->ack > conn->written_seq)
+	    conn->held_head || rift__conn_ack_check(conn, h->ack, &why))
 		return rift__path_on_frame(p, h, payload, NULL);
 	p->rx_data_seq = h->seq;
 	p->rx_data_ack = h->ack;
@@ -420,13 +436,16 @@ static RIFT_HOT_INLINE int rift__path_on_data(rift__path *p,
 	 */
 	ack_late = h->ack != conn->acked_seq && !conn->want_writable &&
 		   conn->window_used <= conn->ctx->cfg.send_window / 2;
-	if (!ack_late && (rift__conn_ack(conn, h->ack, &why) ||
-			  p->state != RIFT_PATH_ATTACHED || p->conn != conn ||
-			  conn->recv_stopped))
-		return rift__path_on_frame(p, h, payload, NULL);
+	if (!ack_late) {
+		rift__conn_ack_apply(conn, h->ack);
+		/* WRITABLE ran a callback: it may have changed all that. */
+		if (p->state != RIFT_PATH_ATTACHED || p->conn != conn ||
+		    conn->recv_stopped)
+			return rift__path_on_frame(p, h, payload, NULL);
+	}
 	rift__conn_deliver(conn, h, payload, NULL);
 	if (ack_late)
-		rift__conn_ack(conn, h->ack, &why); /* checked: cannot fail */
+		rift__conn_ack_apply(conn, h->ack);
 	return p->state == RIFT_PATH_DEAD ? RIFT_ECLOSED : 0;
 }
 
