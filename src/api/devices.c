@@ -222,9 +222,7 @@ static void device_fill(rift_device_info *d, const struct ibv_device_attr *a)
 	l->max_qp_init_rd_atom = (uint32_t)a->max_qp_init_rd_atom;
 	l->atomic_cap = (uint32_t)a->atomic_cap;
 	l->local_ca_ack_delay = a->local_ca_ack_delay;
-	l->mw_type2 = a->max_mw > 0 &&
-		      (a->device_cap_flags & (IBV_DEVICE_MEM_WINDOW_TYPE_2A |
-					      IBV_DEVICE_MEM_WINDOW_TYPE_2B));
+	l->mw_type2 = rift__vb_attr_mw_type2(a);
 }
 
 static void port_fill(rift_port_info *p, uint32_t num,

@@ -443,16 +443,20 @@ int rift__vb_reg_mr(struct ibv_pd *pd, void *addr, size_t len, bool mw,
 	return 0;
 }
 
+bool rift__vb_attr_mw_type2(const struct ibv_device_attr *a)
+{
+	return a->max_mw > 0 &&
+	       (a->device_cap_flags & (IBV_DEVICE_MEM_WINDOW_TYPE_2A |
+				       IBV_DEVICE_MEM_WINDOW_TYPE_2B));
+}
+
 bool rift__vb_mw_type2(struct ibv_context *c)
 {
 	struct ibv_device_attr da;
 	rift__vb_err err;
 
-	if (rift__vb_device_query(c, &da, err))
-		return false;
-	return da.max_mw > 0 &&
-	       (da.device_cap_flags & (IBV_DEVICE_MEM_WINDOW_TYPE_2A |
-				       IBV_DEVICE_MEM_WINDOW_TYPE_2B));
+	return !rift__vb_device_query(c, &da, err) &&
+	       rift__vb_attr_mw_type2(&da);
 }
 
 int rift__vb_mw_alloc(struct ibv_pd *pd, struct ibv_mw **out,

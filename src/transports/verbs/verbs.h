@@ -126,7 +126,6 @@ void rift__vb_cm_devices_free(struct ibv_context **list);
  * table's end. */
 int rift__vb_gid_query(struct ibv_context *c, uint8_t port, uint32_t index,
 		       struct ibv_gid_entry *e, rift__vb_err err);
-/* Registration in the block pool's shape (dev is a struct ibv_pd *). */
 /*
  * A device as the block pool knows it (rift__vb_pool_reg's dev).  Its
  * regions never allow remote access by themselves: with type 2 memory
@@ -138,7 +137,9 @@ struct rift__vb_pool_dev {
 	struct ibv_pd *pd;
 	bool mw;
 };
-/* Does the device bind type 2 memory windows (to its QPs)? */
+/* Does the device bind type 2 memory windows (to its QPs)?  From its
+ * attributes, or asking it. */
+bool rift__vb_attr_mw_type2(const struct ibv_device_attr *a);
 bool rift__vb_mw_type2(struct ibv_context *c);
 /* A type 2 memory window of pd, unbound. */
 int rift__vb_mw_alloc(struct ibv_pd *pd, struct ibv_mw **out,
@@ -150,6 +151,8 @@ static inline uint32_t rift__vb_mw_next_rkey(const struct ibv_mw *mw)
 {
 	return ibv_inc_rkey(mw->rkey);
 }
+/* Registration in the block pool's shape (dev: a struct
+ * rift__vb_pool_dev *). */
 int rift__vb_pool_reg(void *dev, void *addr, size_t len, void **handle,
 		      uint32_t *lkey, uint32_t *rkey, char *err, size_t errlen);
 void rift__vb_pool_dereg(void *handle);
