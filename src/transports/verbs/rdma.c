@@ -1653,10 +1653,11 @@ static uint32_t get_be32(const uint8_t *p)
  * Does m go by rendezvous on this path?  Large enough, both devices do
  * READs, and its buffer is registered memory with a key on our device
  * (anything else, e.g. a malloc'd buffer when registered memory ran out,
- * is streamed through the send slots).  *rkey is its key when so.
+ * is streamed through the send slots).  *rkey and *mr are its region's
+ * key and registration when so.
  */
 static bool rndv_wanted(struct rdma_path *rp, struct rift__omsg *m,
-			uint32_t *rkey)
+			uint32_t *rkey, void **mr)
 {
 	uint32_t thr = rp->base.ctx->cfg.rndv_threshold, lkey;
 	struct rift__buf *b;
@@ -1665,8 +1666,8 @@ static bool rndv_wanted(struct rdma_path *rp, struct rift__omsg *m,
 	    m->len > UINT32_MAX)
 		return false;
 	b = rift__container_of(m, struct rift__buf, om);
-	return b->pool &&
-	       rift__pool_keys(b->pool, m->data, rp->dev_slot, &lkey, rkey);
+	return b->pool && rift__pool_reg_of(b->pool, m->data, rp->dev_slot,
+					    &lkey, rkey, mr);
 }
 
 /*
@@ -1711,24 +1712,20 @@ static void binds_free(struct rdma_path *rp)
 }
 
 /*
- * Fill *wr with the BIND_MW of a window over m, and *rkey with the
- * window's key.  False when no window can be had: this path then streams
- * every message (logged and counted once).
+ * Fill *wr with the BIND_MW of a window over m (in registration mr, from
+ * rndv_wanted), and *rkey with the window's key.  False when no window
+ * can be had: this path then streams every message (logged and counted
+ * once).
  */
-static bool rndv_bind(struct rdma_path *rp, struct rift__omsg *m,
+static bool rndv_bind(struct rdma_path *rp, struct rift__omsg *m, void *mr,
 		      struct ibv_send_wr *wr, uint32_t *rkey)
 {
 	struct rift__buf *b = rift__container_of(m, struct rift__buf, om);
 	struct rndv_bind *bd = calloc(1, sizeof(*bd));
-	uint32_t lkey, rk;
 	rift__vb_err err;
-	void *mr;
 
 	if (!bd)
 		snprintf(err, sizeof(err), "out of memory");
-	else if (!rift__pool_reg_of(b->pool, m->data, rp->dev_slot, &lkey, &rk,
-				    &mr))
-		snprintf(err, sizeof(err), "pool block without a key");
 	else if (rift__vb_mw_alloc(rp->pd, &bd->mw, err) == 0)
 		err[0] = '\0';
 	if (err[0]) {
@@ -1768,6 +1765,7 @@ static bool rndv_desc(struct rdma_path *rp, uint8_t *buf,
 	rift__path *p = &rp->base;
 	struct rift__omsg *m;
 	uint32_t rkey, region_rkey, len;
+	void *mr;
 
 	if (rp->cur || rp->ctrl_off < rp->ctrl_len || p->pending ||
 	    !rp->peer_rndv || !p->conn)
@@ -1775,7 +1773,8 @@ static bool rndv_desc(struct rdma_path *rp, uint8_t *buf,
 	/* Look before encoding: small messages pay nothing here. */
 	m = p->conn->cursor;
 	if (!m || p->state != RIFT_PATH_ATTACHED || p->conn->closing ||
-	    !rndv_wanted(rp, m, &region_rkey) || !rndv_bind(rp, m, bind, &rkey))
+	    !rndv_wanted(rp, m, &region_rkey, &mr) ||
+	    !rndv_bind(rp, m, mr, bind, &rkey))
 		return false;
 	rift__sess_next(p, NULL); /* m, its header encoded */
 	len = (uint32_t)m->len;
@@ -2151,10 +2150,11 @@ static RIFT_HOT_INLINE bool bare_frame(struct rdma_path *rp, uint32_t len,
  * Sender: may m, the next message, go bare?  The peer takes bare frames,
  * the path's last DATA frame is m's predecessor, and the ack to carry is
  * within BARE_DELTA_MAX of that frame's.  Before rift__sess_next, which
- * makes m the last DATA frame.  *delta is the ack's delta.
+ * makes m the last DATA frame.  *imm is then what the SEND's immediate
+ * carries besides credits: BARE_IMM and the ack's delta.
  */
 static RIFT_HOT_INLINE bool bare_ok(const struct rdma_path *rp,
-				    const struct rift__omsg *m, uint32_t *delta)
+				    const struct rift__omsg *m, uint32_t *imm)
 {
 	const rift__path *p = &rp->base;
 	uint64_t d = p->conn->recv_seq - p->tx_data_ack;
@@ -2162,12 +2162,12 @@ static RIFT_HOT_INLINE bool bare_ok(const struct rdma_path *rp,
 	bool ok = rp->peer_bare && p->tx_data_seq &&
 		  m->seq == p->tx_data_seq + 1 && d < BARE_DELTA_MAX;
 
-	*delta = (uint32_t)d;
 	/* Test builds: play a peer that breaks the rules. */
 	if (rift__fault_hit(RIFT_FAULT_BARE_EARLY))
 		ok = rp->peer_bare;
 	if (ok && rift__fault_hit(RIFT_FAULT_BARE_ACK))
-		*delta = BARE_DELTA_MAX - 1;
+		d = BARE_DELTA_MAX - 1;
+	*imm = BARE_IMM | (uint32_t)d << BARE_SHIFT;
 	return ok;
 }
 
@@ -2303,6 +2303,7 @@ static size_t fill(struct rdma_path *rp, uint8_t *buf, size_t cap)
 	rift__path *p = &rp->base;
 	size_t used = 0;
 	uint32_t rkey;
+	void *mr;
 
 	while (used < cap) {
 		size_t n;
@@ -2330,7 +2331,7 @@ static size_t fill(struct rdma_path *rp, uint8_t *buf, size_t cap)
 			if (!rp->cur)
 				break;
 			if (rp->cur->len >= p->ctx->cfg.rndv_threshold &&
-			    rndv_wanted(rp, rp->cur, &rkey)) {
+			    rndv_wanted(rp, rp->cur, &rkey, &mr)) {
 				rp->cur = NULL; /* its descriptor goes next */
 				break;
 			}
@@ -2386,7 +2387,7 @@ static uint32_t direct(struct rdma_path *rp, struct ibv_sge *sge, uint32_t cap,
 	rift__path *p = &rp->base;
 	struct rift__omsg *m;
 	struct rift__buf *b;
-	uint32_t lkey = 0, rkey, len, delta;
+	uint32_t lkey = 0, rkey, len, bare_imm;
 	bool bare;
 
 	if (rp->cur || rp->ctrl_off < rp->ctrl_len || p->pending ||
@@ -2408,11 +2409,11 @@ static uint32_t direct(struct rdma_path *rp, struct ibv_sge *sge, uint32_t cap,
 				     &rkey))
 			return 0;
 	}
-	bare = m->len && bare_ok(rp, m, &delta);
+	bare = m->len && bare_ok(rp, m, &bare_imm);
 	rift__sess_next(p, NULL); /* m, its header encoded */
 	rift__sess_written(p, m);
 	if (bare) {
-		*imm = BARE_IMM | delta << BARE_SHIFT;
+		*imm = bare_imm;
 		*inl = m->len <= rp->inline_max;
 		rp->bare_sends++;
 		sge[0] = (struct ibv_sge){ .addr = (uintptr_t)m->data,
@@ -2563,7 +2564,7 @@ static RIFT_HOT_INLINE bool post_one(struct rdma_path *rp, bool late)
 	struct rift__omsg *m;
 	struct ibv_send_wr *wr = &rp->send_wr;
 	rift__vb_err err;
-	uint32_t slot, len, delta;
+	uint32_t slot, len, bare_imm;
 	bool bare;
 	int rc;
 
@@ -2576,7 +2577,7 @@ static RIFT_HOT_INLINE bool post_one(struct rdma_path *rp, bool late)
 	if (len > rp->inline_max || len > rp->buf_size || len > rp->peer_buf ||
 	    rndv_maybe(rp))
 		return false;
-	bare = bare_ok(rp, m, &delta);
+	bare = bare_ok(rp, m, &bare_imm);
 	if (rift__sess_next(p, NULL) != m)
 		return false;
 	slot = rp->slot_next;
@@ -2593,7 +2594,7 @@ static RIFT_HOT_INLINE bool post_one(struct rdma_path *rp, bool late)
 	}
 	wr->wr_id = WR_TAG(rp) | slot;
 	wr->send_flags = IBV_SEND_INLINE;
-	send_taken(rp, wr, slot, bare ? BARE_IMM | delta << BARE_SHIFT : 0);
+	send_taken(rp, wr, slot, bare ? bare_imm : 0);
 	rift__sess_written(p, m);
 	rc = rift__vb_post_send(rp->qp, wr, err);
 	if (rc) {
