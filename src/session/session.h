@@ -169,18 +169,19 @@ void rift__conn_drain(rift_conn *conn);
 void rift__conn_drop_held(rift_conn *conn);
 
 rift_conn *rift__conn_new_server(rift_listener *l, uint64_t session_id);
-/* Tests: messages the current verbs path sent without a copy. */
-uint64_t rift__conn_zero_copy_sends(const rift_conn *conn);
-/* Tests: replies the current verbs path sent from inside on_recv, before
- * the rest of the delivery's work (rift__transport_ops.send_now). */
-uint64_t rift__conn_now_sends(const rift_conn *conn);
-/* Tests: DATA frames the current verbs path sent bare (no header). */
-uint64_t rift__conn_bare_sends(const rift_conn *conn);
-/* Tests: bytes the current verbs path delivered from receive buffers. */
-uint64_t rift__conn_inplace_recv_bytes(const rift_conn *conn);
-/* Tests: rendezvous messages the current verbs path is fetching (READs
- * posted or waiting) or holding for delivery. */
-uint64_t rift__conn_rndv_inflight(const rift_conn *conn);
+/* Tests: a figure of the current verbs path (0 on another transport). */
+enum rift__rdma_figure {
+	RIFT__RDMA_ZC_SENDS,	  /* messages sent without a copy */
+	RIFT__RDMA_NOW_SENDS,	  /* replies sent from inside on_recv, before
+				   * the rest of the delivery's work
+				   * (rift__transport_ops.send_now) */
+	RIFT__RDMA_BARE_SENDS,	  /* DATA frames sent bare (no header) */
+	RIFT__RDMA_INPLACE_BYTES, /* bytes delivered from receive buffers */
+	RIFT__RDMA_RNDV_INFLIGHT, /* rendezvous messages being fetched (READs
+				   * posted or waiting) or held for delivery */
+};
+uint64_t rift__conn_rdma_figure(const rift_conn *conn,
+				enum rift__rdma_figure f);
 /* Tests: ibv_query_qp of the current verbs path's QP (RTS, else RIFT_EIO):
  * ack timeout, retry counts, and whether the QP is rift's own rather than
  * one librdmacm made (rdma_create_qp).  RIFT_EINVAL without a QP. */

@@ -94,8 +94,8 @@ TEST_T(cm_tcp_messaging_over_a_side_channel_qp)
 	CHECK(h_wait_u64(ctx, &cli.recv_count, n, 30000));
 	CHECK_EQ(srv.bad + cli.bad, 0);
 	/* The data path is the same: zero-copy sends, in-place receives. */
-	CHECK(rift__conn_zero_copy_sends(c) > 0);
-	CHECK(rift__conn_inplace_recv_bytes(srv.conn) > 0);
+	CHECK(rift__conn_rdma_figure(c, RIFT__RDMA_ZC_SENDS) > 0);
+	CHECK(rift__conn_rdma_figure(srv.conn, RIFT__RDMA_INPLACE_BYTES) > 0);
 	conns[0] = c;
 	conns[1] = srv.conn;
 	h_teardown(ctx, l, conns, 2);

@@ -301,15 +301,15 @@ TEST_T(registered_buffers_are_sent_and_received_without_a_copy)
 	CHECK(h_wait_u64(ctx, &srv.recv_count, n, 30000));
 	CHECK_EQ(srv.bad, 0);
 	printf("zero-copy sends: %llu of %llu messages\n",
-	       (unsigned long long)rift__conn_zero_copy_sends(c),
+	       (unsigned long long)rift__conn_rdma_figure(c, RIFT__RDMA_ZC_SENDS),
 	       (unsigned long long)n);
 	/* Sizes are random in 0..4096: all above the inline size go
 	 * without a copy. */
-	CHECK(rift__conn_zero_copy_sends(c) >= n / 2);
+	CHECK(rift__conn_rdma_figure(c, RIFT__RDMA_ZC_SENDS) >= n / 2);
 	printf("delivered in place: %llu of %llu bytes\n",
-	       (unsigned long long)rift__conn_inplace_recv_bytes(srv.conn),
+	       (unsigned long long)rift__conn_rdma_figure(srv.conn, RIFT__RDMA_INPLACE_BYTES),
 	       (unsigned long long)srv.recv_bytes);
-	CHECK(rift__conn_inplace_recv_bytes(srv.conn) >= srv.recv_bytes / 2);
+	CHECK(rift__conn_rdma_figure(srv.conn, RIFT__RDMA_INPLACE_BYTES) >= srv.recv_bytes / 2);
 	conns[0] = c;
 	conns[1] = srv.conn;
 	h_teardown(ctx, l, conns, 2);
@@ -320,7 +320,7 @@ TEST_T(registered_buffers_are_sent_and_received_without_a_copy)
 /* A server that echoes from on_recv, and notes an event delivered while
  * its on_recv runs (rift calls no callback from inside a call). */
 struct reply_side {
-	struct side s;          /* first: the harness's on_event uses it */
+	struct side s; /* first: the harness's on_event and h_accept_side use it */
 	uint64_t arm_at;        /* request whose reply finds the link dead */
 	int in_recv, reentered;
 };
@@ -350,14 +350,6 @@ static void reply_event(rift_conn *conn, const rift_event *ev)
 static const rift_conn_callbacks reply_callbacks = { .on_event = reply_event,
 						     .on_recv = reply_recv };
 
-static void reply_accept(rift_listener *l, rift_conn *conn)
-{
-	struct reply_side *r = rift_listener_user(l);
-
-	r->s.conn = conn;
-	r->s.connected++;
-}
-
 /*
  * Request/reply: a reply sent from on_recv of a lone request leaves from
  * inside rift_conn_send (its doorbell before the rest of the delivery's
@@ -378,7 +370,7 @@ TEST_TIMEOUT(a_reply_from_on_recv_leaves_at_once_and_survives_a_dead_link, 120)
 
 	need_rdma();
 	snprintf(url, sizeof(url), "rdma://%s:0", rt_host());
-	CHECK_EQ(rift_listen(ctx, url, &reply_callbacks, &srv, reply_accept,
+	CHECK_EQ(rift_listen(ctx, url, &reply_callbacks, &srv, h_accept_side,
 			     &l),
 		 0);
 	c = h_connect(ctx, rift_listener_port(l), &cli);
@@ -390,15 +382,15 @@ TEST_TIMEOUT(a_reply_from_on_recv_leaves_at_once_and_survives_a_dead_link, 120)
 	}
 	printf("replies sent from on_recv: %llu of %llu; bare frames: "
 	       "client %llu, server %llu\n",
-	       (unsigned long long)rift__conn_now_sends(srv.s.conn),
+	       (unsigned long long)rift__conn_rdma_figure(srv.s.conn, RIFT__RDMA_NOW_SENDS),
 	       (unsigned long long)n,
-	       (unsigned long long)rift__conn_bare_sends(c),
-	       (unsigned long long)rift__conn_bare_sends(srv.s.conn));
+	       (unsigned long long)rift__conn_rdma_figure(c, RIFT__RDMA_BARE_SENDS),
+	       (unsigned long long)rift__conn_rdma_figure(srv.s.conn, RIFT__RDMA_BARE_SENDS));
 	/* A few may find a control frame owed and go with the flush. */
-	CHECK(rift__conn_now_sends(srv.s.conn) >= n * 9 / 10);
+	CHECK(rift__conn_rdma_figure(srv.s.conn, RIFT__RDMA_NOW_SENDS) >= n * 9 / 10);
 	/* All but each side's first DATA frame may go without a header. */
-	CHECK(rift__conn_bare_sends(c) >= n * 9 / 10);
-	CHECK(rift__conn_bare_sends(srv.s.conn) >= n * 9 / 10);
+	CHECK(rift__conn_rdma_figure(c, RIFT__RDMA_BARE_SENDS) >= n * 9 / 10);
+	CHECK(rift__conn_rdma_figure(srv.s.conn, RIFT__RDMA_BARE_SENDS) >= n * 9 / 10);
 
 	srv.arm_at = n + 1;
 	CHECK_EQ(h_send(c, 7, n, 64), 0);
@@ -479,7 +471,7 @@ TEST_TIMEOUT(bare_frame_acking_messages_never_sent_is_refused, 120)
 #define KEEP_FIRST 300  /* of them retained: then the ring wraps */
 
 struct keep_side {
-	struct side s;          /* first: the harness's on_event uses it */
+	struct side s; /* first: the harness's on_event and h_accept_side use it */
 	rift_msg *kept[KEEP_FIRST];
 	const void *at[KEEP_FIRST]; /* where each was delivered */
 };
@@ -509,14 +501,6 @@ static void keep_recv(rift_conn *conn, rift_msg *msg)
 static const rift_conn_callbacks keep_callbacks = { .on_event = reply_event,
 						    .on_recv = keep_recv };
 
-static void keep_accept(rift_listener *l, rift_conn *conn)
-{
-	struct keep_side *k = rift_listener_user(l);
-
-	k->s.conn = conn;
-	k->s.connected++;
-}
-
 /*
  * From rdma.zero_copy_threshold up, a retained message keeps the receive
  * buffer it arrived in and a fresh block is posted in its place: its data
@@ -540,7 +524,7 @@ TEST_TIMEOUT(retained_messages_keep_their_receive_buffer_from_the_threshold,
 	cfg.zero_copy_threshold = 1024;
 	ctx = h_ctx(&cfg);
 	snprintf(url, sizeof(url), "rdma://%s:0", rt_host());
-	CHECK_EQ(rift_listen(ctx, url, &keep_callbacks, &srv, keep_accept, &l),
+	CHECK_EQ(rift_listen(ctx, url, &keep_callbacks, &srv, h_accept_side, &l),
 		 0);
 	c = h_connect(ctx, rift_listener_port(l), &cli);
 	h_connected(ctx, &cli);
@@ -599,7 +583,7 @@ TEST_TIMEOUT(retained_messages_keep_their_receive_buffer_from_the_threshold,
  * bytes, order, and whether a large one was delivered in place (from
  * registered pool memory, not a copy). */
 struct big_side {
-	struct side s;          /* first: the harness's on_event uses it */
+	struct side s; /* first: the harness's on_event and h_accept_side use it */
 	rift_ctx *ctx;
 	uint64_t seed;
 	size_t (*size_of)(uint64_t i);
@@ -649,14 +633,6 @@ static void big_event(rift_conn *conn, const rift_event *ev)
 
 static const rift_conn_callbacks big_callbacks = { .on_event = big_event,
 						   .on_recv = big_recv };
-
-static void big_accept(rift_listener *l, rift_conn *conn)
-{
-	struct big_side *b = rift_listener_user(l);
-
-	b->s.conn = conn;
-	b->s.connected++;
-}
 
 /* Send message i of the stream: rift_conn_send (copied into registered
  * memory) for even i, a rift_buf_alloc buffer (no copy) for odd i. */
@@ -715,7 +691,7 @@ static rift_conn *big_pair(rift_ctx *ctx, const char *scheme,
 
 	srv->ctx = ctx;
 	snprintf(url, sizeof(url), "%s://%s:0", scheme, rt_host());
-	CHECK_EQ(rift_listen(ctx, url, &big_callbacks, srv, big_accept, l), 0);
+	CHECK_EQ(rift_listen(ctx, url, &big_callbacks, srv, h_accept_side, l), 0);
 	snprintf(url, sizeof(url), "%s://%s:%d", scheme, rt_host(),
 		 rift_listener_port(*l));
 	CHECK_EQ(rift_connect(ctx, url, &h_callbacks, cli, &c), 0);
@@ -1044,7 +1020,7 @@ static int cuts_done;
 static void cut_mid_read(struct big_side *srv)
 {
 	if (cuts_done < 3 && srv->s.conn &&
-	    rift__conn_rndv_inflight(srv->s.conn) > 1 &&
+	    rift__conn_rdma_figure(srv->s.conn, RIFT__RDMA_RNDV_INFLIGHT) > 1 &&
 	    srv->s.recv_count > (uint64_t)cuts_done * 12 &&
 	    rift__conn_cut(srv->s.conn) == 0)
 		cuts_done++;
@@ -1091,7 +1067,7 @@ static int fallback_armed;
 static void fail_rdma_mid_read(struct big_side *srv)
 {
 	if (!fallback_armed && srv->s.conn &&
-	    rift__conn_rndv_inflight(srv->s.conn) > 1 && srv->s.recv_count > 6) {
+	    rift__conn_rdma_figure(srv->s.conn, RIFT__RDMA_RNDV_INFLIGHT) > 1 && srv->s.recv_count > 6) {
 		rift__fault_arm(RIFT_FAULT_RDMA_SEND, 1, 1000000);
 		fallback_armed = 1;
 	}
@@ -1174,7 +1150,7 @@ TEST_TIMEOUT(link_cut_mid_rendezvous_reattaches_over_the_other_port, 240)
 	ctx = h_ctx(&cfg);
 	srv.ctx = ctx;
 	CHECK_EQ(rift_listen(ctx, "rdma://0.0.0.0:0", &big_callbacks, &srv,
-			     big_accept, &l),
+			     h_accept_side, &l),
 		 0);
 	snprintf(url, sizeof(url), "rdma://%s:%d,%s:%d", a0,
 		 rift_listener_port(l), a1, rift_listener_port(l));
@@ -1194,7 +1170,7 @@ TEST_TIMEOUT(link_cut_mid_rendezvous_reattaches_over_the_other_port, 240)
 			sent++;
 		}
 		if (!link && srv.s.recv_count > 6 && srv.s.conn && c->path &&
-		    rift__conn_rndv_inflight(srv.s.conn) > 0) {
+		    rift__conn_rdma_figure(srv.s.conn, RIFT__RDMA_RNDV_INFLIGHT) > 0) {
 			/* The link the session runs on now (the first address
 			 * may have been refused at connect time). */
 			link = strstr(c->path->peer, a0) ? "link0" : "link1";

@@ -4063,47 +4063,28 @@ static void rdma_destroy(rift__path *p)
 	free(rp);
 }
 
-/* Test hooks: a figure of the connection's verbs path, 0 on another. */
-static const struct rdma_path *rp_of_conn(const rift_conn *conn)
+uint64_t rift__conn_rdma_figure(const rift_conn *conn,
+				enum rift__rdma_figure f)
 {
 	rift__path *p = conn->path;
+	const struct rdma_path *rp;
 
-	return p && p->ops == &rift__rdma_ops ? rp_of(p) : NULL;
-}
-
-uint64_t rift__conn_zero_copy_sends(const rift_conn *conn)
-{
-	const struct rdma_path *rp = rp_of_conn(conn);
-
-	return rp ? rp->zc_sends : 0;
-}
-
-uint64_t rift__conn_now_sends(const rift_conn *conn)
-{
-	const struct rdma_path *rp = rp_of_conn(conn);
-
-	return rp ? rp->now_sends : 0;
-}
-
-uint64_t rift__conn_bare_sends(const rift_conn *conn)
-{
-	const struct rdma_path *rp = rp_of_conn(conn);
-
-	return rp ? rp->bare_sends : 0;
-}
-
-uint64_t rift__conn_inplace_recv_bytes(const rift_conn *conn)
-{
-	const struct rdma_path *rp = rp_of_conn(conn);
-
-	return rp ? rp->inplace_bytes : 0;
-}
-
-uint64_t rift__conn_rndv_inflight(const rift_conn *conn)
-{
-	const struct rdma_path *rp = rp_of_conn(conn);
-
-	return rp ? rp->rndv_n : 0;
+	if (!p || p->ops != &rift__rdma_ops)
+		return 0;
+	rp = rp_of(p);
+	switch (f) {
+	case RIFT__RDMA_ZC_SENDS:
+		return rp->zc_sends;
+	case RIFT__RDMA_NOW_SENDS:
+		return rp->now_sends;
+	case RIFT__RDMA_BARE_SENDS:
+		return rp->bare_sends;
+	case RIFT__RDMA_INPLACE_BYTES:
+		return rp->inplace_bytes;
+	case RIFT__RDMA_RNDV_INFLIGHT:
+		return rp->rndv_n;
+	}
+	return 0;
 }
 
 static void rdma_cut(rift__path *p)
