@@ -120,15 +120,19 @@ CM_TCP_TESTS := path_cut echo_ single_64mib zero_byte close_tells \
   metrics_count metrics_reattach reg_mr_failure registered_buffers \
   configured_device memlock held large_messages rendezvous thousand \
   shared_cq overflowing_shared_cq a_reply bare_frame
+# The acceptance workload (tests/integration/test_soak.c) in the pair
+# topology, both polling modes, each cm: RIFT_SOAK_SECONDS of traffic (60)
+# per test; its seed is printed, RIFT_SOAK_SEED replays it.
+SOAK_TESTS := soak_healthy
 test-lab: $(BUILD)/tst/rift-tests
 	tests/lab/lab setup
 	tests/lab/lab smoke
 	RIFT_LAB_MEM_MB=$(LAB_MEM_MB) tests/lab/lab run --topo loop --timeout 1200 -- \
 	  sh -c 'build/tst/rift-tests --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 && \
 	    build/tst/rift-tests --transport rdma --cm tcp --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 $(CM_TCP_TESTS)'
-	tests/lab/lab run --topo pair --timeout 500 -- \
-	  sh -c 'build/tst/rift-tests --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 link_cut port_down && \
-	    build/tst/rift-tests --transport rdma --cm tcp --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 link_cut port_down'
+	tests/lab/lab run --topo pair --timeout 1500 -- \
+	  sh -c 'build/tst/rift-tests --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 link_cut port_down $(SOAK_TESTS) && \
+	    build/tst/rift-tests --transport rdma --cm tcp --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 link_cut port_down $(SOAK_TESTS)'
 
 # Install into a staging dir and build an example the way users will:
 # pkg-config and the shared library, nothing from the source tree.

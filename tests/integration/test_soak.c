@@ -1,0 +1,520 @@
+/*
+ * The acceptance workload (issue 12), in the lab's pair topology: a client
+ * whose URL names the server's address on both links, each side in its own
+ * thread with its own context (as two processes would be), both sending
+ * messages of mixed sizes (0 B .. 256 KiB, about one in ten from the
+ * rendezvous threshold up) as fast as the window allows, every message
+ * checked for length, content and order.  Default configuration but the
+ * polling mode.
+ *
+ *  - soak_healthy_links_*: no fault at all; no path may go down and no
+ *    side may wait over a second for its next message.
+ *  - soak_link_faults_*: one link at a time goes down, loses its carrier
+ *    or drops every packet, at random, and comes back; the session must
+ *    live, every message arrive once and in order.  Stalls per fault are
+ *    printed.
+ *
+ * RIFT_SOAK_SECONDS (default 60) sets how long traffic runs; RIFT_SOAK_SEED
+ * replays a run (the seed is printed at the start).  Skips outside the
+ * pair topology.
+ */
+#include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#define SOAK_MAX (256u << 10)
+#define SOAK_RNDV (64u << 10)
+#define SOAK_STALL_US 1000000u
+#define SOAK_DOWNS 8 /* PATH_DOWN reasons kept */
+
+static uint64_t mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/* Size of message i of a stream: 1 in 10 from the rendezvous threshold
+ * to 256 KiB, 1 in 20 empty, the rest up to 16 KiB. */
+static size_t soak_size(uint64_t seed, uint64_t i)
+{
+	uint64_t r = mix64(seed ^ (i * 0x100000001b3ull));
+
+	switch (r % 20) {
+	case 0:
+	case 1:
+		return SOAK_RNDV + (size_t)((r >> 8) % (SOAK_MAX - SOAK_RNDV + 1));
+	case 2:
+		return 0;
+	default:
+		return 1 + (size_t)((r >> 8) % (16u << 10));
+	}
+}
+
+/* Contents: word k of message i is a function of (seed, i, k); the tail
+ * bytes of the last word too. */
+static inline uint64_t soak_word(uint64_t base, uint64_t k)
+{
+	return base ^ (k * 0x9e3779b97f4a7c15ull);
+}
+
+static void soak_fill(uint8_t *p, size_t len, uint64_t seed, uint64_t i)
+{
+	uint64_t base = mix64(seed + i), w;
+	size_t k;
+
+	for (k = 0; k + 8 <= len; k += 8) {
+		w = soak_word(base, k);
+		memcpy(p + k, &w, 8);
+	}
+	w = soak_word(base, k);
+	memcpy(p + k, &w, len - k);
+}
+
+static bool soak_check(const uint8_t *p, size_t len, uint64_t seed,
+		       uint64_t i)
+{
+	uint64_t base = mix64(seed + i), w;
+	size_t k;
+
+	for (k = 0; k + 8 <= len; k += 8) {
+		memcpy(&w, p + k, 8);
+		if (w != soak_word(base, k))
+			return false;
+	}
+	w = soak_word(base, k);
+	return memcmp(p + k, &w, len - k) == 0;
+}
+
+struct soak_side {
+	const char *name;
+	rift_ctx *ctx;
+	rift_conn *conn;
+	rift_listener *l;
+	rift_config cfg;
+	uint64_t tx_seed, rx_seed;
+	/* written by the side's thread, read by the main one when it ends */
+	uint64_t sent, recvd, bad;
+	uint64_t last_recv_us, max_gap_us, stalls, gap_total_us;
+	uint64_t down_us;              /* last PATH_DOWN, 0 when attached */
+	uint64_t reattach_us[4096];    /* PATH_DOWN -> PATH_CHANGED */
+	int n_reattach;
+	int path_down, path_changed, disconnected, errors, connected;
+	int died;                      /* disconnected before the teardown */
+	char downs[SOAK_DOWNS][200];
+	char last_message[256];
+	char death[256];               /* DISCONNECTED's message */
+	rift_ctx_stats st;
+	rift_conn_stats cst;
+	/* from the main thread */
+	atomic_int port;               /* server: the listener's port */
+	atomic_int phase;              /* 0 send, 1 stop sending, 2 quit */
+	atomic_int ready;              /* connected (client) / accepted */
+	atomic_int done;               /* thread finished its teardown */
+	atomic_uint_fast64_t recv_seen; /* recvd, for the main thread */
+	char fail[512];
+	const char *url_fmt;           /* client */
+	const char *a0, *a1;
+	struct soak_side *peer;
+};
+
+static void soak_event(rift_conn *conn, const rift_event *ev)
+{
+	struct soak_side *s = rift_conn_user(conn);
+	uint64_t now = h_now_us();
+
+	snprintf(s->last_message, sizeof(s->last_message), "%s", ev->message);
+	switch (ev->type) {
+	case RIFT_EVENT_CONNECTED:
+		s->connected++;
+		break;
+	case RIFT_EVENT_ERROR:
+		s->errors++;
+		break;
+	case RIFT_EVENT_DISCONNECTED:
+		s->disconnected++;
+		snprintf(s->death, sizeof(s->death), "%s: %s",
+			 rift_err_name(ev->status), ev->message);
+		break;
+	case RIFT_EVENT_PATH_DOWN:
+		if (s->path_down < SOAK_DOWNS)
+			snprintf(s->downs[s->path_down], sizeof(s->downs[0]),
+				 "%.3f s: %s: %s",
+				 (double)(now % 100000000u) / 1e6,
+				 rift_err_name(ev->status), ev->message);
+		s->path_down++;
+		if (!s->down_us)
+			s->down_us = now;
+		break;
+	case RIFT_EVENT_PATH_CHANGED:
+		s->path_changed++;
+		if (s->down_us && s->n_reattach < 4096)
+			s->reattach_us[s->n_reattach++] = now - s->down_us;
+		s->down_us = 0;
+		break;
+	case RIFT_EVENT_WRITABLE:
+		break;
+	}
+}
+
+static void soak_recv(rift_conn *conn, rift_msg *msg)
+{
+	struct soak_side *s = rift_conn_user(conn);
+	size_t len = rift_msg_len(msg);
+	uint64_t now = h_now_us();
+
+	if (len != soak_size(s->rx_seed, s->recvd) ||
+	    !soak_check(rift_msg_data(msg), len, s->rx_seed, s->recvd) ||
+	    rift_msg_seq(msg) != s->recvd + 1)
+		s->bad++;
+	if (s->last_recv_us && atomic_load(&s->peer->phase) == 0) {
+		uint64_t gap = now - s->last_recv_us;
+
+		if (gap > s->max_gap_us)
+			s->max_gap_us = gap;
+		if (gap > SOAK_STALL_US) {
+			s->stalls++;
+			s->gap_total_us += gap;
+		}
+	}
+	s->last_recv_us = now;
+	s->recvd++;
+	atomic_store(&s->recv_seen, s->recvd);
+}
+
+static const rift_conn_callbacks soak_cbs = { .on_event = soak_event,
+					      .on_recv = soak_recv };
+
+static void soak_accept(rift_listener *l, rift_conn *conn)
+{
+	struct soak_side *s = rift_listener_user(l);
+
+	if (s->conn) {
+		snprintf(s->fail, sizeof(s->fail), "a second connection");
+		rift_conn_close(conn, NULL);
+		return;
+	}
+	s->conn = conn;
+	s->connected++;
+}
+
+/* Send while the window allows: half copied, half from registered
+ * buffers (which go by rendezvous from the threshold up). */
+static void soak_pump(struct soak_side *s)
+{
+	for (int k = 0; k < 64; k++) {
+		size_t len = soak_size(s->tx_seed, s->sent);
+		int rc;
+
+		if (s->sent & 1) {
+			uint8_t *b = rift_buf_alloc(s->ctx, len);
+
+			if (!b)
+				return; /* pool busy: next round */
+			soak_fill(b, len, s->tx_seed, s->sent);
+			rc = rift_conn_send_buf(s->conn, b, len);
+			if (rc)
+				rift_buf_free(s->ctx, b);
+		} else {
+			static __thread uint8_t *tmp;
+
+			if (!tmp)
+				tmp = malloc(SOAK_MAX);
+			soak_fill(tmp, len, s->tx_seed, s->sent);
+			rc = rift_conn_send(s->conn, tmp, len);
+		}
+		if (rc == RIFT_EAGAIN)
+			return;
+		if (rc) {
+			if (!s->fail[0])
+				snprintf(s->fail, sizeof(s->fail),
+					 "%s: send %" PRIu64 ": %s (%s)",
+					 s->name, s->sent, rift_err_name(rc),
+					 rift_conn_last_error(s->conn));
+			return;
+		}
+		s->sent++;
+	}
+}
+
+static void soak_close(rift_conn *c)
+{
+	struct soak_side *s = rift_conn_user(c);
+
+	atomic_fetch_add(&s->done, 1);
+}
+static void soak_lclose(rift_listener *l)
+{
+	struct soak_side *s = rift_listener_user(l);
+
+	atomic_fetch_add(&s->done, 1);
+}
+
+static void *soak_thread(void *arg)
+{
+	struct soak_side *s = arg;
+	bool server = s->url_fmt == NULL;
+	int rc, want = 0;
+
+	rc = rift_ctx_create(&s->ctx, &s->cfg);
+	if (rc) {
+		snprintf(s->fail, sizeof(s->fail), "%s: ctx: %s", s->name,
+			 rift_ctx_last_error(NULL));
+		atomic_store(&s->port, -1);
+		return NULL;
+	}
+	if (server) {
+		rc = rift_listen(s->ctx, "rdma://0.0.0.0:0", &soak_cbs, s,
+				 soak_accept, &s->l);
+		if (rc) {
+			snprintf(s->fail, sizeof(s->fail), "listen: %s",
+				 rift_ctx_last_error(s->ctx));
+			atomic_store(&s->port, -1);
+			goto out;
+		}
+		atomic_store(&s->port, rift_listener_port(s->l));
+	} else {
+		char url[256];
+		int port;
+
+		while ((port = atomic_load(&s->peer->port)) == 0)
+			usleep(1000);
+		if (port < 0)
+			goto out;
+		snprintf(url, sizeof(url), s->url_fmt, s->a0, port, s->a1, port);
+		rc = rift_connect(s->ctx, url, &soak_cbs, s, &s->conn);
+		if (rc) {
+			snprintf(s->fail, sizeof(s->fail), "connect %s: %s", url,
+				 rift_ctx_last_error(s->ctx));
+			goto out;
+		}
+	}
+	while (atomic_load(&s->phase) < 2 && !s->fail[0]) {
+		if (s->conn && s->connected && !atomic_load(&s->ready))
+			atomic_store(&s->ready, 1);
+		if (s->errors || s->disconnected)
+			break;
+		if (s->conn && s->connected && atomic_load(&s->phase) == 0 &&
+		    atomic_load(&s->peer->ready))
+			soak_pump(s);
+		rift_ctx_run(s->ctx, 1);
+	}
+	rift_ctx_stats_init(&s->st);
+	rift_ctx_stats_get(s->ctx, &s->st);
+	rift_conn_stats_init(&s->cst);
+	if (s->conn)
+		rift_conn_stats_get(s->conn, &s->cst);
+	/* Every side is done before anyone closes: a close would look like
+	 * the end of the session to the other. */
+	s->died = s->disconnected;
+	atomic_store(&s->ready, 2);
+	while (atomic_load(&s->peer->ready) != 2 && atomic_load(&s->phase) < 3)
+		rift_ctx_run(s->ctx, 5);
+	if (s->conn) {
+		rift_conn_close(s->conn, soak_close);
+		want++;
+	}
+	if (s->l) {
+		rift_listener_close(s->l, soak_lclose);
+		want++;
+	}
+	for (int i = 0; i < 1000 && atomic_load(&s->done) < want; i++)
+		rift_ctx_run(s->ctx, 5);
+out:
+	rc = rift_ctx_destroy(s->ctx);
+	if (rc && !s->fail[0])
+		snprintf(s->fail, sizeof(s->fail),
+			 "%s: leak check: rift_ctx_destroy: %s", s->name,
+			 rift_err_name(rc));
+	return NULL;
+}
+
+static void soak_print_side(const struct soak_side *s)
+{
+	uint64_t r[4096], p50 = 0, p99 = 0, mx = 0;
+	int n = s->n_reattach;
+
+	memcpy(r, s->reattach_us, sizeof(r[0]) * (size_t)n);
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && r[j - 1] > r[j]; j--) {
+			uint64_t t = r[j];
+
+			r[j] = r[j - 1];
+			r[j - 1] = t;
+		}
+	if (n) {
+		p50 = r[n / 2];
+		p99 = r[(n * 99) / 100];
+		mx = r[n - 1];
+	}
+	printf("%s: sent %" PRIu64 " recvd %" PRIu64 " bad %" PRIu64
+	       " path_down %d changed %d (re-attach ms p50 %.1f p99 %.1f max "
+	       "%.1f), longest wait %.2f s, stalls >1 s %" PRIu64
+	       " (%.1f s)\n",
+	       s->name, s->sent, s->recvd, s->bad, s->path_down,
+	       s->path_changed, p50 / 1e3, p99 / 1e3, mx / 1e3,
+	       s->max_gap_us / 1e6, s->stalls, s->gap_total_us / 1e6);
+	printf("%s: wc_errors %" PRIu64 " wc_stale %" PRIu64
+	       " wc_dropped %" PRIu64 " keepalive_timeouts %" PRIu64
+	       " rndv sent %" PRIu64 " recvd %" PRIu64
+	       " bind_failures %" PRIu64 " replayed %" PRIu64 "\n",
+	       s->name, s->cst.wc_errors, s->st.wc_stale, s->st.wc_dropped,
+	       s->st.keepalive_timeouts, s->st.rndv_sends, s->st.rndv_recvs,
+	       s->st.rndv_bind_failures, s->cst.msgs_replayed);
+	for (int i = 0; i < s->path_down && i < SOAK_DOWNS; i++)
+		printf("%s: down %d at %s\n", s->name, i + 1, s->downs[i]);
+}
+
+/* A link fault and its undoing, for lab-link. */
+static const char *const fault_do[] = { "down", "carrier-off", "loss" };
+static const char *const fault_undo[] = { "up", "carrier-on", "noloss" };
+
+static void soak(rift_polling polling, bool faults)
+{
+	const char *topo = getenv("RIFT_LAB_TOPO");
+	const char *secs_env = getenv("RIFT_SOAK_SECONDS");
+	const char *seed_env = getenv("RIFT_SOAK_SEED");
+	static struct soak_side srv, cli;
+	pthread_t ts, tc;
+	uint64_t seed, secs, start, end, nfaults = 0;
+	rift_config cfg;
+	char cmd[128];
+
+	if (strcmp(rt_transport(), "rdma") != 0 || !topo ||
+	    strcmp(topo, "pair") != 0 || !getenv("RIFT_LAB_SERVER_ADDR1"))
+		SKIP("needs the lab's pair topology (two links)");
+	seed = seed_env ? strtoull(seed_env, NULL, 0)
+			: (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20);
+	secs = secs_env ? strtoull(secs_env, NULL, 0) : 60;
+	printf("soak: %s polling, %s, cm %s, %" PRIu64
+	       " s, seed %" PRIu64 " (RIFT_SOAK_SEED=%" PRIu64 " replays)\n",
+	       polling == RIFT_POLL_BUSY ? "busy" : "event",
+	       faults ? "random single-link faults" : "healthy links", rt_cm(),
+	       secs, seed, seed);
+	srand((unsigned)seed);
+	rift_config_init(&cfg);
+	cfg.polling = polling;
+	if (strcmp(rt_cm(), "tcp") == 0)
+		cfg.cm = RIFT_CM_TCP;
+	memset(&srv, 0, sizeof(srv));
+	memset(&cli, 0, sizeof(cli));
+	srv.name = "server";
+	cli.name = "client";
+	srv.cfg = cli.cfg = cfg;
+	srv.tx_seed = cli.rx_seed = seed * 2 + 1;
+	cli.tx_seed = srv.rx_seed = seed * 2 + 2;
+	srv.peer = &cli;
+	cli.peer = &srv;
+	cli.url_fmt = "rdma://%s:%d,%s:%d";
+	cli.a0 = getenv("RIFT_LAB_SERVER_ADDR0");
+	cli.a1 = getenv("RIFT_LAB_SERVER_ADDR1");
+	CHECK_EQ(pthread_create(&ts, NULL, soak_thread, &srv), 0);
+	CHECK_EQ(pthread_create(&tc, NULL, soak_thread, &cli), 0);
+	end = h_now_us() + 30000000u;
+	while (!(atomic_load(&srv.ready) && atomic_load(&cli.ready)) &&
+	       h_now_us() < end && !srv.fail[0] && !cli.fail[0])
+		usleep(10000);
+	start = h_now_us();
+	end = start + secs * 1000000u;
+	while (h_now_us() < end && atomic_load(&srv.ready) == 1 &&
+	       atomic_load(&cli.ready) == 1) {
+		uint64_t left = (end - h_now_us()) / 1000u;
+		unsigned wait_ms = 50 + (unsigned)(rand() % 1450);
+		int link = rand() % 2, what = rand() % 3;
+
+		if (!faults || left < 4000) {
+			usleep(100000);
+			continue;
+		}
+		usleep(wait_ms * 1000u);
+		snprintf(cmd, sizeof(cmd), "lab-link %s link%d >/dev/null",
+			 fault_do[what], link);
+		printf("soak: +%.2f s %s link%d for ", (h_now_us() - start) / 1e6,
+		       fault_do[what], link);
+		wait_ms = 50 + (unsigned)(rand() % 1450);
+		printf("%u ms\n", wait_ms);
+		fflush(stdout);
+		if (system(cmd) != 0)
+			FAIL("%s failed", cmd);
+		usleep(wait_ms * 1000u);
+		snprintf(cmd, sizeof(cmd), "lab-link %s link%d >/dev/null",
+			 fault_undo[what], link);
+		if (system(cmd) != 0)
+			FAIL("%s failed", cmd);
+		nfaults++;
+	}
+	/* Stop sending; everything accepted must arrive. */
+	atomic_store(&srv.phase, 1);
+	atomic_store(&cli.phase, 1);
+	end = h_now_us() + 60000000u;
+	while (h_now_us() < end && atomic_load(&srv.ready) == 1 &&
+	       atomic_load(&cli.ready) == 1 &&
+	       (atomic_load(&srv.recv_seen) < cli.sent ||
+		atomic_load(&cli.recv_seen) < srv.sent))
+		usleep(10000);
+	atomic_store(&srv.phase, 2);
+	atomic_store(&cli.phase, 2);
+	end = h_now_us() + 30000000u;
+	while (h_now_us() < end &&
+	       (atomic_load(&srv.ready) != 2 || atomic_load(&cli.ready) != 2))
+		usleep(10000);
+	atomic_store(&srv.phase, 3);
+	atomic_store(&cli.phase, 3);
+	pthread_join(tc, NULL);
+	pthread_join(ts, NULL);
+	printf("soak: %.1f s of traffic, %" PRIu64 " faults\n",
+	       (h_now_us() - start) / 1e6, nfaults);
+	soak_print_side(&cli);
+	soak_print_side(&srv);
+	/* What the devices counted (retries, sequence errors...): nonzero
+	 * hw_counters of every rxe device. */
+	fflush(stdout);
+	if (system("cd /sys/class/infiniband 2>/dev/null && for f in "
+		   "*/ports/1/hw_counters/*; do v=$(cat $f 2>/dev/null); "
+		   "[ \"$v\" != 0 ] && printf '%s ' \"${f%%%%/*}:${f##*/}=$v\"; "
+		   "done; echo") != 0)
+		printf("(no hw_counters)\n");
+	if (srv.fail[0] || cli.fail[0])
+		FAIL("%s%s%s", srv.fail, srv.fail[0] ? "; " : "", cli.fail);
+	if (cli.died || srv.died || cli.errors)
+		FAIL("session died: client \"%s\", server \"%s\"",
+		     cli.died ? cli.death : cli.last_message,
+		     srv.died ? srv.death : srv.last_message);
+	CHECK_EQ(cli.bad + srv.bad, 0);
+	CHECK_EQ(srv.recvd, cli.sent);
+	CHECK_EQ(cli.recvd, srv.sent);
+	CHECK(cli.sent > 1000 && srv.sent > 1000);
+	if (!faults) {
+		CHECK_EQ(cli.path_down + srv.path_down, 0);
+		CHECK_EQ(cli.stalls + srv.stalls, 0);
+	} else {
+		CHECK(nfaults > 0);
+	}
+}
+
+TEST_TIMEOUT(soak_healthy_links_event_polling, 400)
+{
+	soak(RIFT_POLL_EVENT, false);
+}
+
+TEST_TIMEOUT(soak_healthy_links_busy_polling, 400)
+{
+	soak(RIFT_POLL_BUSY, false);
+}
+
+TEST_TIMEOUT(soak_link_faults_event_polling, 400)
+{
+	soak(RIFT_POLL_EVENT, true);
+}
+
+TEST_TIMEOUT(soak_link_faults_busy_polling, 400)
+{
+	soak(RIFT_POLL_BUSY, true);
+}
