@@ -258,6 +258,7 @@ struct rift__path {
 	int error_code;         /* ERROR frame to send */
 	char error_text[96];    /* ERROR frame text */
 	rift_fallback_reason fb_reason; /* why setup failed, for auto:// */
+	uint32_t limit_ms;      /* bound of its connect and handshake, ms */
 	uint64_t last_rx_us;    /* last byte received */
 	uint64_t last_tx_us;    /* last byte sent */
 	/* The last DATA frame encoded for this path (sender: wire order is

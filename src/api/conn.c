@@ -381,7 +381,7 @@ void rift__conn_attempt(rift_conn *conn)
 {
 	rift_ctx *ctx = conn->ctx;
 	unsigned i = conn->addr_idx % conn->n_addrs;
-	uint64_t limit = ctx->cfg.connect_timeout_ms;
+	uint64_t limit = rift__conn_attempt_limit(conn);
 	rift__path *p = NULL;
 	char addr[80];
 	int rc;
@@ -416,6 +416,8 @@ void rift__conn_attempt(rift_conn *conn)
 	snprintf(p->peer, sizeof(p->peer), "%s://%s", conn->ops->name, addr);
 	p->conn = conn;
 	conn->path = p;
+	conn->attempt_us = ctx->now_us;
+	p->limit_ms = (uint32_t)limit;
 	rift_timer_start(&p->timer, limit, 0);
 }
 

@@ -26,7 +26,8 @@ void rift__path_init(rift__path *p, rift_ctx *ctx,
 	rift__list_init(&p->flush_node);
 	rift__list_add_tail(&ctx->paths, &p->ctx_node);
 	rift__timer_init(ctx, &p->timer, handshake_timeout, p);
-	rift_timer_start(&p->timer, ctx->cfg.connect_timeout_ms, 0);
+	p->limit_ms = ctx->cfg.connect_timeout_ms;
+	rift_timer_start(&p->timer, p->limit_ms, 0);
 }
 
 void rift__path_destroy(rift__path *p)
@@ -162,10 +163,48 @@ static int conn_rewind(rift_conn *conn, const struct rift__hello *peer,
 	return 0;
 }
 
+/*
+ * A client attempt attached after sample_us: the setup time re-attach
+ * attempts are bounded by follows it, as TCP's retransmission timeout
+ * follows the round trip (RFC 6298: smoothed mean, and mean deviation).
+ */
+static void setup_sample(rift_conn *conn, uint64_t sample_us)
+{
+	uint64_t d;
+
+	if (!conn->setup_srtt_us) {
+		conn->setup_srtt_us = sample_us ? sample_us : 1;
+		conn->setup_var_us = sample_us / 2;
+		return;
+	}
+	d = sample_us > conn->setup_srtt_us ? sample_us - conn->setup_srtt_us
+					    : conn->setup_srtt_us - sample_us;
+	conn->setup_var_us = (3 * conn->setup_var_us + d) / 4;
+	conn->setup_srtt_us = (7 * conn->setup_srtt_us + sample_us) / 8;
+}
+
+uint64_t rift__conn_attempt_limit(const rift_conn *conn)
+{
+	uint64_t limit = conn->ctx->cfg.connect_timeout_ms, rto;
+	unsigned doublings = conn->timeouts < 16 ? conn->timeouts : 16;
+
+	if (conn->state != RIFT_CONN_DETACHED || !conn->setup_srtt_us)
+		return limit;
+	rto = (conn->setup_srtt_us + 4 * conn->setup_var_us) / 1000u;
+	if (rto < RIFT_REATTACH_MIN_MS)
+		rto = RIFT_REATTACH_MIN_MS;
+	rto <<= doublings;
+	return rto < limit ? rto : limit;
+}
+
 static void attach(rift_conn *conn, rift__path *p)
 {
 	rift_ctx *ctx = conn->ctx;
 	uint64_t tick = ctx->cfg.keepalive_interval_ms / 2;
+
+	if (conn->is_client && conn->attempt_us)
+		setup_sample(conn, ctx->now_us - conn->attempt_us);
+	conn->timeouts = 0;
 
 	conn->path = p;
 	p->conn = conn;
@@ -363,10 +402,21 @@ static void handshake_timeout(rift_timer *t, void *user)
 	rift__path *p = user;
 
 	RIFT_UNUSED(t);
-	rift__path_failed(p, RIFT_ETIMEDOUT,
-			  "handshake not completed within connect_timeout_ms "
-			  "(%u ms)",
-			  p->ctx->cfg.connect_timeout_ms);
+	if (p->conn && p->conn->is_client)
+		p->conn->timeouts++;
+	if (p->limit_ms < p->ctx->cfg.connect_timeout_ms)
+		rift__path_failed(p, RIFT_ETIMEDOUT,
+				  "handshake not completed within %u ms (a "
+				  "re-attach attempt's bound: this session's "
+				  "measured setup time, doubled per attempt "
+				  "that timed out, at most connect_timeout_ms "
+				  "%u ms)",
+				  p->limit_ms, p->ctx->cfg.connect_timeout_ms);
+	else
+		rift__path_failed(p, RIFT_ETIMEDOUT,
+				  "handshake not completed within "
+				  "connect_timeout_ms (%u ms)",
+				  p->limit_ms);
 }
 
 static void keepalive_tick(rift_timer *t, void *user)

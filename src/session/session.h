@@ -50,6 +50,10 @@ struct rift_conn {
 	unsigned attempts;      /* failed attempts on addr_idx */
 	unsigned total_attempts; /* failed attempts since the last attach */
 	uint64_t detached_us;   /* when the path was lost */
+	uint64_t attempt_us;    /* when the current attempt began */
+	uint64_t setup_srtt_us; /* smoothed time attempts took to attach */
+	uint64_t setup_var_us;  /* its mean deviation */
+	unsigned timeouts;      /* attempts since the last attach that timed out */
 	rift_timer retry_timer; /* client: next attempt; server: grace */
 	rift_timer ack_timer;   /* explicit ack when idle */
 
@@ -159,6 +163,18 @@ void rift__conn_emit(rift_conn *conn, rift_event_type type, int status,
 void rift__conn_attempt(rift_conn *conn);
 /* A client attempt failed with err: retry, rotate addresses or give up. */
 void rift__conn_attempt_failed(rift_conn *conn, int err);
+/*
+ * How long the next client attempt may take to connect and hand-shake,
+ * ms.  connect_timeout_ms, except while re-attaching a session that has
+ * attached before: then what its attempts measured, as TCP bounds a
+ * retransmission by the round trip (smoothed setup time plus four mean
+ * deviations, at least RIFT_REATTACH_MIN_MS), doubled per attempt that
+ * timed out since, never more than connect_timeout_ms.  A lost
+ * connection request (rdma_cm retransmits one only after about 4 s) or a
+ * dead address then costs a fraction of a second, not connect_timeout_ms.
+ */
+#define RIFT_REATTACH_MIN_MS 250u
+uint64_t rift__conn_attempt_limit(const rift_conn *conn);
 /* Free every queued message (conn is going away). */
 void rift__conn_drop_queue(rift_conn *conn);
 /* Detach conn from its path without any upcall; path is destroyed later. */
