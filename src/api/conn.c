@@ -400,6 +400,7 @@ void rift__conn_attempt(rift_conn *conn)
 	rift__sockaddr_str((const struct sockaddr *)&conn->addrs[i], addr,
 			   sizeof(addr));
 	rift__metrics_connect_attempt(conn);
+	ctx->errmsg[0] = '\0'; /* what a failing connect says, below */
 	if (rift__fault_hit(RIFT_FAULT_TCP_CONNECT) && conn->ops->kind == RIFT_TRANSPORT_TCP)
 		rc = RIFT_ECONNREFUSED;
 	else
@@ -408,7 +409,8 @@ void rift__conn_attempt(rift_conn *conn)
 	if (rc) {
 		/* Report through the same path as an asynchronous failure. */
 		rift__conn_error(conn, "%s://%s: connect: %s", conn->ops->name,
-				 addr, rift_strerror(rc));
+				 addr, ctx->errmsg[0] ? ctx->errmsg
+						      : rift_strerror(rc));
 		conn->path = NULL;
 		rift__conn_attempt_failed(conn, rc);
 		return;

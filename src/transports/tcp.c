@@ -290,6 +290,14 @@ static int tcp_connect(rift_ctx *ctx, const struct sockaddr *sa, socklen_t len,
 		goto fail_fd;
 	if (connect(fd, sa, len) < 0 && errno != EINPROGRESS) {
 		rc = rift__from_errno(errno);
+		/* A well-formed address the kernel will not route (EINVAL
+		 * from a blackhole or a missing route): most often the
+		 * link to it is down and its routes went with it. */
+		if (rc == RIFT_EINVAL || rc == RIFT_ENETUNREACH) {
+			rc = rift__ctx_fail(ctx, RIFT_ENETUNREACH,
+					    "no route to the address (is the "
+					    "link to it down?)");
+		}
 		goto fail_fd;
 	}
 	tp = tcp_path_new(ctx, fd, true);

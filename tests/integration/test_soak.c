@@ -108,6 +108,7 @@ struct soak_side {
 	int n_reattach;
 	int path_down, path_changed, disconnected, errors, connected;
 	int died;                      /* disconnected before the teardown */
+	int err_status;                /* ERROR's status */
 	char downs[SOAK_DOWNS][200];
 	char last_message[256];
 	char death[256];               /* DISCONNECTED's message */
@@ -137,6 +138,7 @@ static void soak_event(rift_conn *conn, const rift_event *ev)
 		break;
 	case RIFT_EVENT_ERROR:
 		s->errors++;
+		s->err_status = ev->status;
 		break;
 	case RIFT_EVENT_DISCONNECTED:
 		s->disconnected++;
@@ -517,4 +519,146 @@ TEST_TIMEOUT(soak_link_faults_event_polling, 400)
 TEST_TIMEOUT(soak_link_faults_busy_polling, 400)
 {
 	soak(RIFT_POLL_BUSY, true);
+}
+
+/* ---- the causes one at a time (pair topology) ---- */
+
+static void need_pair(void)
+{
+	const char *topo = getenv("RIFT_LAB_TOPO");
+
+	if (strcmp(rt_transport(), "rdma") != 0 || !topo ||
+	    strcmp(topo, "pair") != 0 || !getenv("RIFT_LAB_SERVER_ADDR1"))
+		SKIP("needs the lab's pair topology (two links)");
+}
+
+/*
+ * A path whose link loses its carrier is torn down without stopping the
+ * loop: destroying its QP waited about 2 s in rxe (packets queued for a
+ * neighbour that no longer answers), and on the loop thread that held
+ * every timer and every other path, so the re-attach over the healthy
+ * link missed its own deadline.  Here no turn of the loop may take half
+ * a second while the session moves to link1, and the re-attach is quick.
+ */
+TEST_TIMEOUT(loop_never_blocks_on_a_dead_link, 120)
+{
+	static struct soak_side srv, cli;
+	rift_config cfg;
+	rift_ctx *ctx;
+	rift_conn *c = NULL;
+	rift_listener *l = NULL;
+	char url[256];
+	uint64_t end, longest = 0, cut_us = 0, changed_us = 0;
+	int sent = 0;
+
+	need_pair();
+	rift_config_init(&cfg);
+	if (strcmp(rt_cm(), "tcp") == 0)
+		cfg.cm = RIFT_CM_TCP;
+	ctx = h_ctx(&cfg);
+	memset(&srv, 0, sizeof(srv));
+	memset(&cli, 0, sizeof(cli));
+	srv.name = "server";
+	cli.name = "client";
+	srv.peer = &cli;
+	cli.peer = &srv;
+	srv.rx_seed = cli.tx_seed = 11;
+	cli.rx_seed = srv.tx_seed = 12;
+	srv.ctx = ctx;
+	CHECK_EQ(rift_listen(ctx, "rdma://0.0.0.0:0", &soak_cbs, &srv,
+			     soak_accept, &l),
+		 0);
+	snprintf(url, sizeof(url), "rdma://%s:%d,%s:%d",
+		 getenv("RIFT_LAB_SERVER_ADDR0"), rift_listener_port(l),
+		 getenv("RIFT_LAB_SERVER_ADDR1"), rift_listener_port(l));
+	CHECK_EQ(rift_connect(ctx, url, &soak_cbs, &cli, &c), 0);
+	cli.conn = c;
+	cli.ctx = srv.ctx = ctx;
+	end = h_now_us() + 10000000u;
+	while (!(cli.connected && srv.conn) && h_now_us() < end)
+		rift_ctx_run(ctx, 5);
+	CHECK(cli.connected && srv.conn);
+	end = h_now_us() + 8000000u;
+	while (h_now_us() < end && !cli.died && !cli.disconnected) {
+		uint64_t t0 = h_now_us(), dt;
+
+		/* Both ways, as fast as the window allows: the QP that
+		 * dies has packets in flight. */
+		if (cli.connected)
+			soak_pump(&cli);
+		if (srv.conn)
+			soak_pump(&srv);
+		sent++;
+		rift_ctx_run(ctx, 1);
+		dt = h_now_us() - t0;
+		if (cut_us && dt > longest)
+			longest = dt;
+		if (!cut_us && h_now_us() + 7000000u > end) {
+			/* Carrier loss on the client's end of link0: the
+			 * server's side of the veth goes down. */
+			CHECK_EQ(system("lab-link carrier-off link0 >/dev/null"),
+				 0);
+			cut_us = h_now_us();
+		}
+		if (cut_us && !changed_us && cli.path_changed)
+			changed_us = h_now_us();
+	}
+	CHECK_EQ(system("lab-link carrier-on link0 >/dev/null"), 0);
+	printf("longest turn of the loop after the cut: %.1f ms; "
+	       "re-attached %.1f ms after it; path_down %d changed %d\n",
+	       longest / 1e3,
+	       changed_us ? (changed_us - cut_us) / 1e3 : -1.0,
+	       cli.path_down, cli.path_changed);
+	if (cli.disconnected)
+		FAIL("session died: %s", cli.death);
+	CHECK(cli.path_down >= 1);
+	CHECK(cli.path_changed >= 1);
+	CHECK(longest < 500000u);
+	{
+		rift_conn *conns[2] = { c, srv.conn };
+
+		h_teardown(ctx, l, conns, 2);
+	}
+}
+
+/*
+ * With the client's end of link1 down, the route to the server's link1
+ * address is gone: connecting there fails at once with a network error
+ * that says so, not RIFT_EINVAL.
+ */
+TEST_TIMEOUT(connect_over_a_down_link_says_so, 120)
+{
+	static struct soak_side cli;
+	rift_config cfg;
+	rift_ctx *ctx;
+	rift_conn *c = NULL;
+	char url[128];
+	uint64_t end;
+
+	need_pair();
+	rift_config_init(&cfg);
+	cfg.retries = 0;
+	if (strcmp(rt_cm(), "tcp") == 0)
+		cfg.cm = RIFT_CM_TCP;
+	ctx = h_ctx(&cfg);
+	memset(&cli, 0, sizeof(cli));
+	cli.name = "client";
+	cli.peer = &cli;
+	CHECK_EQ(system("lab-link down link1 >/dev/null"), 0);
+	snprintf(url, sizeof(url), "rdma://%s:7999",
+		 getenv("RIFT_LAB_SERVER_ADDR1"));
+	CHECK_EQ(rift_connect(ctx, url, &soak_cbs, &cli, &c), 0);
+	end = h_now_us() + 10000000u;
+	while (!cli.errors && !cli.connected && h_now_us() < end)
+		rift_ctx_run(ctx, 5);
+	CHECK_EQ(system("lab-link up link1 >/dev/null"), 0);
+	printf("connect over a down link: %s\n", rift_conn_last_error(c));
+	CHECK(cli.errors == 1);
+	CHECK_EQ(cli.err_status, RIFT_ENETUNREACH);
+	CHECK_CONTAINS(rift_conn_last_error(c), "down");
+	{
+		rift_conn *conns[1] = { c };
+
+		h_teardown(ctx, NULL, conns, 1);
+	}
 }

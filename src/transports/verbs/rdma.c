@@ -232,6 +232,8 @@ struct rift__rdma_ctx {
 	uint32_t poll_seq;       /* poll batches, marks paths touched */
 	int note_fd;             /* eventfd: a CQ error seen elsewhere */
 	rift__io note_io;
+	struct reaper *reaper;   /* QP teardown off the loop (see there) */
+	struct parked_id *parked; /* cm_ids waiting for their port (ditto) */
 	struct dev_watch *watch[RIFT_POOL_MAX_DEVICES]; /* async events */
 	int n_watch;
 	/* cm=tcp: the last device selection, by local address; cleared by
@@ -282,6 +284,8 @@ struct rdma_path {
 	bool hashed;
 	uint32_t touched;      /* poll batch that last had completions */
 	struct rdma_path *hnext; /* QP table chain */
+	struct rdma_path *reap_next; /* reaper queue */
+	bool park;             /* its port was down: keep the cm_id */
 	struct rift__list cq_node;   /* scq's users */
 	struct rift__list poll_node; /* rdma ctx's paths */
 	bool established;
@@ -369,6 +373,10 @@ static struct rdma_path *rp_of(rift__path *p)
 }
 
 static void cm_io_cb(rift__io *io, uint32_t revents);
+static void reaper_free(struct rift__rdma_ctx *r);
+static void ids_release(struct rift__rdma_ctx *r, struct ibv_device *dev,
+			int port);
+static bool port_down(struct ibv_context *verbs, uint8_t port);
 
 /* ---- memory: devices and the block pool ---- */
 
@@ -568,6 +576,9 @@ void rift__rdma_ctx_destroy(rift_ctx *ctx)
 
 	if (!r)
 		return;
+	/* The context ends: parked cm_ids go now, port or no port. */
+	ids_release(r, NULL, 0);
+	reaper_free(r);
 	if (r->ch) {
 		rift__io_stop(ctx, &r->io);
 		rift__vb_channel_destroy(r->ch);
@@ -651,6 +662,8 @@ static void watch_cb(rift__io *io, uint32_t revents)
 
 		RIFT_DEBUG("%s port %d: %s", rift__vb_device_name(w->dev), port,
 			   rift__vb_event_str(type));
+		if (type == IBV_EVENT_PORT_ACTIVE)
+			ids_release(r, w->dev, port);
 		if (type != IBV_EVENT_PORT_ERR && !fatal)
 			continue; /* PORT_ACTIVE: new paths may use it again */
 		for (it = r->paths.next; it != &r->paths; it = next) {
@@ -3503,6 +3516,19 @@ static void path_cm_event(struct rdma_path *rp, struct rdma_cm_event *ev)
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
 		rp->verbs = rp->id->verbs;
 		rp->port_num = rp->id->port_num;
+		/* A connection request through a port that is down is lost,
+		 * and on rxe it breaks the port's CM until the device goes
+		 * (see id_park): the next address, at once. */
+		if (port_down(rp->verbs, rp->port_num)) {
+			snprintf(mismatch, sizeof(mismatch),
+				 "%s port %u is down: no connection request "
+				 "through it",
+				 rift__vb_device_name(rp->verbs->device),
+				 rp->port_num);
+			p->fb_reason = RIFT_FALLBACK_ADDR_RESOLVE;
+			rift__path_failed(p, RIFT_ENETDOWN, "%s", mismatch);
+			break;
+		}
 		bad = device_mismatch(&p->ctx->cfg, rp->id->verbs,
 				      rp->id->port_num, "the route uses",
 				      mismatch, sizeof(mismatch));
@@ -3845,6 +3871,14 @@ static int rdma_connect_op(rift_ctx *ctx, const struct sockaddr *sa,
 	if (ctx->cfg.cm == RIFT_CM_TCP) {
 		/* The side channel goes to the same address and port. */
 		rc = rift__cmtcp_connect(&rp->base, sa, len, &rp->tc);
+		if (rc == RIFT_EINVAL || rc == RIFT_ENETUNREACH) {
+			/* As rdma_resolve_addr's refusal below. */
+			rift__path_destroy(&rp->base);
+			return rift__ctx_fail(ctx, RIFT_ENETUNREACH,
+					      "cm=tcp side channel: connect: no "
+					      "route to the address (is the "
+					      "link to it down?)");
+		}
 		if (rc) {
 			rift__path_destroy(&rp->base);
 			return rift__ctx_fail(ctx, rc, "cm=tcp side channel: "
@@ -3854,9 +3888,21 @@ static int rdma_connect_op(rift_ctx *ctx, const struct sockaddr *sa,
 		return 0;
 	}
 	rc = rift__vb_id_create(r->ch, &rp->kind, &rp->id, err);
-	if (!rc)
+	if (!rc) {
 		rc = rift__vb_resolve_addr(rp->id, sa,
 					   (int)ctx->cfg.connect_timeout_ms, err);
+		/* The kernel's route lookup said no at once: no route to
+		 * the address, most often because the link to it is down
+		 * (its routes went with it). */
+		if (rc == RIFT_EINVAL || rc == RIFT_ENETUNREACH ||
+		    rc == RIFT_ENETDOWN) {
+			rift__path_destroy(&rp->base);
+			return rift__ctx_fail(ctx, RIFT_ENETUNREACH,
+					      "%s: no route to the address (is "
+					      "the link to it down?)",
+					      err);
+		}
+	}
 	if (rc) {
 		rift__path_destroy(&rp->base);
 		return rift__ctx_fail(ctx, rc, "%s", err);
@@ -4003,10 +4049,255 @@ static void qp_err(struct rdma_path *rp)
 		RIFT_DEBUG("%s: %s", rp->base.peer, err);
 }
 
+/*
+ * The reaper: destroying a QP can block.  rxe's destroy waits until the
+ * kernel lets go of every packet the QP sent, and packets queued for a
+ * neighbour that no longer answers (a dead link) are let go only when ARP
+ * gives up, seconds later: measured 2.0 s in rdma_destroy_qp after a
+ * carrier loss.  On the loop thread that stalled every other path and
+ * every timer of the context, so a re-attach over a healthy link missed
+ * its own deadline.  So a path's QP and cm_id are destroyed by a thread of
+ * the context's own; the loop finishes the path (CQ share, registered
+ * blocks, memory) when it is told, through an eventfd, that the QP is
+ * gone (DMA may touch the blocks until then).
+ */
+struct parked_id {
+	struct parked_id *next;
+	struct rdma_cm_id *id;
+	struct ibv_device *dev;
+	uint8_t port;
+};
+
+struct reaper {
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct rdma_path *todo, **todo_tail; /* for the thread */
+	struct parked_id *ids;               /* cm_ids alone, for it too */
+	struct rdma_path *done;              /* for the loop */
+	unsigned pending;                    /* queued or being destroyed */
+	bool stop;
+	int efd;
+	rift__io io;
+};
+
+static void reap_finish(struct rdma_path *rp);
+
+static void *reaper_main(void *arg)
+{
+	struct reaper *rr = arg;
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&rr->mu);
+	for (;;) {
+		struct rdma_path *rp = rr->todo;
+		struct parked_id *pk = rr->ids;
+
+		if (pk) {
+			rr->ids = pk->next;
+			pthread_mutex_unlock(&rr->mu);
+			rift__vb_id_destroy(pk->id);
+			free(pk);
+			pthread_mutex_lock(&rr->mu);
+			rr->pending--;
+			continue;
+		}
+		if (!rp) {
+			if (rr->stop)
+				break;
+			pthread_cond_wait(&rr->cv, &rr->mu);
+			continue;
+		}
+		rr->todo = rp->reap_next;
+		if (!rr->todo)
+			rr->todo_tail = &rr->todo;
+		pthread_mutex_unlock(&rr->mu);
+		if (rp->id) {
+			if (rp->user_qp)
+				rift__vb_qp_destroy(rp->qp);
+			else
+				rift__vb_qp_teardown(rp->id, NULL, NULL);
+			if (!rp->park)
+				rift__vb_id_destroy(rp->id);
+		} else {
+			rift__vb_qp_destroy(rp->qp);
+		}
+		pthread_mutex_lock(&rr->mu);
+		rp->reap_next = rr->done;
+		rr->done = rp;
+		if (write(rr->efd, &one, sizeof(one)) < 0)
+			RIFT_DEBUG("reaper: eventfd: %s", strerror(errno));
+	}
+	pthread_mutex_unlock(&rr->mu);
+	return NULL;
+}
+
+/* Finish the paths whose QPs are gone; returns how many. */
+static unsigned reaper_collect(struct reaper *rr)
+{
+	struct rdma_path *rp, *next;
+	unsigned n = 0;
+	uint64_t v;
+
+	if (read(rr->efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		RIFT_DEBUG("reaper: eventfd: %s", strerror(errno));
+	pthread_mutex_lock(&rr->mu);
+	rp = rr->done;
+	rr->done = NULL;
+	pthread_mutex_unlock(&rr->mu);
+	for (; rp; rp = next, n++) {
+		next = rp->reap_next;
+		reap_finish(rp);
+	}
+	pthread_mutex_lock(&rr->mu);
+	rr->pending -= n;
+	pthread_mutex_unlock(&rr->mu);
+	return n;
+}
+
+static void reaper_cb(rift__io *io, uint32_t revents)
+{
+	RIFT_UNUSED(revents);
+	reaper_collect(rift__container_of(io, struct reaper, io));
+}
+
+static struct reaper *reaper_get(struct rift__rdma_ctx *r)
+{
+	struct reaper *rr = r->reaper;
+
+	if (rr)
+		return rr;
+	rr = calloc(1, sizeof(*rr));
+	if (!rr)
+		return NULL;
+	rr->todo_tail = &rr->todo;
+	rr->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (rr->efd < 0)
+		goto fail_efd;
+	if (rift__io_start(r->ctx, &rr->io, rr->efd, EPOLLIN, reaper_cb))
+		goto fail_io;
+	pthread_mutex_init(&rr->mu, NULL);
+	pthread_cond_init(&rr->cv, NULL);
+	if (pthread_create(&rr->thread, NULL, reaper_main, rr))
+		goto fail_thread;
+	r->reaper = rr;
+	return rr;
+fail_thread:
+	pthread_cond_destroy(&rr->cv);
+	pthread_mutex_destroy(&rr->mu);
+	rift__io_stop(r->ctx, &rr->io);
+fail_io:
+	close(rr->efd);
+fail_efd:
+	free(rr);
+	return NULL;
+}
+
+/*
+ * Context teardown: wait until every queued QP is gone, answering CM
+ * events meanwhile (rdma_destroy_id waits until the events it reported
+ * are acknowledged), then end the thread.
+ */
+static void reaper_free(struct rift__rdma_ctx *r)
+{
+	struct reaper *rr = r->reaper;
+	unsigned pending;
+
+	if (!rr)
+		return;
+	for (;;) {
+		pthread_mutex_lock(&rr->mu);
+		pending = rr->pending;
+		pthread_mutex_unlock(&rr->mu);
+		if (!pending)
+			break;
+		if (r->ch)
+			cm_io_cb(&r->io, EPOLLIN);
+		if (!reaper_collect(rr))
+			usleep(1000);
+	}
+	pthread_mutex_lock(&rr->mu);
+	rr->stop = true;
+	pthread_cond_signal(&rr->cv);
+	pthread_mutex_unlock(&rr->mu);
+	pthread_join(rr->thread, NULL);
+	pthread_cond_destroy(&rr->cv);
+	pthread_mutex_destroy(&rr->mu);
+	rift__io_stop(r->ctx, &rr->io);
+	close(rr->efd);
+	free(rr);
+	r->reaper = NULL;
+}
+
+/*
+ * A cm_id whose port is down is not destroyed, nor disconnected: either
+ * would send a MAD (DREQ, or REJ for a request in flight) through a port
+ * that cannot carry it, and rxe (6.1) then leaves the port's QP1 in its
+ * error state: no connection request in or out of that port is carried
+ * again, although the link comes back.  Seen in the lab: after a link
+ * flap, re-attaches over it never reached the peer's listener.  So the
+ * QP goes at once and the cm_id waits here until its port is ACTIVE
+ * again (or the context ends).
+ */
+static void id_park(struct rift__rdma_ctx *r, struct rdma_path *rp)
+{
+	struct parked_id *pk = calloc(1, sizeof(*pk));
+
+	if (!pk) {
+		rift__vb_id_destroy(rp->id); /* better late than leaked */
+		return;
+	}
+	pk->id = rp->id;
+	pk->dev = rp->verbs ? rp->verbs->device : NULL;
+	pk->port = rp->port_num;
+	pk->next = r->parked;
+	r->parked = pk;
+	RIFT_DEBUG("%s: cm_id kept until port %u is active again",
+		   rp->base.peer, pk->port);
+}
+
+/* Hand the parked cm_ids of (dev, port) to the reaper (dev NULL: all). */
+static void ids_release(struct rift__rdma_ctx *r, struct ibv_device *dev,
+			int port)
+{
+	struct parked_id **pp = &r->parked, *pk;
+	struct reaper *rr = r->reaper;
+
+	while ((pk = *pp)) {
+		if (dev && (pk->dev != dev || pk->port != port)) {
+			pp = &pk->next;
+			continue;
+		}
+		*pp = pk->next;
+		if (!rr) {
+			rift__vb_id_destroy(pk->id);
+			free(pk);
+			continue;
+		}
+		pthread_mutex_lock(&rr->mu);
+		pk->next = rr->ids;
+		rr->ids = pk;
+		rr->pending++;
+		pthread_cond_signal(&rr->cv);
+		pthread_mutex_unlock(&rr->mu);
+	}
+}
+
+/* Is the port of this path's device down (not ACTIVE)? */
+static bool port_down(struct ibv_context *verbs, uint8_t port)
+{
+	struct ibv_port_attr pa;
+	rift__vb_err err;
+
+	return verbs && port &&
+	       (rift__vb_port_query(verbs, port, &pa, err) ||
+		pa.state != IBV_PORT_ACTIVE);
+}
+
 static void rdma_destroy(rift__path *p)
 {
 	struct rdma_path *rp = rp_of(p);
-	bool had_qp = rp->qp != NULL;
+	struct reaper *rr;
 
 	/* From here its completions still in the CQ find no path. */
 	qpt_del(p->ctx->rdma, rp);
@@ -4014,33 +4305,58 @@ static void rdma_destroy(rift__path *p)
 	/* The peer READs nothing more here (the messages stay queued in
 	 * the session, and a new path binds new windows over them). */
 	binds_free(rp);
-	if (rp->id) {
-		/* rdma_disconnect moves librdmacm's QP to ERR; ours we move. */
-		qp_err(rp);
-		if (rp->established)
-			rift__vb_disconnect(rp->id);
-		if (rp->user_qp)
+	/* Nothing more goes out: rdma_disconnect moves librdmacm's QP to
+	 * ERR, ours we move (posted work is flushed, dropped in the CQ). */
+	rp->park = rp->id && port_down(rp->verbs, rp->port_num);
+	qp_err(rp);
+	if (rp->id && rp->established && !rp->park)
+		rift__vb_disconnect(rp->id);
+	/* cm=tcp: closing the side channel tells the peer at once. */
+	rift__cmtcp_close(rp->tc);
+	rp->tc = NULL;
+	if (rp->id)
+		rp->id->context = NULL; /* its last events find no path */
+	rr = (rp->qp || rp->id) ? reaper_get(p->ctx->rdma) : NULL;
+	if (!rr) {
+		/* Nothing to destroy, or no thread to do it: here. */
+		if (rp->id) {
+			if (rp->user_qp)
+				rift__vb_qp_destroy(rp->qp);
+			else
+				rift__vb_qp_teardown(rp->id, NULL, NULL);
+			if (rp->park)
+				id_park(p->ctx->rdma, rp);
+			else
+				rift__vb_id_destroy(rp->id);
+		} else {
 			rift__vb_qp_destroy(rp->qp);
-		else
-			rift__vb_qp_teardown(rp->id, NULL, NULL);
-	} else {
-		qp_err(rp);
-		rift__vb_qp_destroy(rp->qp);
+		}
+		reap_finish(rp);
+		return;
 	}
+	pthread_mutex_lock(&rr->mu);
+	rp->reap_next = NULL;
+	*rr->todo_tail = rp;
+	rr->todo_tail = &rp->reap_next;
+	rr->pending++;
+	pthread_cond_signal(&rr->cv);
+	pthread_mutex_unlock(&rr->mu);
+}
+
+/* The QP is gone: no DMA touches the blocks any more (nor do READs
+ * still in flight: their destinations go too). */
+static void reap_finish(struct rdma_path *rp)
+{
+	rift__path *p = &rp->base;
+
+	if (rp->id && rp->park && p->ctx->rdma->reaper)
+		id_park(p->ctx->rdma, rp);
 	/* After the QP: the CQ may go with its last holder. */
 	if (rp->scq) {
 		rift__list_del(&rp->cq_node);
 		p->ctx->rdma->cq_paths--;
-		cq_release(p->ctx->rdma, rp->scq, rp->cq_need, had_qp);
+		cq_release(p->ctx->rdma, rp->scq, rp->cq_need, rp->qp != NULL);
 	}
-	/* cm=tcp: closing the side channel tells the peer at once. */
-	rift__cmtcp_close(rp->tc);
-	if (rp->id) {
-		rp->id->context = NULL;
-		rift__vb_id_destroy(rp->id);
-	}
-	/* The QP is gone, so no DMA touches the blocks any more (nor do
-	 * READs still in flight: their destinations go too). */
 	for (uint32_t k = 0; k < rp->rndv_n; k++)
 		rndv_dst_free(rp, &rp->rndv[(rp->rndv_head + k) % RNDV_MAX]);
 	for (uint32_t i = 0; rp->rbufs && i < rp->rq_depth; i++)
