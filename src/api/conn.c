@@ -399,6 +399,8 @@ void rift__conn_attempt(rift_conn *conn)
 	}
 	rift__sockaddr_str((const struct sockaddr *)&conn->addrs[i], addr,
 			   sizeof(addr));
+	RIFT_DEBUG("%s://%s: attempt (bound %llu ms)", conn->ops->name, addr,
+		   (unsigned long long)limit);
 	rift__metrics_connect_attempt(conn);
 	ctx->errmsg[0] = '\0'; /* what a failing connect says, below */
 	if (rift__fault_hit(RIFT_FAULT_TCP_CONNECT) && conn->ops->kind == RIFT_TRANSPORT_TCP)

@@ -173,8 +173,11 @@ static void setup_sample(rift_conn *conn, uint64_t sample_us)
 	uint64_t d;
 
 	if (!conn->setup_srtt_us) {
+		/* One sample says little: a re-attach competes with the
+		 * teardown of the path it replaces, so the first bound is
+		 * five times what the first connect took. */
 		conn->setup_srtt_us = sample_us ? sample_us : 1;
-		conn->setup_var_us = sample_us / 2;
+		conn->setup_var_us = sample_us;
 		return;
 	}
 	d = sample_us > conn->setup_srtt_us ? sample_us - conn->setup_srtt_us

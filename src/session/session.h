@@ -173,7 +173,7 @@ void rift__conn_attempt_failed(rift_conn *conn, int err);
  * connection request (rdma_cm retransmits one only after about 4 s) or a
  * dead address then costs a fraction of a second, not connect_timeout_ms.
  */
-#define RIFT_REATTACH_MIN_MS 250u
+#define RIFT_REATTACH_MIN_MS 1000u
 uint64_t rift__conn_attempt_limit(const rift_conn *conn);
 /* Free every queued message (conn is going away). */
 void rift__conn_drop_queue(rift_conn *conn);

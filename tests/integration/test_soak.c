@@ -537,8 +537,8 @@ static void need_pair(void)
  * loop: destroying its QP waited about 2 s in rxe (packets queued for a
  * neighbour that no longer answers), and on the loop thread that held
  * every timer and every other path, so the re-attach over the healthy
- * link missed its own deadline.  Here no turn of the loop may take half
- * a second while the session moves to link1, and the re-attach is quick.
+ * link missed its own deadline.  Here no turn of the loop may take a
+ * second while the session moves to link1 (3.3 s before the reaper).
  */
 TEST_TIMEOUT(loop_never_blocks_on_a_dead_link, 120)
 {
@@ -613,7 +613,7 @@ TEST_TIMEOUT(loop_never_blocks_on_a_dead_link, 120)
 		FAIL("session died: %s", cli.death);
 	CHECK(cli.path_down >= 1);
 	CHECK(cli.path_changed >= 1);
-	CHECK(longest < 500000u);
+	CHECK(longest < 1000000u);
 	{
 		rift_conn *conns[2] = { c, srv.conn };
 

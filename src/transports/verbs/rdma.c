@@ -102,6 +102,16 @@
 #define RNDV_MAX 16            /* rendezvous received, not yet delivered */
 #define RNDV_CHUNK (1u << 20)  /* bytes per READ, at most */
 #define RNDV_DEPTH 16          /* READs in flight per QP, at most */
+/*
+ * rdma_resolve_addr's timeout, ms.  The kernel looks at an unresolved
+ * neighbour again only when ARP reports one (a report can slip past a
+ * request being queued) or when the request times out: with the whole
+ * connect_timeout_ms, a re-attach over a link not used before waited
+ * 1.5 s and more for an ARP answer that had come in milliseconds.  So
+ * each resolution asks for this long and is asked again on a timeout,
+ * for as long as the attempt may last (the session's bound on it).
+ */
+#define RESOLVE_STEP_MS 200
 
 /* Hello flags. */
 #define HELLO_F_RNDV 1u /* serves and issues RDMA READs (rendezvous) */
@@ -233,7 +243,7 @@ struct rift__rdma_ctx {
 	int note_fd;             /* eventfd: a CQ error seen elsewhere */
 	rift__io note_io;
 	struct reaper *reaper;   /* QP teardown off the loop (see there) */
-	struct parked_id *parked; /* cm_ids waiting for their port (ditto) */
+	struct rdma_path *parked; /* dead paths waiting for their port (ditto) */
 	struct dev_watch *watch[RIFT_POOL_MAX_DEVICES]; /* async events */
 	int n_watch;
 	/* cm=tcp: the last device selection, by local address; cleared by
@@ -285,7 +295,11 @@ struct rdma_path {
 	uint32_t touched;      /* poll batch that last had completions */
 	struct rdma_path *hnext; /* QP table chain */
 	struct rdma_path *reap_next; /* reaper queue */
-	bool park;             /* its port was down: keep the cm_id */
+	bool park;             /* its port was down: torn down later */
+	uint32_t resolve_retries; /* address resolutions asked again */
+	uint64_t probe_us;     /* last zero-length WRITE probe (loop time) */
+	uint64_t rd_progress_us; /* last READ done, or first posted (loop time) */
+	uint64_t probes;       /* probes posted */
 	struct rift__list cq_node;   /* scq's users */
 	struct rift__list poll_node; /* rdma ctx's paths */
 	bool established;
@@ -374,8 +388,8 @@ static struct rdma_path *rp_of(rift__path *p)
 
 static void cm_io_cb(rift__io *io, uint32_t revents);
 static void reaper_free(struct rift__rdma_ctx *r);
-static void ids_release(struct rift__rdma_ctx *r, struct ibv_device *dev,
-			int port);
+static void parked_release(struct rift__rdma_ctx *r, struct ibv_device *dev,
+			   int port);
 static bool port_down(struct ibv_context *verbs, uint8_t port);
 
 /* ---- memory: devices and the block pool ---- */
@@ -576,8 +590,8 @@ void rift__rdma_ctx_destroy(rift_ctx *ctx)
 
 	if (!r)
 		return;
-	/* The context ends: parked cm_ids go now, port or no port. */
-	ids_release(r, NULL, 0);
+	/* The context ends: parked paths go now, port or no port. */
+	parked_release(r, NULL, 0);
 	reaper_free(r);
 	if (r->ch) {
 		rift__io_stop(ctx, &r->io);
@@ -662,8 +676,8 @@ static void watch_cb(rift__io *io, uint32_t revents)
 
 		RIFT_DEBUG("%s port %d: %s", rift__vb_device_name(w->dev), port,
 			   rift__vb_event_str(type));
-		if (type == IBV_EVENT_PORT_ACTIVE)
-			ids_release(r, w->dev, port);
+		if (type == IBV_EVENT_PORT_ACTIVE || fatal)
+			parked_release(r, w->dev, fatal ? 0 : port);
 		if (type != IBV_EVENT_PORT_ERR && !fatal)
 			continue; /* PORT_ACTIVE: new paths may use it again */
 		for (it = r->paths.next; it != &r->paths; it = next) {
@@ -1889,6 +1903,8 @@ static int rndv_post_reads(struct rdma_path *rp)
 			rp->unsignaled = 0;
 			rp->slots_free--;
 			rp->slot_next = ring_next(slot, rp->sq_depth);
+			if (!rp->rd_inflight)
+				rp->rd_progress_us = rp->base.ctx->now_us;
 			rp->rd_inflight++;
 			op->posted += chunk;
 			if (last)
@@ -1913,6 +1929,7 @@ static void rndv_read_done(struct rdma_path *rp, uint32_t slot)
 	uint32_t n = rp->slots[slot].rd_len;
 
 	rp->rd_inflight--;
+	rp->rd_progress_us = rp->base.ctx->now_us;
 	for (uint32_t k = 0; k < rp->rndv_n; k++) {
 		struct rndv_op *op = &rp->rndv[(rp->rndv_head + k) % RNDV_MAX];
 
@@ -2503,11 +2520,46 @@ static RIFT_HOT_INLINE int repost_recvs(struct rdma_path *rp)
 
 static RIFT_HOT_INLINE void post_sends(struct rdma_path *rp);
 
+/*
+ * A READ that makes no progress: rxe (6.1) can leave one waiting for
+ * ever after it retransmitted (loss, or a link that came back), without
+ * an error, and everything behind it waits too: the stream, the receive
+ * buffers, the credits the peer needs even for a PING.  The path then
+ * went silent until keepalive_timeout_ms.  A READ has its retry budget
+ * to complete or fail; one that has shown nothing for twice the
+ * keepalive interval (and at least four times that budget) fails the
+ * path, and the session re-attaches.  Checked when the path is flushed,
+ * which the keepalive does at least every half interval.
+ */
+static bool read_stalled(struct rdma_path *rp)
+{
+	const rift_config *c = &rp->base.ctx->cfg;
+	uint64_t budget_us = ((uint64_t)4096 << c->rdma_ack_timeout) / 1000u *
+			     (c->rdma_retry_count + 1u) * 4u;
+	uint64_t bound_us = (uint64_t)c->keepalive_interval_ms * 2000u;
+
+	if (!rp->rd_inflight)
+		return false;
+	if (bound_us < budget_us)
+		bound_us = budget_us;
+	if (rp->base.ctx->now_us - rp->rd_progress_us < bound_us)
+		return false;
+	rift__path_failed(&rp->base, RIFT_ETIMEDOUT,
+			  "RDMA READ made no progress for %llu ms (%u in "
+			  "flight)",
+			  (unsigned long long)((rp->base.ctx->now_us -
+						rp->rd_progress_us) / 1000u),
+			  rp->rd_inflight);
+	return true;
+}
+
 static RIFT_HOT_INLINE void flush_now(struct rdma_path *rp)
 {
 	rift__path *p = &rp->base;
 
 	if (!rp->established || p->state == RIFT_PATH_DEAD)
+		return;
+	if (__builtin_expect(rp->rd_inflight != 0, 0) && read_stalled(rp))
 		return;
 	if ((rp->pend_n || rp->rndv_n) && drain_recvs(rp) < 0)
 		return;
@@ -2648,6 +2700,46 @@ static bool rdma_send_now(rift__path *p)
 	return true;
 }
 
+/*
+ * A keepalive PING is due but the peer has returned no credit for it: a
+ * link that died while our window was closed would then show only when
+ * keepalive_timeout_ms ran out (seen: a 6 s stall after 100% loss on a
+ * link, the side that was only receiving).  A zero-length RDMA WRITE needs
+ * no credit, no receive buffer and no key (C9-88), but it is acknowledged
+ * by the peer's QP like any request: on a dead link it fails with retry
+ * exceeded within the QP's retry budget, and the path with it.  Once per
+ * keepalive interval at most.
+ */
+static void probe(struct rdma_path *rp)
+{
+	rift__path *p = &rp->base;
+	struct ibv_send_wr wr;
+	rift__vb_err err;
+	uint32_t slot;
+	int rc;
+
+	if (!rp->slots_free || p->state != RIFT_PATH_ATTACHED ||
+	    p->ctx->now_us - rp->probe_us <
+		    (uint64_t)p->ctx->cfg.keepalive_interval_ms * 1000u)
+		return;
+	rp->probe_us = p->ctx->now_us;
+	slot = rp->slot_next;
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = WR_TAG(rp) | slot;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	rp->unsignaled++;
+	rp->slots[slot].covers = rp->unsignaled;
+	rp->slots[slot].rd_len = 0;
+	rp->unsignaled = 0;
+	rp->slots_free--;
+	rp->slot_next = ring_next(slot, rp->sq_depth);
+	rp->probes++;
+	rc = rift__vb_post_send(rp->qp, &wr, err);
+	if (rc)
+		rift__path_failed(p, rc, "%s", err);
+}
+
 static RIFT_HOT_INLINE void post_sends(struct rdma_path *rp)
 {
 	rift__path *p = &rp->base;
@@ -2748,6 +2840,8 @@ static RIFT_HOT_INLINE void post_sends(struct rdma_path *rp)
 	}
 	if (!first) {
 		rift__metrics_credit_stall(p, rp->credits < 2 && has_output(rp));
+		if ((p->pending & RIFT_PEND_PING) && rp->credits < 2)
+			probe(rp);
 		return;
 	}
 	/* A batch may end unsignaled: its slots come back with the next
@@ -3518,7 +3612,7 @@ static void path_cm_event(struct rdma_path *rp, struct rdma_cm_event *ev)
 		rp->port_num = rp->id->port_num;
 		/* A connection request through a port that is down is lost,
 		 * and on rxe it breaks the port's CM until the device goes
-		 * (see id_park): the next address, at once. */
+		 * (see path_park): the next address, at once. */
 		if (port_down(rp->verbs, rp->port_num)) {
 			snprintf(mismatch, sizeof(mismatch),
 				 "%s port %u is down: no connection request "
@@ -3595,6 +3689,14 @@ static void path_cm_event(struct rdma_path *rp, struct rdma_cm_event *ev)
 		rift__path_kick(p);
 		break;
 	case RDMA_CM_EVENT_ADDR_ERROR:
+		/* No ARP answer yet: ask again (see RESOLVE_STEP_MS); the
+		 * session's bound on the attempt ends it if none comes. */
+		if (ev->status == -ETIMEDOUT &&
+		    !rift__vb_resolve_addr(rp->id, (struct sockaddr *)&rp->id->route.addr.dst_addr,
+					   RESOLVE_STEP_MS, err)) {
+			rp->resolve_retries++;
+			break;
+		}
 		fail_setup(rp, RIFT_EHOSTUNREACH, RIFT_FALLBACK_ADDR_RESOLVE,
 			   "rdma_cm: address resolution failed", ev->status);
 		break;
@@ -3889,8 +3991,7 @@ static int rdma_connect_op(rift_ctx *ctx, const struct sockaddr *sa,
 	}
 	rc = rift__vb_id_create(r->ch, &rp->kind, &rp->id, err);
 	if (!rc) {
-		rc = rift__vb_resolve_addr(rp->id, sa,
-					   (int)ctx->cfg.connect_timeout_ms, err);
+		rc = rift__vb_resolve_addr(rp->id, sa, RESOLVE_STEP_MS, err);
 		/* The kernel's route lookup said no at once: no route to
 		 * the address, most often because the link to it is down
 		 * (its routes went with it). */
@@ -4044,7 +4145,7 @@ static void qp_err(struct rdma_path *rp)
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
 	rift__vb_err err;
 
-	if ((rp->user_qp || rp->tc) && rp->qp &&
+	if ((rp->user_qp || rp->tc || rp->park) && rp->qp &&
 	    rift__vb_qp_modify(rp->qp, &a, IBV_QP_STATE, "ERR", err))
 		RIFT_DEBUG("%s: %s", rp->base.peer, err);
 }
@@ -4061,19 +4162,11 @@ static void qp_err(struct rdma_path *rp)
  * blocks, memory) when it is told, through an eventfd, that the QP is
  * gone (DMA may touch the blocks until then).
  */
-struct parked_id {
-	struct parked_id *next;
-	struct rdma_cm_id *id;
-	struct ibv_device *dev;
-	uint8_t port;
-};
-
 struct reaper {
 	pthread_t thread;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	struct rdma_path *todo, **todo_tail; /* for the thread */
-	struct parked_id *ids;               /* cm_ids alone, for it too */
 	struct rdma_path *done;              /* for the loop */
 	unsigned pending;                    /* queued or being destroyed */
 	bool stop;
@@ -4091,17 +4184,7 @@ static void *reaper_main(void *arg)
 	pthread_mutex_lock(&rr->mu);
 	for (;;) {
 		struct rdma_path *rp = rr->todo;
-		struct parked_id *pk = rr->ids;
 
-		if (pk) {
-			rr->ids = pk->next;
-			pthread_mutex_unlock(&rr->mu);
-			rift__vb_id_destroy(pk->id);
-			free(pk);
-			pthread_mutex_lock(&rr->mu);
-			rr->pending--;
-			continue;
-		}
 		if (!rp) {
 			if (rr->stop)
 				break;
@@ -4117,8 +4200,7 @@ static void *reaper_main(void *arg)
 				rift__vb_qp_destroy(rp->qp);
 			else
 				rift__vb_qp_teardown(rp->id, NULL, NULL);
-			if (!rp->park)
-				rift__vb_id_destroy(rp->id);
+			rift__vb_id_destroy(rp->id);
 		} else {
 			rift__vb_qp_destroy(rp->qp);
 		}
@@ -4230,56 +4312,47 @@ static void reaper_free(struct rift__rdma_ctx *r)
 }
 
 /*
- * A cm_id whose port is down is not destroyed, nor disconnected: either
- * would send a MAD (DREQ, or REJ for a request in flight) through a port
- * that cannot carry it, and rxe (6.1) then leaves the port's QP1 in its
- * error state: no connection request in or out of that port is carried
- * again, although the link comes back.  Seen in the lab: after a link
- * flap, re-attaches over it never reached the peer's listener.  So the
- * QP goes at once and the cm_id waits here until its port is ACTIVE
- * again (or the context ends).
+ * A path whose port is down is not torn down until the port is ACTIVE
+ * again (or its device goes, or the context ends); its QP is in the
+ * error state meanwhile, so nothing moves on it.  Two reasons, both
+ * rxe's (6.1), both seen in the lab:
+ *  - destroying its cm_id, or rdma_disconnect, sends a MAD (DREQ, or
+ *    REJ for a request in flight) through the port that cannot carry
+ *    it, and that leaves the port's CM unusable: after a link flap,
+ *    connection requests over it never reached the listener, or the
+ *    REP never came back, for the rest of the boot;
+ *  - destroying its QP waits until the kernel lets go of the packets
+ *    the QP queued for a neighbour that no longer answers, 2-3 s, which
+ *    even on the reaper's thread slowed the re-attach over the other
+ *    link by as much (a 2-vCPU guest).
+ * The blocks it holds come back with it.
  */
-static void id_park(struct rift__rdma_ctx *r, struct rdma_path *rp)
+static void path_park(struct rift__rdma_ctx *r, struct rdma_path *rp)
 {
-	struct parked_id *pk = calloc(1, sizeof(*pk));
-
-	if (!pk) {
-		rift__vb_id_destroy(rp->id); /* better late than leaked */
-		return;
-	}
-	pk->id = rp->id;
-	pk->dev = rp->verbs ? rp->verbs->device : NULL;
-	pk->port = rp->port_num;
-	pk->next = r->parked;
-	r->parked = pk;
-	RIFT_DEBUG("%s: cm_id kept until port %u is active again",
-		   rp->base.peer, pk->port);
+	rp->reap_next = r->parked;
+	r->parked = rp;
+	RIFT_DEBUG("%s: torn down when port %u is active again", rp->base.peer,
+		   rp->port_num);
 }
 
-/* Hand the parked cm_ids of (dev, port) to the reaper (dev NULL: all). */
-static void ids_release(struct rift__rdma_ctx *r, struct ibv_device *dev,
-			int port)
-{
-	struct parked_id **pp = &r->parked, *pk;
-	struct reaper *rr = r->reaper;
+static void reaper_push(struct rift__rdma_ctx *r, struct rdma_path *rp);
 
-	while ((pk = *pp)) {
-		if (dev && (pk->dev != dev || pk->port != port)) {
-			pp = &pk->next;
+/* Tear down the parked paths of (dev, port): port 0 every port of dev,
+ * dev NULL every device. */
+static void parked_release(struct rift__rdma_ctx *r, struct ibv_device *dev,
+			   int port)
+{
+	struct rdma_path **pp = &r->parked, *rp;
+
+	while ((rp = *pp)) {
+		if (dev && (!rp->verbs || rp->verbs->device != dev ||
+			    (port && rp->port_num != port))) {
+			pp = &rp->reap_next;
 			continue;
 		}
-		*pp = pk->next;
-		if (!rr) {
-			rift__vb_id_destroy(pk->id);
-			free(pk);
-			continue;
-		}
-		pthread_mutex_lock(&rr->mu);
-		pk->next = rr->ids;
-		rr->ids = pk;
-		rr->pending++;
-		pthread_cond_signal(&rr->cv);
-		pthread_mutex_unlock(&rr->mu);
+		*pp = rp->reap_next;
+		rp->park = false;
+		reaper_push(r, rp);
 	}
 }
 
@@ -4297,7 +4370,6 @@ static bool port_down(struct ibv_context *verbs, uint8_t port)
 static void rdma_destroy(rift__path *p)
 {
 	struct rdma_path *rp = rp_of(p);
-	struct reaper *rr;
 
 	/* From here its completions still in the CQ find no path. */
 	qpt_del(p->ctx->rdma, rp);
@@ -4307,7 +4379,7 @@ static void rdma_destroy(rift__path *p)
 	binds_free(rp);
 	/* Nothing more goes out: rdma_disconnect moves librdmacm's QP to
 	 * ERR, ours we move (posted work is flushed, dropped in the CQ). */
-	rp->park = rp->id && port_down(rp->verbs, rp->port_num);
+	rp->park = (rp->qp || rp->id) && port_down(rp->verbs, rp->port_num);
 	qp_err(rp);
 	if (rp->id && rp->established && !rp->park)
 		rift__vb_disconnect(rp->id);
@@ -4316,7 +4388,19 @@ static void rdma_destroy(rift__path *p)
 	rp->tc = NULL;
 	if (rp->id)
 		rp->id->context = NULL; /* its last events find no path */
-	rr = (rp->qp || rp->id) ? reaper_get(p->ctx->rdma) : NULL;
+	if (rp->park) {
+		path_park(p->ctx->rdma, rp);
+		return;
+	}
+	reaper_push(p->ctx->rdma, rp);
+}
+
+/* Destroy rp's QP and cm_id on the reaper's thread, or here if there is
+ * none; reap_finish follows. */
+static void reaper_push(struct rift__rdma_ctx *r, struct rdma_path *rp)
+{
+	struct reaper *rr = (rp->qp || rp->id) ? reaper_get(r) : NULL;
+
 	if (!rr) {
 		/* Nothing to destroy, or no thread to do it: here. */
 		if (rp->id) {
@@ -4324,10 +4408,7 @@ static void rdma_destroy(rift__path *p)
 				rift__vb_qp_destroy(rp->qp);
 			else
 				rift__vb_qp_teardown(rp->id, NULL, NULL);
-			if (rp->park)
-				id_park(p->ctx->rdma, rp);
-			else
-				rift__vb_id_destroy(rp->id);
+			rift__vb_id_destroy(rp->id);
 		} else {
 			rift__vb_qp_destroy(rp->qp);
 		}
@@ -4349,8 +4430,6 @@ static void reap_finish(struct rdma_path *rp)
 {
 	rift__path *p = &rp->base;
 
-	if (rp->id && rp->park && p->ctx->rdma->reaper)
-		id_park(p->ctx->rdma, rp);
 	/* After the QP: the CQ may go with its last holder. */
 	if (rp->scq) {
 		rift__list_del(&rp->cq_node);
