@@ -77,6 +77,8 @@ static int conn_stat_add(rift__path *p, bool write)
 
 /* ---- read side ---- */
 
+static unsigned user_timeout_ms(const rift_config *c);
+
 static void read_fail(struct tcp_path *tp, ssize_t n, int err)
 {
 	rift__path *p = &tp->base;
@@ -84,6 +86,11 @@ static void read_fail(struct tcp_path *tp, ssize_t n, int err)
 	if (n == 0)
 		rift__path_failed(p, RIFT_ECONNRESET,
 				  "peer closed the TCP connection");
+	else if (err == ETIMEDOUT)
+		rift__path_failed(p, RIFT_ETIMEDOUT,
+				  "the peer acknowledged nothing sent for %u ms "
+				  "(TCP_USER_TIMEOUT)",
+				  user_timeout_ms(&p->ctx->cfg));
 	else
 		rift__path_failed(p, rift__from_errno(err), "read: %s",
 				  rift_strerror(rift__from_errno(err)));
@@ -251,11 +258,32 @@ static void tcp_io_cb(rift__io *io, uint32_t revents)
 		tcp_flush(p);
 }
 
-static int set_socket_opts(int fd)
+/*
+ * TCP_NODELAY, and TCP_USER_TIMEOUT: data the peer has not acknowledged
+ * for that long makes the socket fail with ETIMEDOUT, which the next read
+ * reports.  Without it a TCP path whose link broke was noticed only by
+ * the session's keepalive (5 s by default; TCP itself retransmits for
+ * minutes), and every message stalled that long.  The bound is twice the
+ * keepalive interval (an idle path sends a PING every interval, so its
+ * data is never unacknowledged longer on a live link), at least 1 s, at
+ * most keepalive_timeout_ms.
+ */
+static unsigned user_timeout_ms(const rift_config *c)
 {
+	unsigned ut = 2 * c->keepalive_interval_ms;
+
+	if (ut < 1000)
+		ut = 1000;
+	return ut < c->keepalive_timeout_ms ? ut : c->keepalive_timeout_ms;
+}
+
+static int set_socket_opts(int fd, const rift_ctx *ctx)
+{
+	unsigned ut = user_timeout_ms(&ctx->cfg);
 	int one = 1;
 
-	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0)
+	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0 ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, sizeof(ut)) < 0)
 		return rift__from_errno(errno);
 	return 0;
 }
@@ -285,7 +313,7 @@ static int tcp_connect(rift_ctx *ctx, const struct sockaddr *sa, socklen_t len,
 	fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return rift__from_errno(errno);
-	rc = set_socket_opts(fd);
+	rc = set_socket_opts(fd, ctx);
 	if (rc)
 		goto fail_fd;
 	if (connect(fd, sa, len) < 0 && errno != EINPROGRESS) {
@@ -379,7 +407,7 @@ int rift__tcp_adopt(rift_listener *l, int fd, const struct sockaddr *sa)
 	struct tcp_path *tp;
 	char addr[64];
 
-	if (set_socket_opts(fd) || !(tp = tcp_path_new(ctx, fd, false)))
+	if (set_socket_opts(fd, ctx) || !(tp = tcp_path_new(ctx, fd, false)))
 		return RIFT_ENOMEM;
 	rift__sockaddr_str(sa, addr, sizeof(addr));
 	snprintf(tp->base.peer, sizeof(tp->base.peer), "tcp://%s", addr);

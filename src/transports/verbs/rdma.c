@@ -4176,6 +4176,21 @@ struct reaper {
 
 static void reap_finish(struct rdma_path *rp);
 
+/* rp's QP (ours, or librdmacm's on its id), then its cm_id.  Either
+ * thread; nothing else touches them any more. */
+static void qp_id_destroy(struct rdma_path *rp)
+{
+	if (rp->id) {
+		if (rp->user_qp)
+			rift__vb_qp_destroy(rp->qp);
+		else
+			rift__vb_qp_teardown(rp->id, NULL, NULL);
+		rift__vb_id_destroy(rp->id);
+	} else {
+		rift__vb_qp_destroy(rp->qp);
+	}
+}
+
 static void *reaper_main(void *arg)
 {
 	struct reaper *rr = arg;
@@ -4195,15 +4210,7 @@ static void *reaper_main(void *arg)
 		if (!rr->todo)
 			rr->todo_tail = &rr->todo;
 		pthread_mutex_unlock(&rr->mu);
-		if (rp->id) {
-			if (rp->user_qp)
-				rift__vb_qp_destroy(rp->qp);
-			else
-				rift__vb_qp_teardown(rp->id, NULL, NULL);
-			rift__vb_id_destroy(rp->id);
-		} else {
-			rift__vb_qp_destroy(rp->qp);
-		}
+		qp_id_destroy(rp);
 		pthread_mutex_lock(&rr->mu);
 		rp->reap_next = rr->done;
 		rr->done = rp;
@@ -4403,15 +4410,7 @@ static void reaper_push(struct rift__rdma_ctx *r, struct rdma_path *rp)
 
 	if (!rr) {
 		/* Nothing to destroy, or no thread to do it: here. */
-		if (rp->id) {
-			if (rp->user_qp)
-				rift__vb_qp_destroy(rp->qp);
-			else
-				rift__vb_qp_teardown(rp->id, NULL, NULL);
-			rift__vb_id_destroy(rp->id);
-		} else {
-			rift__vb_qp_destroy(rp->qp);
-		}
+		qp_id_destroy(rp);
 		reap_finish(rp);
 		return;
 	}
