@@ -374,13 +374,21 @@ static void soak_print_side(const struct soak_side *s)
 		printf("%s: down %d at %s\n", s->name, i + 1, s->downs[i]);
 }
 
+static void need_pair(void)
+{
+	const char *topo = getenv("RIFT_LAB_TOPO");
+
+	if (strcmp(rt_transport(), "rdma") != 0 || !topo ||
+	    strcmp(topo, "pair") != 0 || !getenv("RIFT_LAB_SERVER_ADDR1"))
+		SKIP("needs the lab's pair topology (two links)");
+}
+
 /* A link fault and its undoing, for lab-link. */
 static const char *const fault_do[] = { "down", "carrier-off", "loss" };
 static const char *const fault_undo[] = { "up", "carrier-on", "noloss" };
 
 static void soak(rift_polling polling, bool faults)
 {
-	const char *topo = getenv("RIFT_LAB_TOPO");
 	const char *secs_env = getenv("RIFT_SOAK_SECONDS");
 	const char *seed_env = getenv("RIFT_SOAK_SEED");
 	static struct soak_side srv, cli;
@@ -389,9 +397,7 @@ static void soak(rift_polling polling, bool faults)
 	rift_config cfg;
 	char cmd[128];
 
-	if (strcmp(rt_transport(), "rdma") != 0 || !topo ||
-	    strcmp(topo, "pair") != 0 || !getenv("RIFT_LAB_SERVER_ADDR1"))
-		SKIP("needs the lab's pair topology (two links)");
+	need_pair();
 	seed = seed_env ? strtoull(seed_env, NULL, 0)
 			: (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20);
 	secs = secs_env ? strtoull(secs_env, NULL, 0) : 60;
@@ -523,13 +529,42 @@ TEST_TIMEOUT(soak_link_faults_busy_polling, 400)
 
 /* ---- the causes one at a time (pair topology) ---- */
 
-static void need_pair(void)
-{
-	const char *topo = getenv("RIFT_LAB_TOPO");
 
-	if (strcmp(rt_transport(), "rdma") != 0 || !topo ||
-	    strcmp(topo, "pair") != 0 || !getenv("RIFT_LAB_SERVER_ADDR1"))
-		SKIP("needs the lab's pair topology (two links)");
+/*
+ * Both sides of a session on one context: a listener on every address
+ * for scheme, and a client whose URL names the server's address on
+ * link0, then link1; their streams from seed and seed + 1.  Returns the
+ * client's connection once both sides have it.
+ */
+static rift_conn *one_ctx_session(rift_ctx *ctx, const char *scheme,
+				  uint64_t seed, struct soak_side *srv,
+				  struct soak_side *cli, rift_listener **l)
+{
+	rift_conn *c = NULL;
+	char url[256];
+	uint64_t end;
+
+	memset(srv, 0, sizeof(*srv));
+	memset(cli, 0, sizeof(*cli));
+	srv->name = "server";
+	cli->name = "client";
+	srv->peer = cli;
+	cli->peer = srv;
+	srv->rx_seed = cli->tx_seed = seed;
+	cli->rx_seed = srv->tx_seed = seed + 1;
+	srv->ctx = cli->ctx = ctx;
+	snprintf(url, sizeof(url), "%s://0.0.0.0:0", scheme);
+	CHECK_EQ(rift_listen(ctx, url, &soak_cbs, srv, soak_accept, l), 0);
+	snprintf(url, sizeof(url), "%s://%s:%d,%s:%d", scheme,
+		 getenv("RIFT_LAB_SERVER_ADDR0"), rift_listener_port(*l),
+		 getenv("RIFT_LAB_SERVER_ADDR1"), rift_listener_port(*l));
+	CHECK_EQ(rift_connect(ctx, url, &soak_cbs, cli, &c), 0);
+	cli->conn = c;
+	end = h_now_us() + 10000000u;
+	while (!(cli->connected && srv->conn) && h_now_us() < end)
+		rift_ctx_run(ctx, 5);
+	CHECK(cli->connected && srv->conn);
+	return c;
 }
 
 /*
@@ -547,37 +582,14 @@ TEST_TIMEOUT(loop_never_blocks_on_a_dead_link, 120)
 	rift_ctx *ctx;
 	rift_conn *c = NULL;
 	rift_listener *l = NULL;
-	char url[256];
 	uint64_t end, longest = 0, cut_us = 0, changed_us = 0;
-	int sent = 0;
 
 	need_pair();
 	rift_config_init(&cfg);
 	if (strcmp(rt_cm(), "tcp") == 0)
 		cfg.cm = RIFT_CM_TCP;
 	ctx = h_ctx(&cfg);
-	memset(&srv, 0, sizeof(srv));
-	memset(&cli, 0, sizeof(cli));
-	srv.name = "server";
-	cli.name = "client";
-	srv.peer = &cli;
-	cli.peer = &srv;
-	srv.rx_seed = cli.tx_seed = 11;
-	cli.rx_seed = srv.tx_seed = 12;
-	srv.ctx = ctx;
-	CHECK_EQ(rift_listen(ctx, "rdma://0.0.0.0:0", &soak_cbs, &srv,
-			     soak_accept, &l),
-		 0);
-	snprintf(url, sizeof(url), "rdma://%s:%d,%s:%d",
-		 getenv("RIFT_LAB_SERVER_ADDR0"), rift_listener_port(l),
-		 getenv("RIFT_LAB_SERVER_ADDR1"), rift_listener_port(l));
-	CHECK_EQ(rift_connect(ctx, url, &soak_cbs, &cli, &c), 0);
-	cli.conn = c;
-	cli.ctx = srv.ctx = ctx;
-	end = h_now_us() + 10000000u;
-	while (!(cli.connected && srv.conn) && h_now_us() < end)
-		rift_ctx_run(ctx, 5);
-	CHECK(cli.connected && srv.conn);
+	c = one_ctx_session(ctx, "rdma", 11, &srv, &cli, &l);
 	end = h_now_us() + 8000000u;
 	while (h_now_us() < end && !cli.died && !cli.disconnected) {
 		uint64_t t0 = h_now_us(), dt;
@@ -588,7 +600,6 @@ TEST_TIMEOUT(loop_never_blocks_on_a_dead_link, 120)
 			soak_pump(&cli);
 		if (srv.conn)
 			soak_pump(&srv);
-		sent++;
 		rift_ctx_run(ctx, 1);
 		dt = h_now_us() - t0;
 		if (cut_us && dt > longest)
@@ -677,33 +688,12 @@ TEST_TIMEOUT(tcp_path_break_is_noticed_by_its_socket, 120)
 	rift_ctx *ctx;
 	rift_conn *c = NULL;
 	rift_listener *l = NULL;
-	char url[256];
 	uint64_t end, cut_us = 0, down_us = 0;
 
 	need_pair();
 	rift_config_init(&cfg);
 	ctx = h_ctx(&cfg);
-	memset(&srv, 0, sizeof(srv));
-	memset(&cli, 0, sizeof(cli));
-	srv.name = "server";
-	cli.name = "client";
-	srv.peer = &cli;
-	cli.peer = &srv;
-	srv.rx_seed = cli.tx_seed = 21;
-	cli.rx_seed = srv.tx_seed = 22;
-	srv.ctx = cli.ctx = ctx;
-	CHECK_EQ(rift_listen(ctx, "tcp://0.0.0.0:0", &soak_cbs, &srv,
-			     soak_accept, &l),
-		 0);
-	snprintf(url, sizeof(url), "tcp://%s:%d,%s:%d",
-		 getenv("RIFT_LAB_SERVER_ADDR0"), rift_listener_port(l),
-		 getenv("RIFT_LAB_SERVER_ADDR1"), rift_listener_port(l));
-	CHECK_EQ(rift_connect(ctx, url, &soak_cbs, &cli, &c), 0);
-	cli.conn = c;
-	end = h_now_us() + 10000000u;
-	while (!(cli.connected && srv.conn) && h_now_us() < end)
-		rift_ctx_run(ctx, 5);
-	CHECK(cli.connected && srv.conn);
+	c = one_ctx_session(ctx, "tcp", 21, &srv, &cli, &l);
 	end = h_now_us() + 12000000u;
 	while (h_now_us() < end && !cli.disconnected && !cli.path_changed) {
 		soak_pump(&cli);

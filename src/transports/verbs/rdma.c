@@ -296,10 +296,8 @@ struct rdma_path {
 	struct rdma_path *hnext; /* QP table chain */
 	struct rdma_path *reap_next; /* reaper queue */
 	bool park;             /* its port was down: torn down later */
-	uint32_t resolve_retries; /* address resolutions asked again */
 	uint64_t probe_us;     /* last zero-length WRITE probe (loop time) */
 	uint64_t rd_progress_us; /* last READ done, or first posted (loop time) */
-	uint64_t probes;       /* probes posted */
 	struct rift__list cq_node;   /* scq's users */
 	struct rift__list poll_node; /* rdma ctx's paths */
 	bool established;
@@ -2734,7 +2732,6 @@ static void probe(struct rdma_path *rp)
 	rp->unsignaled = 0;
 	rp->slots_free--;
 	rp->slot_next = ring_next(slot, rp->sq_depth);
-	rp->probes++;
 	rc = rift__vb_post_send(rp->qp, &wr, err);
 	if (rc)
 		rift__path_failed(p, rc, "%s", err);
@@ -3693,10 +3690,8 @@ static void path_cm_event(struct rdma_path *rp, struct rdma_cm_event *ev)
 		 * session's bound on the attempt ends it if none comes. */
 		if (ev->status == -ETIMEDOUT &&
 		    !rift__vb_resolve_addr(rp->id, (struct sockaddr *)&rp->id->route.addr.dst_addr,
-					   RESOLVE_STEP_MS, err)) {
-			rp->resolve_retries++;
+					   RESOLVE_STEP_MS, err))
 			break;
-		}
 		fail_setup(rp, RIFT_EHOSTUNREACH, RIFT_FALLBACK_ADDR_RESOLVE,
 			   "rdma_cm: address resolution failed", ev->status);
 		break;
