@@ -65,7 +65,14 @@ void rift__config_init(rift_config *cfg, size_t size)
 		.cm = RIFT_CM_RDMACM,
 		.fallback = 1,
 		.rdma_retry_count = 3,
-		.rdma_ack_timeout = 14,
+		/* 17 (0.54 s): rdma_cm's RoCE packet lifetime (16) plus
+		 * one; UCX waits 1 s, NCCL 4 s.  Every ack
+		 * timeout that fires on a healthy link is a retransmission,
+		 * and rxe's retransmission can wedge a READ; on a loaded
+		 * host a response can lag 60 ms (issue 12: 12 -> 103
+		 * retries a minute, 13 -> 13, 14 -> 1, about 8x fewer per
+		 * step).  A dead link still shows in 4 x 0.54 s. */
+		.rdma_ack_timeout = 17,
 		.sq_depth = 256,
 		.rq_depth = 256,
 		.max_send_sge = 2,

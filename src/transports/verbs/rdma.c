@@ -109,9 +109,14 @@
  * connect_timeout_ms, a re-attach over a link not used before waited
  * 1.5 s and more for an ARP answer that had come in milliseconds.  So
  * each resolution asks for this long and is asked again on a timeout,
- * for as long as the attempt may last (the session's bound on it).
+ * for as long as the attempt may last (the session's bound on it).  With
+ * 200 ms steps a re-attach in the fault soak still waited 203 ms for a
+ * neighbour that answered at once.  On a veth the answer is in before
+ * the request is queued (ARP goes out from rdma_resolve_addr itself), so
+ * after every link flap the first resolution misses it: a step is 10 ms.
+ * Asking again sends no ARP of its own; the neighbour's timer does.
  */
-#define RESOLVE_STEP_MS 200
+#define RESOLVE_STEP_MS 10
 
 /* Hello flags. */
 #define HELLO_F_RNDV 1u /* serves and issues RDMA READs (rendezvous) */
@@ -553,6 +558,47 @@ struct rift__pool *rift__ctx_pool_held(const rift_ctx *ctx)
 	return ctx->rdma ? ctx->rdma->pool : NULL;
 }
 
+static int cq_reserve(rift_ctx *ctx, struct ibv_context *verbs, uint32_t need,
+		      struct shared_cq **out, char *err, size_t errlen);
+
+/*
+ * Ready every device for a path before one is needed: its protection
+ * domain and the block pool's registration (once per process) and this
+ * context's shared CQ.  Made on first use, they were most of a re-attach
+ * that moved to a device not used before: 200 ms of a 580 ms re-attach
+ * in the lab, where registering the pool grows with the pool.  A path
+ * that fails over must find its device ready, as a standby link does in
+ * SMC-R.  Done once per context, when it first uses RDMA; a device that
+ * cannot be readied is left to fail (and say why) when a path needs it.
+ */
+static void warm_devices(rift_ctx *ctx)
+{
+	struct ibv_context **list;
+	rift__vb_err verr;
+	char err[RIFT_ERRMSG_LEN];
+	uint64_t t0 = rift__clock_us();
+	int n, d;
+
+	if (rift__vb_cm_devices(&list, &n, verr)) {
+		RIFT_DEBUG("warm-up: %s", verr);
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		struct shared_cq *s;
+
+		if (dev_pd(ctx->rdma->pool, list[i], &d, err, sizeof(err)) ||
+		    cq_reserve(ctx, list[i], 0, &s, err, sizeof(err))) {
+			RIFT_DEBUG("warm-up of %s: %s",
+				   rift__vb_device_name(list[i]->device), err);
+			continue;
+		}
+		s->holders--; /* kept: a device's first CQ stays */
+	}
+	RIFT_DEBUG("warm-up: %d devices in %.1f ms", n,
+		   (rift__clock_us() - t0) / 1e3);
+	rift__vb_cm_devices_free(list);
+}
+
 static struct rift__rdma_ctx *rctx(rift_ctx *ctx, rift__vb_err err)
 {
 	struct rift__rdma_ctx *r = ctx->rdma;
@@ -579,6 +625,7 @@ static struct rift__rdma_ctx *rctx(rift_ctx *ctx, rift__vb_err err)
 		r->ch = NULL;
 		return NULL;
 	}
+	warm_devices(ctx);
 	return r;
 }
 
@@ -2524,8 +2571,9 @@ static RIFT_HOT_INLINE void post_sends(struct rdma_path *rp);
  * an error, and everything behind it waits too: the stream, the receive
  * buffers, the credits the peer needs even for a PING.  The path then
  * went silent until keepalive_timeout_ms.  A READ has its retry budget
- * to complete or fail; one that has shown nothing for twice the
- * keepalive interval (and at least four times that budget) fails the
+ * to complete or fail (retry_count + 1 ack timeouts without a response);
+ * one that has shown nothing for that budget and a keepalive interval
+ * more (at least twice the keepalive interval) fails the
  * path, and the session re-attaches.  Checked when the path is flushed,
  * which the keepalive does at least every half interval.
  */
@@ -2533,7 +2581,8 @@ static bool read_stalled(struct rdma_path *rp)
 {
 	const rift_config *c = &rp->base.ctx->cfg;
 	uint64_t budget_us = ((uint64_t)4096 << c->rdma_ack_timeout) / 1000u *
-			     (c->rdma_retry_count + 1u) * 4u;
+			     (c->rdma_retry_count + 1u) +
+			     (uint64_t)c->keepalive_interval_ms * 1000u;
 	uint64_t bound_us = (uint64_t)c->keepalive_interval_ms * 2000u;
 
 	if (!rp->rd_inflight)
@@ -3633,6 +3682,7 @@ static void path_cm_event(struct rdma_path *rp, struct rdma_cm_event *ev)
 		}
 		rc = rift__vb_resolve_route(rp->id, (int)cfg->connect_timeout_ms,
 					    err);
+		RIFT_DEBUG("rdma path %p: route asked", (void *)p);
 		if (rc) {
 			p->fb_reason = RIFT_FALLBACK_ROUTE_RESOLVE;
 			rift__path_failed(p, rc, "%s", err);
