@@ -602,6 +602,8 @@ typedef struct rift_ctx_stats {
 					  window for a rendezvous (device
 					  limit, memory): they stream large
 					  messages from then on, count */
+	uint64_t connect_races;        /* attempts started beside a slow one
+					  to the next address (racing), count */
 } rift_ctx_stats;
 
 void rift__ctx_stats_init(rift_ctx_stats *st, size_t size);

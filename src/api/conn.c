@@ -42,6 +42,9 @@ struct rift__buf *rift__buf_new(rift_ctx *ctx, size_t len)
  */
 #define SMALL_BUF RIFT_SMALL_BUF
 
+static void race_timer_cb(rift_timer *t, void *user);
+static void race_arm(rift_conn *conn);
+
 static bool cache_room(uint32_t n)
 {
 #if defined(__SANITIZE_ADDRESS__)
@@ -339,6 +342,7 @@ static rift_conn *conn_alloc(rift_ctx *ctx, const rift_conn_callbacks *cbs,
 	conn->is_client = is_client;
 	rift_conn_stats_init(&conn->stats);
 	rift__timer_init(ctx, &conn->retry_timer, NULL, conn);
+	rift__timer_init(ctx, &conn->race_timer, race_timer_cb, conn);
 	rift__timer_init(ctx, &conn->ack_timer, NULL, conn);
 	rift__list_init(&conn->drain_node);
 	rift__list_add_tail(&ctx->conns, &conn->node);
@@ -377,14 +381,11 @@ static void retry_timer_cb(rift_timer *t, void *user)
 	rift__conn_attempt(user);
 }
 
-void rift__conn_attempt(rift_conn *conn)
+/* The time an attempt may take for which no attempt at once is due. */
+static uint64_t attempt_limit(rift_conn *conn)
 {
 	rift_ctx *ctx = conn->ctx;
-	unsigned i = conn->addr_idx % conn->n_addrs;
 	uint64_t limit = rift__conn_attempt_limit(conn);
-	rift__path *p = NULL;
-	char addr[80];
-	int rc;
 
 	if (conn->state == RIFT_CONN_DETACHED) {
 		/* An attempt may not outlive the session's grace time. */
@@ -397,6 +398,21 @@ void rift__conn_attempt(rift_conn *conn)
 		if (left < limit)
 			limit = left ? left : 1;
 	}
+	return limit;
+}
+
+/*
+ * Start the transport's connect to address i, bounded by limit ms.  A
+ * failure leaves its reason in conn->last_error.
+ */
+static int attempt_start(rift_conn *conn, unsigned i, uint64_t limit,
+			 rift__path **out)
+{
+	rift_ctx *ctx = conn->ctx;
+	rift__path *p = NULL;
+	char addr[80];
+	int rc;
+
 	rift__sockaddr_str((const struct sockaddr *)&conn->addrs[i], addr,
 			   sizeof(addr));
 	RIFT_DEBUG("%s://%s: attempt (bound %llu ms)", conn->ops->name, addr,
@@ -409,20 +425,87 @@ void rift__conn_attempt(rift_conn *conn)
 		rc = conn->ops->connect(ctx, (const struct sockaddr *)&conn->addrs[i],
 					conn->addr_lens[i], &p);
 	if (rc) {
-		/* Report through the same path as an asynchronous failure. */
 		rift__conn_error(conn, "%s://%s: connect: %s", conn->ops->name,
 				 addr, ctx->errmsg[0] ? ctx->errmsg
 						      : rift_strerror(rc));
+		return rc;
+	}
+	snprintf(p->peer, sizeof(p->peer), "%s://%s", conn->ops->name, addr);
+	p->conn = conn;
+	p->limit_ms = (uint32_t)limit;
+	rift_timer_start(&p->timer, limit, 0);
+	*out = p;
+	return 0;
+}
+
+void rift__conn_attempt(rift_conn *conn)
+{
+	unsigned i = conn->addr_idx % conn->n_addrs;
+	rift__path *p = NULL;
+	int rc;
+
+	rc = attempt_start(conn, i, attempt_limit(conn), &p);
+	if (rc) {
+		/* Report through the same path as an asynchronous failure. */
 		conn->path = NULL;
 		rift__conn_attempt_failed(conn, rc);
 		return;
 	}
-	snprintf(p->peer, sizeof(p->peer), "%s://%s", conn->ops->name, addr);
-	p->conn = conn;
 	conn->path = p;
-	conn->attempt_us = ctx->now_us;
-	p->limit_ms = (uint32_t)limit;
-	rift_timer_start(&p->timer, limit, 0);
+	conn->attempt_us = conn->ctx->now_us;
+	race_arm(conn);
+}
+
+/*
+ * Racing (as RFC 8305's happy eyeballs): an attempt that has not reached
+ * its peer within a few setup times may be on an address that is dead
+ * now (its link down, a neighbour that no longer answers) while another
+ * works.  Waiting out its bound before trying the next stalled re-attach
+ * for a second with a healthy link at hand.  So the next address gets an
+ * attempt of its own, and whichever transport connects first carries the
+ * handshake; the other is dropped before it sent any frame, so the peer
+ * sees one HELLO or RESUME.  The delay is twice the session's measured
+ * setup time (RACE_MIN_MS..RACE_MAX_MS), RACE_MAX_MS before any attach.
+ */
+#define RACE_MIN_MS 20u
+#define RACE_MAX_MS 250u
+
+static void race_arm(rift_conn *conn)
+{
+	uint64_t delay = RACE_MAX_MS;
+
+	if (conn->n_addrs < 2 || conn->racer || !conn->path)
+		return;
+	if (conn->setup_srtt_us) {
+		delay = 2 * conn->setup_srtt_us / 1000u;
+		if (delay < RACE_MIN_MS)
+			delay = RACE_MIN_MS;
+		if (delay > RACE_MAX_MS)
+			delay = RACE_MAX_MS;
+	}
+	rift_timer_start(&conn->race_timer, delay, 0);
+}
+
+static void race_timer_cb(rift_timer *t, void *user)
+{
+	rift_conn *conn = user;
+	unsigned i = (conn->addr_idx + 1) % conn->n_addrs;
+	rift__path *p = NULL;
+
+	RIFT_UNUSED(t);
+	if (conn->racer || !conn->path || conn->closing ||
+	    conn->path->state != RIFT_PATH_CONNECTING ||
+	    (conn->state != RIFT_CONN_CONNECTING &&
+	     conn->state != RIFT_CONN_DETACHED))
+		return;
+	if (attempt_start(conn, i, attempt_limit(conn), &p)) {
+		RIFT_DEBUG("race: %s", conn->last_error);
+		return;
+	}
+	conn->ctx->stats.connect_races++;
+	conn->racer = p;
+	conn->racer_idx = i;
+	conn->racer_us = conn->ctx->now_us;
 }
 
 static int conn_setup_client(rift_ctx *ctx, rift_conn *conn,

@@ -454,6 +454,10 @@ static const struct family_def ctx_counters[] = {
 	  "Messages rift_msg_retain kept in the registered memory they "
 	  "arrived in, without a copy.",
 	  CTX_STAT(msgs_retained_in_place) },
+	{ "rift_connect_races_total",
+	  "Connect attempts started beside one that had not reached its "
+	  "peer in twice the measured setup time, to the next address.",
+	  CTX_STAT(connect_races) },
 };
 
 static const struct family_def conn_counters[] = {
@@ -881,6 +885,7 @@ int rift_metrics_info(rift_ctx *ctx, char *buf, size_t len)
 	kv(&o, "paths_rdma", lv.paths[RIFT_TRANSPORT_RDMA]);
 	kv(&o, "connect_attempts", st->connect_attempts);
 	kv(&o, "connect_retries", st->connect_retries);
+	kv(&o, "connect_races", st->connect_races);
 	kv(&o, "unacked_msgs", lv.unacked_msgs);
 	kv(&o, "unacked_bytes", lv.unacked_bytes);
 

@@ -52,15 +52,45 @@ static void path_kill(rift__path *p)
 	rift__list_add_tail(&p->ctx->dead_paths, &p->ctx_node);
 }
 
+/* p leaves its conn and is destroyed later; no upcall. */
+static void path_release(rift__path *p)
+{
+	if (!p)
+		return;
+	p->conn = NULL;
+	path_kill(p);
+}
+
+/* An attempt racing conn's current one (conn.c, "racing") ends. */
+static void drop_racer(rift_conn *conn)
+{
+	rift__path *p = conn->racer;
+
+	rift_timer_stop(&conn->race_timer);
+	conn->racer = NULL;
+	path_release(p);
+}
+
+/* The racing attempt takes the place of the current one, which ends. */
+static void racer_wins(rift_conn *conn)
+{
+	rift__path *slow = conn->path;
+
+	conn->path = conn->racer;
+	conn->addr_idx = conn->racer_idx;
+	conn->attempt_us = conn->racer_us;
+	conn->racer = NULL;
+	path_release(slow);
+}
+
+/* The current path or attempt ends, and any attempt racing it. */
 void rift__conn_abandon_path(rift_conn *conn)
 {
 	rift__path *p = conn->path;
 
-	if (!p)
-		return;
+	drop_racer(conn);
 	conn->path = NULL;
-	p->conn = NULL;
-	path_kill(p);
+	path_release(p);
 }
 
 /* ---- connection helpers ---- */
@@ -325,8 +355,19 @@ static void path_lost(rift_conn *conn, rift__path *p, int err)
 {
 	rift_ctx *ctx = conn->ctx;
 
+	if (p == conn->racer) {
+		/* The racing attempt failed: the other one goes on. */
+		RIFT_DEBUG("%s: racing attempt failed", p->peer);
+		drop_racer(conn);
+		return;
+	}
 	if (p->state != RIFT_PATH_ATTACHED || conn->state != RIFT_CONN_ESTABLISHED) {
 		/* A client attempt (connecting or handshaking) failed. */
+		if (conn->racer && err != RIFT_EPROTO && err != RIFT_ESESSION) {
+			/* The attempt racing it goes on in its place. */
+			racer_wins(conn);
+			return;
+		}
 		rift__conn_abandon_path(conn);
 		if (err == RIFT_EPROTO || err == RIFT_ESESSION) {
 			conn_die(conn, conn->state == RIFT_CONN_CONNECTING
@@ -448,6 +489,14 @@ static void keepalive_tick(rift_timer *t, void *user)
 void rift__path_connected(rift__path *p)
 {
 	rift_conn *conn = p->conn;
+
+	/* Racing attempts: the first to connect carries the handshake. */
+	if (p == conn->racer) {
+		RIFT_DEBUG("%s: connected first; %s dropped", p->peer,
+			   conn->path ? conn->path->peer : "-");
+		racer_wins(conn);
+	}
+	drop_racer(conn);
 
 	p->state = RIFT_PATH_HANDSHAKE;
 	p->pending |= conn->state == RIFT_CONN_CONNECTING ? RIFT_PEND_HELLO

@@ -55,6 +55,11 @@ struct rift_conn {
 	uint64_t setup_var_us;  /* its mean deviation */
 	unsigned timeouts;      /* attempts since the last attach that timed out */
 	rift_timer retry_timer; /* client: next attempt; server: grace */
+	/* A second attempt racing the current one (conn.c, "racing"). */
+	rift__path *racer;
+	unsigned racer_idx;     /* its address */
+	uint64_t racer_us;      /* when it began */
+	rift_timer race_timer;  /* starts it */
 	rift_timer ack_timer;   /* explicit ack when idle */
 
 	uint64_t session_id;

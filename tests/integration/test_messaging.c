@@ -1,6 +1,9 @@
 /* Messaging over one path: order, sizes, close, errors, polling modes. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -245,6 +248,57 @@ TEST_T(multi_address_url_uses_the_next_address)
 	conns[0] = c;
 	conns[1] = srv.conn;
 	h_teardown(ctx, l, conns, 2);
+}
+
+/*
+ * The first address of a URL answers nothing (a listener whose accept
+ * queue is full drops every SYN, as a black-holed address does): the
+ * second, healthy one gets an attempt of its own long before the first
+ * waits out connect_timeout_ms (3 attempts of 3 s without racing).
+ */
+TEST(a_silent_first_address_does_not_hold_up_the_next)
+{
+	rift_ctx *ctx = h_ctx(NULL);
+	struct side srv = { .echo = true }, cli = { 0 };
+	rift_listener *l = h_listen(ctx, &srv);
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sa);
+	rift_conn *c = NULL, *conns[2];
+	int bh, filler;
+	uint64_t t0;
+	char url[256];
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	bh = socket(AF_INET, SOCK_STREAM, 0);
+	CHECK(bh >= 0);
+	CHECK_EQ(bind(bh, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	CHECK_EQ(listen(bh, 0), 0);
+	CHECK_EQ(getsockname(bh, (struct sockaddr *)&sa, &len), 0);
+	/* One connection fills a backlog of 0; later SYNs are dropped. */
+	filler = socket(AF_INET, SOCK_STREAM, 0);
+	CHECK_EQ(connect(filler, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d,127.0.0.1:%d",
+		 ntohs(sa.sin_port), rift_listener_port(l));
+	t0 = h_now_us();
+	CHECK_EQ(rift_connect(ctx, url, &h_callbacks, &cli, &c), 0);
+	cli.conn = c;
+	CHECK(h_wait(ctx, &cli.connected, 20000));
+	printf("connected after %.0f ms\n", (h_now_us() - t0) / 1e3);
+	CHECK(h_now_us() - t0 < 3000000u); /* connect_timeout_ms */
+	{
+		rift_ctx_stats st;
+
+		rift_ctx_stats_init(&st);
+		CHECK_EQ(rift_ctx_stats_get(ctx, &st), 0);
+		CHECK_EQ(st.connect_races, 1);
+	}
+	CHECK_EQ(rift_conn_send(c, "hi", 2), 0);
+	CHECK(h_wait_u64(ctx, &cli.recv_count, 1, 5000));
+	conns[0] = c;
+	conns[1] = srv.conn;
+	h_teardown(ctx, l, conns, 2);
+	close(filler);
+	close(bh);
 }
 
 TEST_T(external_event_loop_integration)

@@ -217,6 +217,16 @@ static rift_conn *pair_session(rift_ctx *ctx, struct side *srv,
  * the QP's retries run out within a second, the session re-attaches
  * through the server's address on link1, and nothing is lost or doubled.
  */
+/* The lab link c's path runs on: attempts race, so either address of a
+ * pair URL may have connected first. */
+static const char *link_of(const rift_conn *c)
+{
+	return c->path && strstr(c->path->peer,
+				 getenv("RIFT_LAB_SERVER_ADDR1"))
+		       ? "link1"
+		       : "link0";
+}
+
 TEST_TIMEOUT(link_cut_mid_stream_reattaches_over_the_other_port, 240)
 {
 	rift_config cfg = h_config();
@@ -226,6 +236,8 @@ TEST_TIMEOUT(link_cut_mid_stream_reattaches_over_the_other_port, 240)
 	rift_listener *l = NULL;
 	rift_conn *c, *conns[2];
 	uint64_t n = 20000, sent_c = 0, sent_s = 0, end, cut_at = 0;
+	const char *link = "link0";
+	char cmd[64];
 	int down = 0;
 
 	need_rdma();
@@ -250,14 +262,18 @@ TEST_TIMEOUT(link_cut_mid_stream_reattaches_over_the_other_port, 240)
 			if (h_send(srv.conn, 70, sent_s, 256) == RIFT_EAGAIN)
 				break;
 		if (!down && srv.recv_count > n / 4) {
-			CHECK_EQ(system("lab-link loss link0"), 0);
+			link = link_of(c);
+			snprintf(cmd, sizeof(cmd), "lab-link loss %s", link);
+			CHECK_EQ(system(cmd), 0);
 			cut_at = h_now_us();
 			down = 1;
 		}
 		rift_ctx_run(ctx, 1);
 	}
-	if (down)
-		CHECK_EQ(system("lab-link noloss link0"), 0);
+	if (down) {
+		snprintf(cmd, sizeof(cmd), "lab-link noloss %s", link);
+		CHECK_EQ(system(cmd), 0);
+	}
 	printf("path_down cli %d srv %d, changed cli %d srv %d, %.2f s after "
 	       "the cut\n",
 	       cli.path_down, srv.path_down, cli.path_changed, srv.path_changed,
@@ -1219,6 +1235,8 @@ TEST_TIMEOUT(port_down_fails_an_idle_path_at_once, 240)
 	rift_conn *c, *conns[2];
 	rift_conn_stats st;
 	uint64_t n = 200, downed, end;
+	const char *link;
+	char cmd[64];
 
 	need_rdma();
 	cfg.keepalive_interval_ms = 20000;
@@ -1237,7 +1255,9 @@ TEST_TIMEOUT(port_down_fails_an_idle_path_at_once, 240)
 		rift_ctx_run(ctx, 10);
 	}
 	CHECK_EQ(st.unacked_msgs, 0);
-	CHECK_EQ(system("lab-link down link0"), 0);
+	link = link_of(c);
+	snprintf(cmd, sizeof(cmd), "lab-link down %s", link);
+	CHECK_EQ(system(cmd), 0);
 	downed = h_now_us();
 	CHECK(h_wait(ctx, &cli.path_down, 5000));
 	printf("path down %.3f s after lab-link returned: %s\n",
@@ -1245,13 +1265,14 @@ TEST_TIMEOUT(port_down_fails_an_idle_path_at_once, 240)
 	       rift_conn_last_error(c));
 	CHECK(h_now_us() - downed < 1000000u);
 	CHECK_CONTAINS(rift_conn_last_error(c), "port error");
-	/* The rest goes over link1. */
+	/* The rest goes over the other link. */
 	for (uint64_t i = n / 2; i < n; i++)
 		CHECK_EQ(h_send(c, 5, i, 256), 0);
 	end = h_now_us() + 30000000u;
 	while (srv.recv_count < n && h_now_us() < end && !cli.disconnected)
 		rift_ctx_run(ctx, 5);
-	CHECK_EQ(system("lab-link up link0"), 0);
+	snprintf(cmd, sizeof(cmd), "lab-link up %s", link);
+	CHECK_EQ(system(cmd), 0);
 	if (cli.disconnected)
 		FAIL("session died: %s", cli.last_message);
 	CHECK_EQ(srv.recv_count, n);
