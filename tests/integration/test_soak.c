@@ -124,6 +124,7 @@ struct soak_side {
 	/* written by the side's thread, read by the main one when it ends */
 	uint64_t sent, recvd, bad;
 	uint64_t last_recv_us, max_gap_us, stalls, gap_total_us;
+	uint64_t stall_at[256], stall_us[256]; /* the first stalls */
 	uint64_t down_us;              /* last PATH_DOWN, 0 when attached */
 	uint64_t reattach_us[4096];    /* PATH_DOWN -> PATH_CHANGED */
 	bool reattach_settled[4096];   /* a working link at PATH_DOWN */
@@ -213,6 +214,10 @@ static void soak_recv(rift_conn *conn, rift_msg *msg)
 		if (gap > s->max_gap_us)
 			s->max_gap_us = gap;
 		if (gap > SOAK_STALL_US) {
+			if (s->stalls < 256) {
+				s->stall_at[s->stalls] = s->last_recv_us;
+				s->stall_us[s->stalls] = gap;
+			}
 			s->stalls++;
 			s->gap_total_us += gap;
 		}
@@ -440,6 +445,26 @@ static void need_pair(void)
 
 /* A link fault and its undoing, for lab-link. */
 static const char *const fault_do[] = { "down", "carrier-off", "loss" };
+
+/* The faults made, for the stalls per fault at the end. */
+struct soak_fault {
+	uint64_t at;
+	char what[48];
+};
+
+/* The longest stall of s that began in [from, to), 0 for none. */
+static uint64_t soak_stall_in(const struct soak_side *s, uint64_t from,
+			      uint64_t to)
+{
+	uint64_t worst = 0;
+
+	for (uint64_t i = 0; i < s->stalls && i < 256; i++)
+		if (s->stall_at[i] >= from && s->stall_at[i] < to &&
+		    s->stall_us[i] > worst)
+			worst = s->stall_us[i];
+	return worst;
+}
+
 static const char *const fault_undo[] = { "up", "carrier-on", "noloss" };
 
 static void soak(rift_polling polling, bool faults)
@@ -448,6 +473,7 @@ static void soak(rift_polling polling, bool faults)
 	const char *seed_env = getenv("RIFT_SOAK_SEED");
 	static struct soak_side srv, cli;
 	pthread_t ts, tc;
+	static struct soak_fault flog[512];
 	uint64_t seed, secs, start, end, nfaults = 0;
 	rift_config cfg;
 	char cmd[128];
@@ -508,6 +534,12 @@ static void soak(rift_polling polling, bool faults)
 		       (h_now_us() - start) / 1e6, fault_do[what], link);
 		wait_ms = 50 + (unsigned)(rand() % 1450);
 		printf("%u ms\n", wait_ms);
+		if (nfaults < 512) {
+			flog[nfaults].at = h_now_us();
+			snprintf(flog[nfaults].what, sizeof(flog[0].what),
+				 "%s link%d for %u ms", fault_do[what], link,
+				 wait_ms);
+		}
 		fflush(stdout);
 		atomic_store(&soak_fault_link, link);
 		if (system(cmd) != 0)
@@ -544,6 +576,29 @@ static void soak(rift_polling polling, bool faults)
 	       (h_now_us() - start) / 1e6, nfaults);
 	soak_print_side(&cli);
 	soak_print_side(&srv);
+	if (faults) {
+		/* Stalls over 1 s per fault: those that began between the
+		 * fault and the next one. */
+		uint64_t with = 0;
+
+		for (uint64_t i = 0; i < nfaults && i < 512; i++) {
+			uint64_t to = i + 1 < nfaults && i + 1 < 512
+					      ? flog[i + 1].at
+					      : UINT64_MAX;
+			uint64_t c = soak_stall_in(&cli, flog[i].at, to);
+			uint64_t v = soak_stall_in(&srv, flog[i].at, to);
+
+			if (!c && !v)
+				continue;
+			with++;
+			printf("soak: fault %" PRIu64 " (%s): stall client "
+			       "%.2f s, server %.2f s\n",
+			       i + 1, flog[i].what, c / 1e6, v / 1e6);
+		}
+		printf("soak: %" PRIu64 " of %" PRIu64
+		       " faults stalled delivery over 1 s\n",
+		       with, nfaults);
+	}
 	/* What the devices counted (retries, sequence errors...): nonzero
 	 * hw_counters of every rxe device. */
 	fflush(stdout);
@@ -564,6 +619,20 @@ static void soak(rift_polling polling, bool faults)
 		   "$(basename $(dirname $n)) $t $r; done; echo; "
 		   "dmesg | grep -i rxe | tail -5") != 0)
 		printf("(no drop counters)\n");
+	if (faults && strcmp(rt_cm(), "tcp") != 0) {
+		/* Whether rdma_cm still connects over each link (rping, a
+		 * process of its own): after link flaps rxe (6.1) can stop
+		 * sending CM packets from a device, which then takes
+		 * connection requests and never answers them. */
+		fflush(stdout);
+		if (system("for l in 0 1; do eval a=\\$RIFT_LAB_SERVER_ADDR$l; "
+			   "(timeout 6 rping -s -a $a -C 1 >/dev/null 2>&1 &); "
+			   "sleep 0.5; if timeout 5 rping -c -a $a -C 1 "
+			   ">/dev/null 2>&1; then r=ok; else r=BROKEN; fi; "
+			   "printf 'soak: rdma_cm over link%s after the run: "
+			   "%s\\n' $l $r; sleep 1; done") != 0)
+			printf("soak: (no rping)\n");
+	}
 	if (srv.fail[0] || cli.fail[0])
 		FAIL("%s%s%s", srv.fail, srv.fail[0] ? "; " : "", cli.fail);
 	if (cli.died || srv.died || cli.errors)
