@@ -34,10 +34,13 @@ TEST_T(memlock_too_low_is_an_actionable_error)
 
 	need_rdma();
 	cfg.retries = 0;
+	/* Lowering works even for root; the lab runs tests as root.  Before
+	 * the context first uses RDMA: that readies (registers on) every
+	 * device, and a failure there is only a debug line; the connect
+	 * that needs the device says why. */
+	CHECK_EQ(setrlimit(RLIMIT_MEMLOCK, &rl), 0);
 	ctx = h_ctx(&cfg);
 	l = h_listen(ctx, &srv);
-	/* Lowering works even for root; the lab runs tests as root. */
-	CHECK_EQ(setrlimit(RLIMIT_MEMLOCK, &rl), 0);
 	h_connect(ctx, rift_listener_port(l), &cli);
 	CHECK(h_wait(ctx, &cli.errors, 10000));
 	CHECK_EQ(cli.last_status, RIFT_EMEMLOCK);
@@ -58,16 +61,18 @@ TEST_T(reg_mr_failure_under_auto_falls_back_with_reason)
 	char url[128];
 
 	need_rdma();
+	/* Every registration fails: the context's first use of RDMA (the
+	 * listener) readies the device, quietly, and each of the client's
+	 * 1 + retries attempts tries again. */
+	rift__fault_arm(RIFT_FAULT_IBV_REG_MR, 1, 100);
 	snprintf(url, sizeof(url), "auto://%s:0", rt_host());
 	CHECK_EQ(rift_listen(ctx, url, &h_callbacks, &srv, h_accept_side, &l), 0);
-	/* Every client registration fails (1 + retries attempts). */
-	rift__fault_arm(RIFT_FAULT_IBV_REG_MR, 1, 3);
 	snprintf(url, sizeof(url), "auto://%s:%d", rt_host(),
 		 rift_listener_port(l));
 	CHECK_EQ(rift_connect(ctx, url, &h_callbacks, &cli, &c), 0);
 	cli.conn = c;
 	h_connected(ctx, &cli);
-	CHECK_EQ(rift__fault_fired(RIFT_FAULT_IBV_REG_MR), 3);
+	CHECK(rift__fault_fired(RIFT_FAULT_IBV_REG_MR) >= 3);
 	CHECK_EQ(rift_conn_transport(c), RIFT_TRANSPORT_TCP);
 	CHECK_EQ(rift_conn_fallback_reason(c), RIFT_FALLBACK_REG_MR);
 	rift_ctx_stats_init(&st);
