@@ -443,6 +443,24 @@ static void need_pair(void)
 		SKIP("needs the lab's pair topology (two links)");
 }
 
+/* The default configuration, in the cm mode of this run (--cm). */
+static void soak_config(rift_config *cfg)
+{
+	rift_config_init(cfg);
+	if (strcmp(rt_cm(), "tcp") == 0)
+		cfg->cm = RIFT_CM_TCP;
+}
+
+/* lab-link what link ("down link0", ...); the test fails if it does. */
+static void lab_link(const char *what, const char *link)
+{
+	char cmd[96];
+
+	snprintf(cmd, sizeof(cmd), "lab-link %s %s >/dev/null", what, link);
+	if (system(cmd) != 0)
+		FAIL("%s failed", cmd);
+}
+
 /* A link fault and its undoing, for lab-link. */
 static const char *const fault_do[] = { "down", "carrier-off", "loss" };
 
@@ -491,10 +509,8 @@ static void soak(rift_polling polling, bool faults)
 	       faults ? "random single-link faults" : "healthy links", rt_cm(),
 	       secs, seed, seed);
 	srand((unsigned)seed);
-	rift_config_init(&cfg);
+	soak_config(&cfg);
 	cfg.polling = polling;
-	if (strcmp(rt_cm(), "tcp") == 0)
-		cfg.cm = RIFT_CM_TCP;
 	/* RIFT_<SECTION>_<KEY> tries another setting on the same workload. */
 	CHECK_EQ(rift_config_env(&cfg, cmd, sizeof(cmd)), 0);
 	memset(&srv, 0, sizeof(srv));
@@ -528,8 +544,6 @@ static void soak(rift_polling polling, bool faults)
 			continue;
 		}
 		usleep(wait_ms * 1000u);
-		snprintf(cmd, sizeof(cmd), "lab-link %s link%d >/dev/null",
-			 fault_do[what], link);
 		printf("soak: %.3f s (+%.2f) %s link%d for ", h_now_us() / 1e6,
 		       (h_now_us() - start) / 1e6, fault_do[what], link);
 		wait_ms = 50 + (unsigned)(rand() % 1450);
@@ -542,13 +556,9 @@ static void soak(rift_polling polling, bool faults)
 		}
 		fflush(stdout);
 		atomic_store(&soak_fault_link, link);
-		if (system(cmd) != 0)
-			FAIL("%s failed", cmd);
+		lab_link(fault_do[what], link ? "link1" : "link0");
 		usleep(wait_ms * 1000u);
-		snprintf(cmd, sizeof(cmd), "lab-link %s link%d >/dev/null",
-			 fault_undo[what], link);
-		if (system(cmd) != 0)
-			FAIL("%s failed", cmd);
+		lab_link(fault_undo[what], link ? "link1" : "link0");
 		atomic_store(&soak_back_us[link], h_now_us());
 		atomic_store(&soak_fault_link, -1);
 		nfaults++;
@@ -736,12 +746,9 @@ TEST_TIMEOUT(loop_never_blocks_on_a_dead_link, 120)
 	rift_listener *l = NULL;
 	uint64_t end, longest = 0, cut_us = 0, changed_us = 0;
 	const char *link = "link0";
-	char cmd[96];
 
 	need_pair();
-	rift_config_init(&cfg);
-	if (strcmp(rt_cm(), "tcp") == 0)
-		cfg.cm = RIFT_CM_TCP;
+	soak_config(&cfg);
 	ctx = h_ctx(&cfg);
 	c = one_ctx_session(ctx, "rdma", 11, &srv, &cli, &l);
 	end = h_now_us() + 8000000u;
@@ -762,16 +769,13 @@ TEST_TIMEOUT(loop_never_blocks_on_a_dead_link, 120)
 			/* Carrier loss on the client's end of its link:
 			 * the server's side of the veth goes down. */
 			link = soak_link(&cli);
-			snprintf(cmd, sizeof(cmd),
-				 "lab-link carrier-off %s >/dev/null", link);
-			CHECK_EQ(system(cmd), 0);
+			lab_link("carrier-off", link);
 			cut_us = h_now_us();
 		}
 		if (cut_us && !changed_us && cli.path_changed)
 			changed_us = h_now_us();
 	}
-	snprintf(cmd, sizeof(cmd), "lab-link carrier-on %s >/dev/null", link);
-	CHECK_EQ(system(cmd), 0);
+	lab_link("carrier-on", link);
 	printf("longest turn of the loop after the cut: %.1f ms; "
 	       "re-attached %.1f ms after it; path_down %d changed %d\n",
 	       longest / 1e3,
@@ -805,19 +809,15 @@ TEST_TIMEOUT(failover_finds_its_device_ready, 120)
 	rift_listener *l = NULL;
 	uint64_t end, cut_us = 0;
 	const char *link = "link0";
-	char cmd[96];
 
 	need_pair();
-	rift_config_init(&cfg);
-	if (strcmp(rt_cm(), "tcp") == 0)
-		cfg.cm = RIFT_CM_TCP;
+	soak_config(&cfg);
 	ctx = h_ctx(&cfg);
 	c = one_ctx_session(ctx, "rdma", 31, &srv, &cli, &l);
 	rift_ctx_stats_init(&before);
 	rift_ctx_stats_get(ctx, &before);
 	link = soak_link(&cli);
-	snprintf(cmd, sizeof(cmd), "lab-link down %s >/dev/null", link);
-	CHECK_EQ(system(cmd), 0);
+	lab_link("down", link);
 	cut_us = h_now_us();
 	end = cut_us + 20000000u;
 	while (h_now_us() < end && !cli.disconnected && !cli.path_changed) {
@@ -825,8 +825,7 @@ TEST_TIMEOUT(failover_finds_its_device_ready, 120)
 		soak_pump(&srv);
 		rift_ctx_run(ctx, 1);
 	}
-	snprintf(cmd, sizeof(cmd), "lab-link up %s >/dev/null", link);
-	CHECK_EQ(system(cmd), 0);
+	lab_link("up", link);
 	rift_ctx_stats_init(&after);
 	rift_ctx_stats_get(ctx, &after);
 	printf("re-attached %.1f ms after the cut; shared CQs %llu before, "
@@ -859,22 +858,20 @@ TEST_TIMEOUT(connect_over_a_down_link_says_so, 120)
 	uint64_t end;
 
 	need_pair();
-	rift_config_init(&cfg);
+	soak_config(&cfg);
 	cfg.retries = 0;
-	if (strcmp(rt_cm(), "tcp") == 0)
-		cfg.cm = RIFT_CM_TCP;
 	ctx = h_ctx(&cfg);
 	memset(&cli, 0, sizeof(cli));
 	cli.name = "client";
 	cli.peer = &cli;
-	CHECK_EQ(system("lab-link down link1 >/dev/null"), 0);
+	lab_link("down", "link1");
 	snprintf(url, sizeof(url), "rdma://%s:7999",
 		 getenv("RIFT_LAB_SERVER_ADDR1"));
 	CHECK_EQ(rift_connect(ctx, url, &soak_cbs, &cli, &c), 0);
 	end = h_now_us() + 10000000u;
 	while (!cli.errors && !cli.connected && h_now_us() < end)
 		rift_ctx_run(ctx, 5);
-	CHECK_EQ(system("lab-link up link1 >/dev/null"), 0);
+	lab_link("up", "link1");
 	printf("connect over a down link: %s\n", rift_conn_last_error(c));
 	CHECK(cli.errors == 1);
 	CHECK_EQ(cli.err_status, RIFT_ENETUNREACH);
@@ -902,7 +899,6 @@ TEST_TIMEOUT(tcp_path_break_is_noticed_by_its_socket, 120)
 	rift_listener *l = NULL;
 	uint64_t end, cut_us = 0, down_us = 0;
 	const char *link = NULL;
-	char cmd[96];
 
 	need_pair();
 	rift_config_init(&cfg);
@@ -915,19 +911,14 @@ TEST_TIMEOUT(tcp_path_break_is_noticed_by_its_socket, 120)
 		rift_ctx_run(ctx, 1);
 		if (!cut_us && h_now_us() + 11000000u > end) {
 			link = soak_link(&cli);
-			snprintf(cmd, sizeof(cmd), "lab-link loss %s >/dev/null",
-				 link);
-			CHECK_EQ(system(cmd), 0);
+			lab_link("loss", link);
 			cut_us = h_now_us();
 		}
 		if (cut_us && !down_us && cli.path_down)
 			down_us = h_now_us();
 	}
-	if (link) {
-		snprintf(cmd, sizeof(cmd), "lab-link noloss %s >/dev/null",
-			 link);
-		CHECK_EQ(system(cmd), 0);
-	}
+	if (link)
+		lab_link("noloss", link);
 	printf("tcp path down %.0f ms after the cut: %s\n",
 	       down_us ? (down_us - cut_us) / 1e3 : -1.0, cli.downs[0]);
 	if (cli.disconnected)
