@@ -130,7 +130,10 @@ CM_TCP_TESTS := path_cut echo_ single_64mib zero_byte close_tells \
 # suite: about 1 run in 27 still ends the session in the lab (an rxe
 # packet storm that starves the loop, or rdma_cm broken on a device after
 # link flaps; issue 12's notes).  RIFT_SOAK_SECONDS and RIFT_SOAK_SEED
-# (printed) replay one.
+# (printed) replay one.  Last, a client whose rdma_cm gets no answer
+# attaches through the listener's cm=tcp side channel; it leaves rdma_cm
+# silent on the client's link1 device for the rest of the boot (rxe 6.1),
+# so nothing runs after it.
 PAIR_TESTS := link_cut port_down loop_never connect_over tcp_path_break \
   failover_finds soak_healthy
 test-lab: $(BUILD)/tst/rift-tests
@@ -141,7 +144,8 @@ test-lab: $(BUILD)/tst/rift-tests
 	    build/tst/rift-tests --transport rdma --cm tcp --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 $(CM_TCP_TESTS)'
 	tests/lab/lab run --topo pair --timeout 1800 -- \
 	  sh -c 'build/tst/rift-tests --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 $(PAIR_TESTS) && \
-	    build/tst/rift-tests --transport rdma --cm tcp --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 $(PAIR_TESTS)'
+	    build/tst/rift-tests --transport rdma --cm tcp --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 $(PAIR_TESTS) && \
+	    build/tst/rift-tests --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 silent_rdma_cm'
 
 # Install into a staging dir and build an example the way users will:
 # pkg-config and the shared library, nothing from the source tree.

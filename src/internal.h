@@ -182,6 +182,13 @@ struct rift__transport_ops {
 	/* Start connecting a new path; conn_path_connected/failed follow. */
 	int (*connect)(rift_ctx *ctx, const struct sockaddr *sa, socklen_t len,
 		       rift__path **out);
+	/* The same through the transport's other way of setting a path up
+	 * (verbs: the cm=tcp side channel when rdma.cm is rdmacm), for an
+	 * address where the first way got no answer; NULL when there is
+	 * none.  RIFT_ENOTSUP when the configuration has none. */
+	int (*connect_alt)(rift_ctx *ctx, const struct sockaddr *sa,
+			   socklen_t len, rift__path **out);
+	const char *alt_name;   /* for messages: "cm=tcp" */
 	int (*listen)(rift_listener *l, const struct sockaddr *sa,
 		      socklen_t len);
 	void (*listen_close)(rift_listener *l);
@@ -259,6 +266,7 @@ struct rift__path {
 	char error_text[96];    /* ERROR frame text */
 	rift_fallback_reason fb_reason; /* why setup failed, for auto:// */
 	uint32_t limit_ms;      /* bound of its connect and handshake, ms */
+	bool alt;               /* client: set up by ops->connect_alt */
 	uint64_t last_rx_us;    /* last byte received */
 	uint64_t last_tx_us;    /* last byte sent */
 	/* The last DATA frame encoded for this path (sender: wire order is

@@ -413,24 +413,36 @@ static int attempt_start(rift_conn *conn, unsigned i, uint64_t limit,
 	char addr[80];
 	int rc;
 
+	bool alt = conn->ops->connect_alt && (conn->alt_addrs >> i & 1u);
+
 	rift__sockaddr_str((const struct sockaddr *)&conn->addrs[i], addr,
 			   sizeof(addr));
-	RIFT_DEBUG("%s://%s: attempt (bound %llu ms)", conn->ops->name, addr,
+	RIFT_DEBUG("%s://%s%s%s: attempt (bound %llu ms)", conn->ops->name,
+		   addr, alt ? " via " : "", alt ? conn->ops->alt_name : "",
 		   (unsigned long long)limit);
 	rift__metrics_connect_attempt(conn);
 	ctx->errmsg[0] = '\0'; /* what a failing connect says, below */
 	if (rift__fault_hit(RIFT_FAULT_TCP_CONNECT) && conn->ops->kind == RIFT_TRANSPORT_TCP)
 		rc = RIFT_ECONNREFUSED;
+	else if (alt)
+		rc = conn->ops->connect_alt(ctx, (const struct sockaddr *)&conn->addrs[i],
+					    conn->addr_lens[i], &p);
 	else
 		rc = conn->ops->connect(ctx, (const struct sockaddr *)&conn->addrs[i],
 					conn->addr_lens[i], &p);
 	if (rc) {
-		rift__conn_error(conn, "%s://%s: connect: %s", conn->ops->name,
-				 addr, ctx->errmsg[0] ? ctx->errmsg
-						      : rift_strerror(rc));
+		rift__conn_error(conn, "%s://%s%s%s%s: connect: %s",
+				 conn->ops->name, addr, alt ? " (" : "",
+				 alt ? conn->ops->alt_name : "", alt ? ")" : "",
+				 ctx->errmsg[0] ? ctx->errmsg : rift_strerror(rc));
+		if (alt)
+			conn->alt_addrs &= ~(1u << i);
 		return rc;
 	}
-	snprintf(p->peer, sizeof(p->peer), "%s://%s", conn->ops->name, addr);
+	p->alt = alt;
+	snprintf(p->peer, sizeof(p->peer), "%s://%s%s%s%s", conn->ops->name,
+		 addr, alt ? " (" : "", alt ? conn->ops->alt_name : "",
+		 alt ? ")" : "");
 	p->conn = conn;
 	p->limit_ms = (uint32_t)limit;
 	rift_timer_start(&p->timer, limit, 0);

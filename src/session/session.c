@@ -351,9 +351,34 @@ void rift__conn_attempt_failed(rift_conn *conn, int err)
 	rift_timer_start(&conn->retry_timer, delay, 0);
 }
 
+/*
+ * A client attempt to address idx failed before the transport connected.
+ * No answer at all (its bound ran out) may mean the way it was set up
+ * is what is broken, not the address (rdma_connect_alt_op): the next
+ * attempt there goes the other way, and back again after another
+ * silence.  The other way failing for any other reason (a peer that
+ * does not take it) ends its use there.
+ */
+static void boot_learn(rift_conn *conn, const rift__path *p, unsigned idx,
+		       int err)
+{
+	uint32_t bit = 1u << idx;
+
+	if (!conn->ops->connect_alt || p->state != RIFT_PATH_CONNECTING)
+		return;
+	if (err == RIFT_ETIMEDOUT)
+		conn->alt_addrs ^= bit;
+	else if (p->alt)
+		conn->alt_addrs &= ~bit;
+}
+
 static void path_lost(rift_conn *conn, rift__path *p, int err)
 {
 	rift_ctx *ctx = conn->ctx;
+
+	if (conn->is_client && (p == conn->racer || p == conn->path))
+		boot_learn(conn, p, p == conn->racer ? conn->racer_idx
+						     : conn->addr_idx, err);
 
 	if (p == conn->racer) {
 		/* The racing attempt failed: the other one goes on. */

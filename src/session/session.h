@@ -54,6 +54,10 @@ struct rift_conn {
 	uint64_t setup_srtt_us; /* smoothed time attempts took to attach */
 	uint64_t setup_var_us;  /* its mean deviation */
 	unsigned timeouts;      /* attempts since the last attach that timed out */
+	/* Addresses (bits) whose next attempt uses ops->connect_alt: the
+	 * last attempt there by the other way got no answer (session.c,
+	 * boot_learn). */
+	uint32_t alt_addrs;
 	rift_timer retry_timer; /* client: next attempt; server: grace */
 	/* A second attempt racing the current one (conn.c, "racing"). */
 	rift__path *racer;

@@ -254,15 +254,60 @@ static void mismatch(const char *scheme, rift_cm lcm, rift_cm ccm,
 TEST_T(cm_modes_that_differ_fail_clearly)
 {
 	need_rdma();
-	/* No TCP listener at all on that port. */
-	mismatch("rdma", RIFT_CM_RDMACM, RIFT_CM_TCP,
-		 "is the peer listening with rdma.cm = rdmacm?");
-	/* auto://'s TCP twin answers with a rift ERROR frame. */
-	mismatch("auto", RIFT_CM_RDMACM, RIFT_CM_TCP,
-		 "is it listening with rdma.cm = rdmacm?");
 	/* The cm=tcp listener rejects rdma_cm requests with a reason. */
 	mismatch("rdma", RIFT_CM_TCP, RIFT_CM_RDMACM,
 		 "the peer's listener uses rdma.cm = tcp");
+}
+
+/*
+ * An rdma_cm listener takes cm=tcp bootstraps on its TCP port too (a
+ * client whose rdma_cm gets no answer attaches that way): a cm=tcp
+ * client attaches over RDMA, at rdma:// and at auto://, whose side
+ * channel also serves the TCP fallback.
+ */
+static void cm_tcp_client_at(const char *scheme)
+{
+	rift_config lc = cfg_cm(RIFT_CM_RDMACM), cc = cfg_cm(RIFT_CM_TCP);
+	struct side srv = { .verify = true, .seed = 5, .max_size = 9000 };
+	struct side cli = { 0 };
+	rift_ctx *sctx, *cctx;
+	rift_listener *l = NULL;
+	rift_conn *conns[1];
+	char url[160];
+
+	sctx = h_ctx(&lc);
+	cctx = h_ctx(&cc);
+	snprintf(url, sizeof(url), "%s://%s:0", scheme, rt_host());
+	CHECK_EQ(rift_listen(sctx, url, &h_callbacks, &srv, h_accept_side, &l),
+		 0);
+	snprintf(url, sizeof(url), "rdma://%s:%d", rt_host(),
+		 rift_listener_port(l));
+	CHECK_EQ(rift_connect(cctx, url, &h_callbacks, &cli, &cli.conn), 0);
+	if (!wait2(sctx, cctx, &cli.connected, 10000))
+		FAIL("%s listener (rdmacm), cm=tcp client: not connected after "
+		     "10 s: %s", scheme, cli.last_message);
+	CHECK_EQ(rift_conn_transport(cli.conn), RIFT_TRANSPORT_RDMA);
+	for (uint64_t i = 0; i < 50; i++)
+		CHECK_EQ(h_send(cli.conn, 5, i, 9000), 0);
+	for (uint64_t end = h_now_us() + 10000000u;
+	     srv.recv_count < 50 && h_now_us() < end;) {
+		rift_ctx_run(sctx, 2);
+		rift_ctx_run(cctx, 2);
+	}
+	CHECK_EQ(srv.recv_count, 50u);
+	CHECK_EQ(srv.bad, 0u);
+	CHECK_EQ(rift_conn_transport(srv.conn), RIFT_TRANSPORT_RDMA);
+	conns[0] = cli.conn;
+	h_teardown(cctx, NULL, conns, 1);
+	conns[0] = srv.conn;
+	h_teardown(sctx, l, conns, 1);
+}
+
+TEST_T(an_rdmacm_listener_takes_cm_tcp_clients)
+{
+	need_rdma();
+	cm_tcp_client_at("rdma");
+	cm_tcp_client_at("auto");
 }
 
 /* ---- hostile bootstraps ---- */

@@ -27,6 +27,8 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "internal.h"
+#include "session/session.h"
 
 #define SOAK_MAX (256u << 10)
 #define SOAK_RNDV (64u << 10)
@@ -881,6 +883,105 @@ TEST_TIMEOUT(connect_over_a_down_link_says_so, 120)
 
 		h_teardown(ctx, NULL, conns, 1);
 	}
+}
+
+/* Does rdma_cm connect over the server's address a (rping, a process of
+ * its own)? */
+static bool rping_ok(const char *a)
+{
+	char cmd[256];
+
+	snprintf(cmd, sizeof(cmd),
+		 "(timeout 6 rping -s -a %s -C 1 >/dev/null 2>&1 &); sleep 0.5; "
+		 "timeout 5 rping -c -a %s -C 1 >/dev/null 2>&1", a, a);
+	return system(cmd) == 0;
+}
+
+/*
+ * rxe (6.1) stops receiving CM packets on a device whose CM sent one while
+ * the device's link was down (rdma_connect_alt_op in rdma.c says how): a
+ * connection closed then leaves rdma_cm silent on that device for good,
+ * while its RC QPs work.  A client that gets no answer from rdma_cm tries
+ * the listener's cm=tcp side channel on the same port next and attaches
+ * over RDMA; before, every attempt timed out and the connect failed.
+ */
+TEST_TIMEOUT(silent_rdma_cm_attaches_by_the_side_channel, 120)
+{
+	struct side srv = { .verify = true, .seed = 3, .max_size = 9000 };
+	struct side first = { 0 }, cli = { 0 };
+	const char *a1 = getenv("RIFT_LAB_SERVER_ADDR1");
+	rift_config cfg;
+	rift_ctx *sctx, *cctx;
+	rift_listener *l = NULL;
+	rift_conn *conns[2], *old;
+	char url[128];
+	uint64_t t0, took, end;
+	bool cm_ok;
+
+	need_pair();
+	if (strcmp(rt_cm(), "tcp") == 0)
+		SKIP("rdma_cm only: cm=tcp needs no CM packet");
+	soak_config(&cfg);
+	sctx = h_ctx(&cfg);
+	snprintf(url, sizeof(url), "rdma://%s:0", a1);
+	CHECK_EQ(rift_listen(sctx, url, &h_callbacks, &srv, h_accept_side, &l),
+		 0);
+	snprintf(url, sizeof(url), "rdma://%s:%d", a1, rift_listener_port(l));
+	/* A connection over link1, closed while the link is down. */
+	cctx = h_ctx(&cfg);
+	CHECK_EQ(rift_connect(cctx, url, &h_callbacks, &first, &first.conn), 0);
+	for (end = h_now_us() + 10000000u; !first.connected && h_now_us() < end;) {
+		rift_ctx_run(sctx, 2);
+		rift_ctx_run(cctx, 2);
+	}
+	if (!first.connected)
+		FAIL("first connection: %s", rift_conn_last_error(first.conn));
+	lab_link("down", "link1");
+	conns[0] = first.conn;
+	h_teardown(cctx, NULL, conns, 1);
+	for (end = h_now_us() + 500000u; h_now_us() < end;)
+		rift_ctx_run(sctx, 5);
+	lab_link("up", "link1");
+	cm_ok = rping_ok(a1);
+	printf("rdma_cm over link1 after the close: %s\n",
+	       cm_ok ? "answers" : "silent (rping fails)");
+	/* Its server side may hold the session for its grace time. */
+	old = srv.conn;
+	srv.conn = NULL;
+	srv.connected = 0;
+
+	cctx = h_ctx(&cfg);
+	t0 = h_now_us();
+	CHECK_EQ(rift_connect(cctx, url, &h_callbacks, &cli, &cli.conn), 0);
+	for (end = t0 + 30000000u; !cli.connected && !cli.errors &&
+				   h_now_us() < end;) {
+		rift_ctx_run(sctx, 2);
+		rift_ctx_run(cctx, 2);
+	}
+	took = h_now_us() - t0;
+	if (!cli.connected)
+		FAIL("not connected after %.1f s (rdma_cm %s): %s",
+		     took / 1e6, cm_ok ? "answers" : "silent",
+		     rift_conn_last_error(cli.conn));
+	printf("connected in %.2f s over %s\n", took / 1e6,
+	       cli.conn->path->peer);
+	CHECK_EQ(rift_conn_transport(cli.conn), RIFT_TRANSPORT_RDMA);
+	if (!cm_ok)
+		CHECK(cli.conn->path->alt);
+	for (uint64_t i = 0; i < 20; i++)
+		CHECK_EQ(h_send(cli.conn, 3, i, 9000), 0);
+	for (end = h_now_us() + 10000000u;
+	     srv.recv_count < 20 && h_now_us() < end;) {
+		rift_ctx_run(sctx, 2);
+		rift_ctx_run(cctx, 2);
+	}
+	CHECK_EQ(srv.recv_count, 20u);
+	CHECK_EQ(srv.bad, 0u);
+	conns[0] = cli.conn;
+	h_teardown(cctx, NULL, conns, 1);
+	conns[0] = srv.conn;
+	conns[1] = old;
+	h_teardown(sctx, l, conns, 2);
 }
 
 /*

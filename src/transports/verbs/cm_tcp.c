@@ -269,8 +269,9 @@ static void finish_connect(struct rift__cmtcp *tc)
 	if (err == ECONNREFUSED) {
 		tc_fail(tc, RIFT_ECONNREFUSED, RIFT_FALLBACK_REJECTED,
 			"cm=tcp side channel to %s: connection refused: no "
-			"cm=tcp listener on that TCP port (is the peer "
-			"listening with rdma.cm = rdmacm?)",
+			"cm=tcp listener on that TCP port (the peer takes "
+			"rdma_cm only: an older rift, or its TCP port is held "
+			"by another program)",
 			tc->addr);
 		return;
 	}
@@ -384,7 +385,7 @@ static void read_boot(struct rift__cmtcp *tc)
 					RIFT_FALLBACK_PEER_NO_RDMA,
 					"the peer closed the cm=tcp side channel "
 					"without a bootstrap (%s)",
-					"is it listening with rdma.cm = rdmacm?");
+					"does it take rdma_cm only?");
 			} else {
 				tc_fail(tc, RIFT_ECONNRESET, RIFT_FALLBACK_NONE,
 					"%s", "side channel closed before a bootstrap");
@@ -400,8 +401,8 @@ static void read_boot(struct rift__cmtcp *tc)
 			tc_fail(tc, RIFT_ECONNREFUSED, RIFT_FALLBACK_PEER_NO_RDMA,
 				"%s", "the peer answered the cm=tcp bootstrap "
 				"with a rift TCP frame: its port serves TCP "
-				"sessions, not cm=tcp (is it listening with "
-				"rdma.cm = rdmacm?)");
+				"sessions, not cm=tcp (does it take rdma_cm "
+				"only?)");
 			return;
 		}
 	}

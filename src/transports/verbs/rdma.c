@@ -208,6 +208,7 @@ struct rdma_listener {
 	rift_listener *l;
 	struct rdma_cm_id *id; /* rdmacm: listening; cm=tcp: rejects rdma_cm */
 	struct rift__cmtcp_listener *tl; /* cm=tcp side channel */
+	bool cm_tcp;            /* rdma.cm = tcp: rdma_cm only to refuse */
 	/* prepared-QP pool (rdma.qp_pool_count) */
 	struct rift__list prep;      /* struct qp_res, ready */
 	uint32_t n_prep;
@@ -3893,7 +3894,7 @@ static void listener_cm_event(struct rdma_listener *rl, struct rdma_cm_event *ev
 		   rift__vb_cm_event_str(ev->event));
 	if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST)
 		return;
-	if (rl->tl) {
+	if (rl->cm_tcp) {
 		/* cm=tcp listens for rdma_cm only to say so. */
 		RIFT_DEBUG("rdma_cm request at a cm=tcp listener: rejected");
 		rej = RIFT_REJ_CM_TCP;
@@ -4001,8 +4002,8 @@ static void cm_io_cb(rift__io *io, uint32_t revents)
 
 /* ---- ops ---- */
 
-static int rdma_connect_op(rift_ctx *ctx, const struct sockaddr *sa,
-			   socklen_t len, rift__path **out)
+static int connect_cm(rift_ctx *ctx, const struct sockaddr *sa,
+		      socklen_t len, rift_cm cm, rift__path **out)
 {
 	struct rift__rdma_ctx *r;
 	struct rdma_path *rp;
@@ -4015,7 +4016,7 @@ static int rdma_connect_op(rift_ctx *ctx, const struct sockaddr *sa,
 	rp = path_new(ctx, true);
 	if (!rp)
 		return RIFT_ENOMEM;
-	if (ctx->cfg.cm == RIFT_CM_TCP) {
+	if (cm == RIFT_CM_TCP) {
 		/* The side channel goes to the same address and port. */
 		rc = rift__cmtcp_connect(&rp->base, sa, len, &rp->tc);
 		if (rc == RIFT_EINVAL || rc == RIFT_ENETUNREACH) {
@@ -4057,6 +4058,29 @@ static int rdma_connect_op(rift_ctx *ctx, const struct sockaddr *sa,
 	return 0;
 }
 
+static int rdma_connect_op(rift_ctx *ctx, const struct sockaddr *sa,
+			   socklen_t len, rift__path **out)
+{
+	return connect_cm(ctx, sa, len, ctx->cfg.cm, out);
+}
+
+/*
+ * rdma_cm got no answer from an address: rift listeners also take the
+ * cm=tcp bootstrap on their port (rdma_listen_op), which needs no CM
+ * packet at all.  rxe (Linux 6.1) can stop receiving CM packets on a
+ * device for good: a CM message sent while the device's link is down
+ * fails its route lookup, the GSI QP goes to the error state, and the
+ * MAD layer's recovery (SQE -> RTS) brings back its send side only, so
+ * every later CM reply to that device is dropped.  Its RC QPs work.
+ */
+static int rdma_connect_alt_op(rift_ctx *ctx, const struct sockaddr *sa,
+			       socklen_t len, rift__path **out)
+{
+	if (ctx->cfg.cm != RIFT_CM_RDMACM)
+		return RIFT_ENOTSUP;
+	return connect_cm(ctx, sa, len, RIFT_CM_TCP, out);
+}
+
 static bool wildcard(const struct sockaddr *sa)
 {
 	uint8_t g[16];
@@ -4092,6 +4116,7 @@ static int listen_tcp(struct rdma_listener *rl, const struct sockaddr *sa,
 	rc = rift__cmtcp_listen(l, sa, len, l->auto_scheme, &rl->tl);
 	if (rc)
 		return rc;
+	rl->cm_tcp = true;
 	l->tcp_shared = l->auto_scheme;
 	memcpy(&ss, sa, len);
 	if (ss.ss_family == AF_INET6)
@@ -4106,6 +4131,43 @@ static int listen_tcp(struct rdma_listener *rl, const struct sockaddr *sa,
 		rift__vb_id_destroy(rl->id);
 		rl->id = NULL;
 	}
+	return 0;
+}
+
+/*
+ * An rdma_cm listener takes the cm=tcp bootstrap too, on the same port
+ * over TCP: a client whose rdma_cm gets no answer attaches through it
+ * (rdma_connect_alt_op says why rdma_cm can fall silent), and a cm=tcp
+ * client needs no matching configuration.  auto://: that socket serves
+ * the TCP fallback as well (no twin listener), as with cm=tcp.  Without
+ * auto:// the side channel is best effort: when something else holds
+ * the TCP port, the listener takes rdma_cm only.
+ */
+static int side_channel(struct rdma_listener *rl, const struct sockaddr *sa,
+			socklen_t len)
+{
+	rift_listener *l = rl->l;
+	struct sockaddr_storage ss;
+	int port = l->port, rc;
+
+	memcpy(&ss, sa, len);
+	if (ss.ss_family == AF_INET6)
+		((struct sockaddr_in6 *)&ss)->sin6_port = htons((uint16_t)port);
+	else
+		((struct sockaddr_in *)&ss)->sin_port = htons((uint16_t)port);
+	rc = rift__cmtcp_listen(l, (struct sockaddr *)&ss, len, l->auto_scheme,
+				&rl->tl);
+	l->port = port;
+	if (rc && !l->auto_scheme) {
+		RIFT_DEBUG("rdma listener on port %d: no cm=tcp side channel: "
+			   "%s", port, l->ctx->errmsg);
+		l->ctx->errmsg[0] = '\0';
+		rl->tl = NULL;
+		return 0;
+	}
+	if (rc)
+		return rc;
+	l->tcp_shared = l->auto_scheme;
 	return 0;
 }
 
@@ -4160,6 +4222,12 @@ static int rdma_listen_op(rift_listener *l, const struct sockaddr *sa,
 	l->port = bound->sa_family == AF_INET6
 			  ? ntohs(((const struct sockaddr_in6 *)bound)->sin6_port)
 			  : ntohs(((const struct sockaddr_in *)bound)->sin_port);
+	rc = side_channel(rl, sa, len);
+	if (rc) {
+		rift__vb_id_destroy(rl->id);
+		free(rl);
+		return rc;
+	}
 	pool_init(rl, rl->id->verbs, rl->id->port_num);
 	l->transport_state = rl;
 	return 0;
@@ -4569,6 +4637,8 @@ const struct rift__transport_ops rift__rdma_ops = {
 	.kind = RIFT_TRANSPORT_RDMA,
 	.available = rdma_available,
 	.connect = rdma_connect_op,
+	.connect_alt = rdma_connect_alt_op,
+	.alt_name = "cm=tcp",
 	.listen = rdma_listen_op,
 	.listen_close = rdma_listen_close,
 	.flush = rdma_flush,
