@@ -79,21 +79,28 @@ static int conn_stat_add(rift__path *p, bool write)
 
 static unsigned user_timeout_ms(const rift_config *c);
 
-static void read_fail(struct tcp_path *tp, ssize_t n, int err)
+/* The socket failed with err in a read or a write (what). */
+static void sock_fail(struct tcp_path *tp, const char *what, int err)
 {
 	rift__path *p = &tp->base;
 
-	if (n == 0)
-		rift__path_failed(p, RIFT_ECONNRESET,
-				  "peer closed the TCP connection");
-	else if (err == ETIMEDOUT)
+	if (err == ETIMEDOUT)
 		rift__path_failed(p, RIFT_ETIMEDOUT,
 				  "the peer acknowledged nothing sent for %u ms "
 				  "(TCP_USER_TIMEOUT)",
 				  user_timeout_ms(&p->ctx->cfg));
 	else
-		rift__path_failed(p, rift__from_errno(err), "read: %s",
+		rift__path_failed(p, rift__from_errno(err), "%s: %s", what,
 				  rift_strerror(rift__from_errno(err)));
+}
+
+static void read_fail(struct tcp_path *tp, ssize_t n, int err)
+{
+	if (n == 0)
+		rift__path_failed(&tp->base, RIFT_ECONNRESET,
+				  "peer closed the TCP connection");
+	else
+		sock_fail(tp, "read", err);
 }
 
 static void on_readable(struct tcp_path *tp)
@@ -194,8 +201,7 @@ static void tcp_flush(rift__path *p)
 				continue;
 			if (errno == EAGAIN)
 				break;
-			rift__path_failed(p, rift__from_errno(errno),
-					  "writev: %s", rift_strerror(rift__from_errno(errno)));
+			sock_fail(tp, "writev", errno);
 			return;
 		}
 		p->last_tx_us = p->ctx->now_us;
