@@ -31,6 +31,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +99,12 @@ struct rift__pool {
 					 in [lo, hi); atomic, only widens */
 	uint64_t large_bytes[2]; /* mapped by use (cached ones count as
 				    the use they were freed from), bytes */
+	/* The grower (grow_ahead): a thread that commits the next region
+	 * while the last one is being used.  Under mu. */
+	pthread_t grower;
+	pthread_cond_t grow_cv;
+	bool grower_started, grow_want, grow_stop;
+	uint64_t grown_ahead;   /* regions it committed */
 };
 
 static pthread_mutex_t global_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -230,6 +237,68 @@ static int commit_region(struct rift__pool *pool, char *err, size_t errlen)
 	}
 	__atomic_store_n(&pool->n_regions, i + 1, __ATOMIC_RELEASE);
 	return (int)i;
+}
+
+/*
+ * Growing ahead: committing a region means mapping it and registering it
+ * with every device, milliseconds per device (the kernel pins every
+ * page; 55-100 ms for 16 MiB on soft-RoCE under emulation), which an
+ * allocation on the loop thread would otherwise wait out in the middle
+ * of a send or an accept.  So when a carve uses the last committed
+ * region, a thread of the pool's own commits the next one (within
+ * pool.max, and only once a device is registered), and the allocation
+ * that needs it finds it ready.  An allocation that outruns it still
+ * grows the pool itself.  A failure here is quiet: the allocation that
+ * needs the region meets and reports it.
+ */
+static bool has_spare(const struct rift__pool *pool)
+{
+	for (size_t k = 0; k < pool->n_regions; k++)
+		if (pool->regions[k].cls < 0)
+			return true;
+	return false;
+}
+
+static void *grower_main(void *arg)
+{
+	struct rift__pool *pool = arg;
+	char err[160];
+
+	pthread_mutex_lock(&pool->mu);
+	for (;;) {
+		while (!pool->grow_want && !pool->grow_stop)
+			pthread_cond_wait(&pool->grow_cv, &pool->mu);
+		if (pool->grow_stop)
+			break;
+		pool->grow_want = false;
+		if (!has_spare(pool) && pool->n_regions < pool->max_regions &&
+		    commit_region(pool, err, sizeof(err)) >= 0)
+			pool->grown_ahead++;
+	}
+	pthread_mutex_unlock(&pool->mu);
+	return NULL;
+}
+
+/* pool->mu held. */
+static void grow_ahead(struct rift__pool *pool)
+{
+	if (has_spare(pool) || pool->n_regions >= pool->max_regions ||
+	    !pool->n_devs)
+		return;
+	if (!pool->grower_started) {
+		sigset_t all, old;
+
+		/* The thread takes no signal of the application's. */
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		pool->grower_started =
+			pthread_create(&pool->grower, NULL, grower_main, pool) == 0;
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		if (!pool->grower_started)
+			return;
+	}
+	pool->grow_want = true;
+	pthread_cond_signal(&pool->grow_cv);
 }
 
 /* Carve region i into blocks of class c onto bucket b (pool->mu held).
@@ -438,6 +507,7 @@ int rift__pool_get(const rift_config *cfg, const struct rift__pool_reg *ops,
 		goto out;
 	}
 	pthread_mutex_init(&pool->mu, NULL);
+	pthread_cond_init(&pool->grow_cv, NULL);
 	pool->refs = 1;
 	pool->gen = ++global_gen;
 	pool->ops = *ops;
@@ -487,6 +557,7 @@ int rift__pool_get(const rift_config *cfg, const struct rift__pool_reg *ops,
 fail:
 	if (pool->base)
 		munmap(pool->base, pool->reserved);
+	pthread_cond_destroy(&pool->grow_cv);
 	free(pool->buckets);
 	free(pool->regions);
 	free(pool);
@@ -506,6 +577,13 @@ void rift__pool_put(struct rift__pool *pool)
 	}
 	global_pool = NULL;
 	pthread_mutex_unlock(&global_mu);
+	pthread_mutex_lock(&pool->mu);
+	pool->grow_stop = true;
+	pthread_cond_signal(&pool->grow_cv);
+	pthread_mutex_unlock(&pool->mu);
+	if (pool->grower_started)
+		pthread_join(pool->grower, NULL);
+	pthread_cond_destroy(&pool->grow_cv);
 	for (size_t i = 0; i < pool->n_regions; i++) {
 		for (int d = 0; d < pool->n_devs; d++)
 			pool->ops.dereg(pool->regions[i].mr[d]);
@@ -658,6 +736,8 @@ void *rift__pool_alloc(struct rift__pool *pool, size_t len,
 					      "block table of a region");
 			i = RIFT_ENOMEM;
 		}
+		if (i >= 0)
+			grow_ahead(pool);
 		pthread_mutex_unlock(&pool->mu);
 		if (i < 0) {
 			__atomic_sub_fetch(&pool->in_use[use], pool->block[c],

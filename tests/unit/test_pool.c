@@ -5,6 +5,7 @@
  */
 #include <pthread.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "memory/pool.h"
 #include "../runner.h"
@@ -318,4 +319,82 @@ TEST(pool_slots_are_per_block_start_and_cleared_on_free)
 	free(heap);
 	rift__pool_put(p);
 	CHECK(!rift__pool_global_owns(a)); /* no pool any more */
+}
+
+/* A device that takes every registration and notes the thread that made
+ * it. */
+static pthread_t reg_main;
+static int regs_main, regs_other;
+static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static int fake_reg(void *dev, void *addr, size_t len, void **handle,
+		    uint32_t *lkey, uint32_t *rkey, char *err, size_t errlen)
+{
+	(void)dev, (void)addr, (void)len, (void)err, (void)errlen;
+	*handle = addr;
+	*lkey = *rkey = 1;
+	pthread_mutex_lock(&reg_mu);
+	if (pthread_equal(pthread_self(), reg_main))
+		regs_main++;
+	else
+		regs_other++;
+	pthread_mutex_unlock(&reg_mu);
+	return 0;
+}
+
+static int regs(int *n)
+{
+	int v;
+
+	pthread_mutex_lock(&reg_mu);
+	v = *n;
+	pthread_mutex_unlock(&reg_mu);
+	return v;
+}
+
+/*
+ * Registering a region costs milliseconds per device, which a send or an
+ * accept on the loop thread would wait out.  When an allocation takes the
+ * last committed region, the pool's own thread commits and registers the
+ * next, so the allocation that needs it registers nothing itself.
+ */
+TEST(pool_grows_ahead_of_need_off_the_allocating_thread)
+{
+	static const struct rift__pool_reg fake = { fake_reg, no_dereg };
+	rift_config cfg;
+	struct rift__pool *p = NULL;
+	struct rift__pool_usage u;
+	char err[256];
+	int rc, dev = 1;
+	void *a, *b;
+
+	reg_main = pthread_self();
+	regs_main = regs_other = 0;
+	rift_config_init(&cfg);
+	cfg.pool_initial = 0;
+	cfg.pool_increment = 2u << 20;
+	cfg.pool_max = 8u << 20;
+	if (rift__pool_get(&cfg, &fake, &p, err, sizeof(err)))
+		FAIL("pool: %s", err);
+	CHECK_EQ(rift__pool_add_device(p, &dev, err, sizeof(err)), 0);
+	/* The first region: nothing was committed ahead of it. */
+	a = rift__pool_alloc(p, 1, RIFT_POOL_SEND, &rc, err, sizeof(err));
+	CHECK(a != NULL);
+	CHECK_EQ(regs(&regs_main), 1);
+	for (int i = 0; i < 5000 && regs(&regs_other) < 1; i++)
+		usleep(1000);
+	CHECK_EQ(regs(&regs_other), 1);
+	rift__pool_usage(p, &u);
+	CHECK_EQ(u.regions, 2);
+	/* Another class needs a region: the one made ahead serves it. */
+	b = rift__pool_alloc(p, 65536, RIFT_POOL_SEND, &rc, err, sizeof(err));
+	CHECK(b != NULL);
+	CHECK_EQ(regs(&regs_main), 1);
+	/* And the next is on its way, up to pool.max (4 regions). */
+	for (int i = 0; i < 5000 && regs(&regs_other) < 2; i++)
+		usleep(1000);
+	CHECK_EQ(regs(&regs_other), 2);
+	rift__pool_free(p, a, RIFT_POOL_SEND);
+	rift__pool_free(p, b, RIFT_POOL_SEND);
+	rift__pool_put(p);
 }
