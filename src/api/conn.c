@@ -406,14 +406,14 @@ static uint64_t attempt_limit(rift_conn *conn)
  * failure leaves its reason in conn->last_error.
  */
 static int attempt_start(rift_conn *conn, unsigned i, uint64_t limit,
-			 rift__path **out)
+			 bool force_alt, rift__path **out)
 {
 	rift_ctx *ctx = conn->ctx;
 	rift__path *p = NULL;
 	char addr[80];
 	int rc;
-
-	bool alt = conn->ops->connect_alt && (conn->alt_addrs >> i & 1u);
+	bool alt = conn->ops->connect_alt &&
+		   (force_alt || (conn->alt_addrs >> i & 1u));
 
 	rift__sockaddr_str((const struct sockaddr *)&conn->addrs[i], addr,
 			   sizeof(addr));
@@ -456,7 +456,7 @@ void rift__conn_attempt(rift_conn *conn)
 	rift__path *p = NULL;
 	int rc;
 
-	rc = attempt_start(conn, i, attempt_limit(conn), &p);
+	rc = attempt_start(conn, i, attempt_limit(conn), false, &p);
 	if (rc) {
 		/* Report through the same path as an asynchronous failure. */
 		conn->path = NULL;
@@ -476,17 +476,29 @@ void rift__conn_attempt(rift_conn *conn)
  * for a second with a healthy link at hand.  So the next address gets an
  * attempt of its own, and whichever transport connects first carries the
  * handshake; the other is dropped before it sent any frame, so the peer
- * sees one HELLO or RESUME.  The delay is twice the session's measured
- * setup time (RACE_MIN_MS..RACE_MAX_MS), RACE_MAX_MS before any attach.
+ * sees one HELLO or RESUME.  With no other address to try (one address,
+ * or the next one's link is down) a re-attach races the same address the
+ * transport's other way (ops->connect_alt).  The delay is twice the
+ * session's measured setup time (RACE_MIN_MS..RACE_MAX_MS), RACE_MAX_MS
+ * before any attach.
  */
 #define RACE_MIN_MS 20u
 #define RACE_MAX_MS 250u
+
+/* Racing the other way is for re-attaching, where the delay is this
+ * session's own measure: a first connect waits out its attempt (a storm
+ * of connects to a busy listener must not double itself). */
+static bool race_alt(const rift_conn *conn)
+{
+	return conn->ops->connect_alt && conn->state == RIFT_CONN_DETACHED;
+}
 
 static void race_arm(rift_conn *conn)
 {
 	uint64_t delay = RACE_MAX_MS;
 
-	if (conn->n_addrs < 2 || conn->racer || !conn->path)
+	if ((conn->n_addrs < 2 && !race_alt(conn)) || conn->racer ||
+	    !conn->path)
 		return;
 	if (conn->setup_srtt_us) {
 		delay = 2 * conn->setup_srtt_us / 1000u;
@@ -510,9 +522,20 @@ static void race_timer_cb(rift_timer *t, void *user)
 	    (conn->state != RIFT_CONN_CONNECTING &&
 	     conn->state != RIFT_CONN_DETACHED))
 		return;
-	if (attempt_start(conn, i, attempt_limit(conn), &p)) {
-		RIFT_DEBUG("race: %s", conn->last_error);
-		return;
+	if (conn->n_addrs < 2 ||
+	    attempt_start(conn, i, attempt_limit(conn), false, &p)) {
+		if (conn->n_addrs >= 2)
+			RIFT_DEBUG("race: %s", conn->last_error);
+		/* No other address to try now (one address, or the next
+		 * one's link is down): the same address the other way,
+		 * in case it is the way of setting up that gets no answer
+		 * (rdma_connect_alt_op). */
+		i = conn->addr_idx % conn->n_addrs;
+		if (!race_alt(conn) || conn->path->alt ||
+		    attempt_start(conn, i, attempt_limit(conn), true, &p)) {
+			RIFT_DEBUG("race: %s", conn->last_error);
+			return;
+		}
 	}
 	conn->ctx->stats.connect_races++;
 	conn->racer = p;

@@ -355,9 +355,10 @@ void rift__conn_attempt_failed(rift_conn *conn, int err)
  * A client attempt to address idx failed before the transport connected.
  * No answer at all (its bound ran out) may mean the way it was set up
  * is what is broken, not the address (rdma_connect_alt_op): the next
- * attempt there goes the other way, and back again after another
- * silence.  The other way failing for any other reason (a peer that
- * does not take it) ends its use there.
+ * attempt there goes the other way, and back again after a silence that
+ * way.  The other way failing for any other reason (a peer that does not
+ * take it) ends its use there.  (One that connects keeps it:
+ * rift__path_connected.)
  */
 static void boot_learn(rift_conn *conn, const rift__path *p, unsigned idx,
 		       int err)
@@ -366,8 +367,8 @@ static void boot_learn(rift_conn *conn, const rift__path *p, unsigned idx,
 
 	if (!conn->ops->connect_alt || p->state != RIFT_PATH_CONNECTING)
 		return;
-	if (err == RIFT_ETIMEDOUT)
-		conn->alt_addrs ^= bit;
+	if (err == RIFT_ETIMEDOUT && !p->alt)
+		conn->alt_addrs |= bit;
 	else if (p->alt)
 		conn->alt_addrs &= ~bit;
 }
@@ -515,6 +516,10 @@ void rift__path_connected(rift__path *p)
 {
 	rift_conn *conn = p->conn;
 
+	/* The other way reached an address: keep to it there. */
+	if (p->alt)
+		conn->alt_addrs |= 1u << (p == conn->racer ? conn->racer_idx
+							   : conn->addr_idx);
 	/* Racing attempts: the first to connect carries the handshake. */
 	if (p == conn->racer) {
 		RIFT_DEBUG("%s: connected first; %s dropped", p->peer,
