@@ -123,17 +123,16 @@ CM_TCP_TESTS := path_cut echo_ single_64mib zero_byte close_tells \
 # Issue 12's causes one at a time, in the pair topology, each cm: a dead
 # link's teardown never blocks the loop, a down link says so, a broken
 # TCP path is noticed by its socket, a failover finds its device ready;
-# then the healthy-link half of the acceptance workload
-# (tests/integration/test_soak.c): 60 s of mixed traffic both ways (no
-# PATH_DOWN, no stall over 1 s), event and busy polling.  The fault soaks
-# (soak_link_faults_*, 60 s of random single-link faults) are not in the
-# suite: about 1 run in 27 still ends the session in the lab (an rxe
-# packet storm that starves the loop, or rdma_cm broken on a device after
-# link flaps; issue 12's notes).  RIFT_SOAK_SECONDS and RIFT_SOAK_SEED
-# (printed) replay one.  Last, a client whose rdma_cm gets no answer
-# attaches through the listener's cm=tcp side channel; it leaves rdma_cm
-# silent on the client's link1 device for the rest of the boot (rxe 6.1),
-# so nothing runs after it.
+# then the acceptance workload (tests/integration/test_soak.c): 60 s of
+# mixed traffic both ways with no fault (no PATH_DOWN, no stall over
+# 1 s), then 60 s of random single-link faults (the session lives, every
+# message once and in order; stalls reported per fault), event and busy
+# polling, cm=tcp first: the rdma_cm fault soaks can leave rdma_cm silent
+# on a device for the rest of the boot (rxe 6.1), which sessions survive
+# through the listener's side channel.  RIFT_SOAK_SECONDS and
+# RIFT_SOAK_SEED (printed) replay one.  A boot of its own: a client whose
+# rdma_cm gets no answer attaches and re-attaches through the side
+# channel (it makes rdma_cm silent on purpose).
 PAIR_TESTS := link_cut port_down loop_never connect_over tcp_path_break \
   failover_finds soak_healthy
 test-lab: $(BUILD)/tst/rift-tests
@@ -142,10 +141,12 @@ test-lab: $(BUILD)/tst/rift-tests
 	RIFT_LAB_MEM_MB=$(LAB_MEM_MB) tests/lab/lab run --topo loop --timeout 1200 -- \
 	  sh -c 'build/tst/rift-tests --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 && \
 	    build/tst/rift-tests --transport rdma --cm tcp --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 $(CM_TCP_TESTS)'
-	tests/lab/lab run --topo pair --timeout 1800 -- \
+	tests/lab/lab run --topo pair --timeout 2400 -- \
 	  sh -c 'build/tst/rift-tests --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 $(PAIR_TESTS) && \
-	    build/tst/rift-tests --transport rdma --cm tcp --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 $(PAIR_TESTS) && \
-	    build/tst/rift-tests --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 silent_rdma_cm'
+	    build/tst/rift-tests --transport rdma --cm tcp --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 $(PAIR_TESTS) soak_link_faults && \
+	    build/tst/rift-tests --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 soak_link_faults'
+	tests/lab/lab run --topo pair --timeout 600 -- \
+	  sh -c 'build/tst/rift-tests --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 silent_rdma_cm'
 
 # Install into a staging dir and build an example the way users will:
 # pkg-config and the shared library, nothing from the source tree.
