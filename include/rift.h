@@ -604,6 +604,10 @@ typedef struct rift_ctx_stats {
 					  messages from then on, count */
 	uint64_t connect_races;        /* attempts started beside a slow one
 					  to the next address (racing), count */
+	uint64_t connect_alts;         /* RDMA attempts through the
+					  listener's cm=tcp side channel
+					  because rdma_cm got no answer there
+					  (docs/config.md, rdma.cm), count */
 } rift_ctx_stats;
 
 void rift__ctx_stats_init(rift_ctx_stats *st, size_t size);

@@ -440,6 +440,8 @@ static int attempt_start(rift_conn *conn, unsigned i, uint64_t limit,
 		return rc;
 	}
 	p->alt = alt;
+	if (alt)
+		ctx->stats.connect_alts++;
 	snprintf(p->peer, sizeof(p->peer), "%s://%s%s%s%s", conn->ops->name,
 		 addr, alt ? " (" : "", alt ? conn->ops->alt_name : "",
 		 alt ? ")" : "");

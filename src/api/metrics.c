@@ -458,6 +458,10 @@ static const struct family_def ctx_counters[] = {
 	  "Connect attempts started beside one that had not reached its "
 	  "peer in twice the measured setup time, to the next address.",
 	  CTX_STAT(connect_races) },
+	{ "rift_connect_alts_total",
+	  "RDMA connect attempts made through the listener's cm=tcp side "
+	  "channel because rdma_cm got no answer from that address.",
+	  CTX_STAT(connect_alts) },
 };
 
 static const struct family_def conn_counters[] = {
@@ -886,6 +890,7 @@ int rift_metrics_info(rift_ctx *ctx, char *buf, size_t len)
 	kv(&o, "connect_attempts", st->connect_attempts);
 	kv(&o, "connect_retries", st->connect_retries);
 	kv(&o, "connect_races", st->connect_races);
+	kv(&o, "connect_alts", st->connect_alts);
 	kv(&o, "unacked_msgs", lv.unacked_msgs);
 	kv(&o, "unacked_bytes", lv.unacked_bytes);
 
