@@ -31,7 +31,8 @@ LIBS    := -lrdmacm -libverbs -lpthread
 
 LIB_SRCS  := $(sort $(wildcard src/*/*.c src/*/*/*.c))
 TEST_SRCS := tests/runner.c $(sort $(wildcard tests/unit/*.c tests/integration/*.c))
-TOOL_SRCS := $(sort $(wildcard tools/*.c))
+TOOL_SRCS := $(filter-out tools/metrics_http.c,$(sort $(wildcard tools/*.c)))
+PERF_SRCS := $(sort $(wildcard tools/rift-perf/*.c)) tools/metrics_http.c
 
 rel_objs  = $(LIB_SRCS:%.c=$(BUILD)/rel/%.o)
 tst_objs  = $(LIB_SRCS:%.c=$(BUILD)/tst/%.o) $(TEST_SRCS:%.c=$(BUILD)/tst/%.o)
@@ -72,11 +73,18 @@ $(BUILD)/lib/rift.pc: rift.pc.in Makefile
 	@mkdir -p $(dir $@)
 	sed -e 's|@PREFIX@|$(PREFIX)|; s|@VERSION@|$(VERSION)|' $< > $@
 
-# Tools use only rift.h, like any user, and link the static library.
-tools: $(TOOL_SRCS:tools/%.c=$(BUILD)/bin/%)
+# Tools use only rift.h, like any user, and link the static library.  A
+# tool is tools/NAME.c, or the files of tools/NAME/ (rift-perf); the ones
+# serving metrics over HTTP link tools/metrics_http.c as well.
+TOOL_CF   := -std=c11 -D_GNU_SOURCE -Iinclude -O2 -g $(LTO) $(WARN)
+TOOL_LIBS  = $(BUILD)/lib/librift.a $(LIBS) -lm $$(pkg-config --libs libmicrohttpd)
+tools: $(TOOL_SRCS:tools/%.c=$(BUILD)/bin/%) $(BUILD)/bin/rift-perf
 $(BUILD)/bin/%: tools/%.c $(wildcard tools/*.h) $(BUILD)/lib/librift.a
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 -D_GNU_SOURCE -Iinclude -O2 -g $(LTO) $(WARN) $< -o $@ $(BUILD)/lib/librift.a $(LIBS) -lm $$(pkg-config --libs libmicrohttpd)
+	$(CC) $(TOOL_CF) $< -o $@ $(TOOL_LIBS)
+$(BUILD)/bin/rift-perf: $(PERF_SRCS) $(wildcard tools/rift-perf/*.h tools/*.h) $(BUILD)/lib/librift.a
+	@mkdir -p $(dir $@)
+	$(CC) $(TOOL_CF) $(PERF_SRCS) -o $@ $(TOOL_LIBS)
 
 $(BUILD)/tst/rift-tests: $(tst_objs)
 	$(CC) -o $@ $^ $(LIBS) -lm

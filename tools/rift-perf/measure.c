@@ -1,0 +1,522 @@
+/*
+ * rift-perf's measurement, on the client: one message size as a step,
+ * BEGIN .. END/DONE, the traffic of the data connections in it (lat:
+ * ping-pong, qd round trips in flight; bw: a one-way stream of zero-copy
+ * buffers), the client's connection callbacks and the step's statistics.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+
+#include "perf.h"
+
+/*
+ * Latency timestamps.  perftest stamps with the TSC (get_cycles), and so
+ * does rift-perf on x86-64, converted to ns at a rate measured against
+ * CLOCK_MONOTONIC over each step.  clock_gettime costs a system call where
+ * the kernel cannot read the TSC itself (a QEMU TCG guest reads the HPET:
+ * about 3 us), and one such call would sit inside every sample, a cost
+ * perftest's samples do not carry.  Like perftest, a sample whose ends ran
+ * on two CPUs is kept as it is (rare with busy polling; TSCs of one host
+ * agree), only never negative.
+ */
+static uint64_t stamp_now(void)
+{
+#if defined(__x86_64__)
+	unsigned int cpu;
+
+	return __rdtscp(&cpu);
+#else
+	return now_ns();
+#endif
+}
+
+static uint64_t cpu_us(void)
+{
+	struct rusage ru;
+
+	/* Per thread: in loopback mode each side is a thread of its own. */
+	getrusage(RUSAGE_THREAD, &ru);
+	return (uint64_t)ru.ru_utime.tv_sec * 1000000u +
+	       (uint64_t)ru.ru_utime.tv_usec +
+	       (uint64_t)ru.ru_stime.tv_sec * 1000000u +
+	       (uint64_t)ru.ru_stime.tv_usec;
+}
+
+static const char *conn_name(const struct cconn *c, char *buf, size_t len)
+{
+	if (c->idx < 0)
+		snprintf(buf, len, "control connection");
+	else
+		snprintf(buf, len, "data connection %d", c->idx);
+	return buf;
+}
+
+static inline __attribute__((always_inline)) bool more_to_send(const struct cconn *c)
+{
+	const struct client *cl = c->cl;
+
+	if (cl->warming)
+		return c->sent < cl->total;
+	if (cl->o->duration > 0)
+		return c->sent < cl->o->warmup * (cl->o->test == TEST_LAT) ||
+		       now_ns() < cl->deadline;
+	return c->sent < cl->total;
+}
+
+static int samples_push(struct samples *s, uint64_t v)
+{
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 4096;
+		uint64_t *nv = realloc(s->v, cap * sizeof(*nv));
+
+		if (!nv)
+			return -1;
+		s->v = nv;
+		s->cap = cap;
+	}
+	s->v[s->n++] = v;
+	return 0;
+}
+
+/* lat: keep qd round trips in flight on one connection. */
+/* Send what the queue depth allows.  now: a stamp just taken (the reply
+ * that made room), used for the first send, as perftest stamps each
+ * round trip once; 0: take one. */
+static inline __attribute__((always_inline)) void lat_pump(struct cconn *c, uint64_t now)
+{
+	struct client *cl = c->cl;
+
+	while (!c->blocked && c->ts_n < cl->qd && more_to_send(c)) {
+		uint64_t t = now ? now : stamp_now();
+		int rc = rift_conn_send(c->conn, cl->payload, cl->size);
+
+		if (rc == RIFT_EAGAIN) {
+			c->blocked = true;
+			return;
+		}
+		if (rc) {
+			cl_fail(cl, "send on data connection %d: %s (%s)",
+				c->idx, rift_strerror(rc),
+				rift_conn_last_error(c->conn));
+			return;
+		}
+		uint32_t i = c->ts_head + c->ts_n; /* no div: a TCG helper */
+
+		c->ts[i >= cl->qd ? i - cl->qd : i] = t;
+		c->ts_n++;
+		c->sent++;
+		now = 0;
+	}
+}
+
+static void lat_recv(struct cconn *c, rift_msg *msg)
+{
+	struct client *cl = c->cl;
+	uint64_t now = stamp_now(), t;
+
+	if (!cl->in_step || !c->ts_n || rift_msg_len(msg) != cl->size) {
+		cl_fail(cl,
+			"data connection %d: unexpected message of %zu bytes",
+			c->idx, rift_msg_len(msg));
+		return;
+	}
+	t = c->ts[c->ts_head];
+	c->ts_head = c->ts_head + 1 == cl->qd ? 0 : c->ts_head + 1;
+	c->ts_n--;
+	c->recvd++;
+	/* The next request first (its SEND may leave from inside the
+	 * call), the bookkeeping after, as perftest posts before it
+	 * stores. */
+	lat_pump(c, now);
+	t = now > t ? now - t : 0;
+	if (c->recvd > cl->o->warmup && samples_push(&cl->lat, t))
+		cl_fail(cl, "out of memory for latency samples");
+}
+
+/* bw: send a batch on one connection, within qd and the send window. */
+static void bw_pump(struct cconn *c)
+{
+	struct client *cl = c->cl;
+	uint32_t batch = cl->batch;
+
+	while (batch-- && !c->blocked && more_to_send(c)) {
+		void *buf = c->held;
+		int rc;
+
+		if (cl->o->qd) {
+			rift_conn_stats st;
+
+			rift_conn_stats_init(&st);
+			rift_conn_stats_get(c->conn, &st);
+			if (st.unacked_msgs >= cl->o->qd)
+				return;
+		}
+		if (!buf) {
+			buf = rift_buf_alloc(cl->ctx, cl->size);
+			if (!buf) {
+				cl_fail(cl,
+					"rift_buf_alloc(%" PRIu64
+					"): out of memory",
+					cl->size);
+				return;
+			}
+			/*
+			 * Like perftest, do not count writing the payload:
+			 * only a sequence number, unless --fill asks for
+			 * every byte (what an application producing the
+			 * data pays; also what keeps memcheck quiet, as
+			 * rift_buf_alloc memory is uninitialised).
+			 */
+			if (cl->o->fill)
+				memset(buf, 0xa5, cl->size);
+			memcpy(buf, &c->sent, cl->size < 8 ? cl->size : 8);
+		}
+		c->held = NULL;
+		rc = rift_conn_send_buf(c->conn, buf, cl->size);
+		if (rc == RIFT_EAGAIN) {
+			c->held =
+				buf; /* still ours: sent again after WRITABLE */
+			c->blocked = true;
+			return;
+		}
+		if (rc) {
+			rift_buf_free(cl->ctx, buf);
+			cl_fail(cl, "send on data connection %d: %s (%s)",
+				c->idx, rift_strerror(rc),
+				rift_conn_last_error(c->conn));
+			return;
+		}
+		c->sent++;
+	}
+}
+
+static void bw_pump_all(struct client *cl)
+{
+	for (uint32_t i = 0; i < cl->n_data && !cl->failed; i++)
+		bw_pump(&cl->data[i]);
+}
+
+void cl_on_recv(rift_conn *conn, rift_msg *msg)
+{
+	struct cconn *c = rift_conn_user(conn);
+	struct client *cl = c->cl;
+	struct ctl m;
+	char name[64];
+
+	if (c->idx >= 0 && c->joined) {
+		if (cl->o->test == TEST_LAT)
+			lat_recv(c, msg);
+		else
+			cl_fail(cl,
+				"data connection %d: the server sent data in a "
+				"bw test",
+				c->idx);
+		return;
+	}
+	if (ctl_decode(rift_msg_data(msg), rift_msg_len(msg), &m)) {
+		cl_fail(cl,
+			"%s: the server does not speak rift-perf (a message "
+			"of %zu bytes)",
+			conn_name(c, name, sizeof(name)), rift_msg_len(msg));
+		return;
+	}
+	if (m.type == CTL_ERR) {
+		cl_fail(cl, "the server refused: %s", m.text);
+		return;
+	}
+	if (c->idx >= 0) {
+		if (m.type != CTL_JOIN_OK)
+			cl_fail(cl, "data connection %d: unexpected answer %u",
+				c->idx, m.type);
+		c->joined = true;
+		return;
+	}
+	cl->reply = m;
+	cl->have_reply = true;
+}
+
+void cl_on_event(rift_conn *conn, const rift_event *ev)
+{
+	struct cconn *c = rift_conn_user(conn);
+	struct client *cl = c->cl;
+	char name[64];
+
+	switch (ev->type) {
+	case RIFT_EVENT_CONNECTED:
+		c->connected = true;
+		break;
+	case RIFT_EVENT_ERROR: {
+		rift_fallback_reason fb = rift_conn_fallback_reason(conn);
+		size_t n = strlen(cl->url);
+		bool has_url = !strncmp(ev->message, cl->url, n) &&
+			       ev->message[n] == ':';
+
+		/* rift's message names the URL it tried; do not say it twice */
+		cl_fail(cl, "cannot connect to %s%s%s%s%s%s",
+			has_url ? "" : cl->url, has_url ? "" : ": ",
+			ev->message,
+			fb != RIFT_FALLBACK_NONE
+				? " (auto:// had fallen back to TCP: "
+				: "",
+			fb != RIFT_FALLBACK_NONE ? rift_fallback_reason_str(fb)
+						 : "",
+			fb != RIFT_FALLBACK_NONE ? ")" : "");
+		break;
+	}
+	case RIFT_EVENT_DISCONNECTED:
+		if (ev->status)
+			cl_fail(cl, "%s: session lost: %s",
+				conn_name(c, name, sizeof(name)), ev->message);
+		else
+			cl_fail(cl, "%s: the server closed the session",
+				conn_name(c, name, sizeof(name)));
+		break;
+	case RIFT_EVENT_WRITABLE:
+		c->blocked = false;
+		if (c->idx >= 0 && cl->in_step && cl->o->test == TEST_LAT)
+			lat_pump(c, 0);
+		break;
+	case RIFT_EVENT_PATH_DOWN:
+		fprintf(stderr, PROG ": %s: path down (%s), re-attaching\n",
+			conn_name(c, name, sizeof(name)), ev->message);
+		break;
+	case RIFT_EVENT_PATH_CHANGED:
+		cl->path_changes++;
+		fprintf(stderr, PROG ": %s: path changed, now %s via %s\n",
+			conn_name(c, name, sizeof(name)),
+			rift_transport_name(ev->transport), ev->peer);
+		break;
+	default:
+		break;
+	}
+}
+
+static bool step_done(struct client *cl)
+{
+	for (uint32_t i = 0; i < cl->n_data; i++) {
+		const struct cconn *c = &cl->data[i];
+
+		if (more_to_send(c) || c->ts_n)
+			return false;
+	}
+	return true;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Nearest-rank percentile of sorted samples, in us. */
+static double pct(const uint64_t *v, size_t n, double p)
+{
+	size_t k = (size_t)ceil(p * (double)n);
+
+	if (k < 1)
+		k = 1;
+	if (k > n)
+		k = n;
+	return (double)v[k - 1] / 1e3;
+}
+
+/* The step's samples from stamps to ns, at the rate the step saw. */
+static void samples_to_ns(struct client *cl, uint64_t s0, uint64_t s1,
+			  uint64_t t1)
+{
+	double ns_per_tick = 1.0;
+
+#if defined(__x86_64__)
+	if (s1 > s0 && t1 > cl->t0)
+		ns_per_tick = (double)(t1 - cl->t0) / (double)(s1 - s0);
+#else
+	(void)s0;
+	(void)s1;
+	(void)t1;
+#endif
+	for (size_t i = 0; i < cl->lat.n; i++)
+		cl->lat.v[i] = (uint64_t)((double)cl->lat.v[i] * ns_per_tick + 0.5);
+}
+
+static void lat_stats(struct samples *s, struct latstats *st)
+{
+	double sum = 0, sq = 0, mean;
+
+	memset(st, 0, sizeof(*st));
+	if (!s->n)
+		return;
+	qsort(s->v, s->n, sizeof(*s->v), cmp_u64);
+	for (size_t i = 0; i < s->n; i++)
+		sum += (double)s->v[i] / 1e3;
+	mean = sum / (double)s->n;
+	for (size_t i = 0; i < s->n; i++) {
+		double d = (double)s->v[i] / 1e3 - mean;
+
+		sq += d * d;
+	}
+	st->min = (double)s->v[0] / 1e3;
+	st->p50 = pct(s->v, s->n, 0.50);
+	st->p90 = pct(s->v, s->n, 0.90);
+	st->p99 = pct(s->v, s->n, 0.99);
+	st->p999 = pct(s->v, s->n, 0.999);
+	st->max = (double)s->v[s->n - 1] / 1e3;
+	st->mean = mean;
+	st->stdev = s->n > 1 ? sqrt(sq / (double)(s->n - 1)) : 0;
+}
+
+/* BEGIN a phase of one message size: counters at zero on both sides. */
+static int cl_begin(struct client *cl, uint64_t size)
+{
+	uint64_t v[2] = { (uint64_t)cl->step_no, size };
+	int rc;
+
+	rc = cl_ask(cl, CTL_BEGIN, v, 2, CTL_BEGIN_OK, "BEGIN");
+	if (rc)
+		return rc;
+	for (uint32_t i = 0; i < cl->n_data; i++) {
+		struct cconn *c = &cl->data[i];
+
+		c->sent = c->recvd = 0;
+		c->ts_head = c->ts_n = 0;
+	}
+	cl->size = size;
+	cl->lat.n = 0;
+	/* bw: enough per round to fill a writev, few enough to flush often */
+	cl->batch = size >= (1u << 20)
+			    ? 1
+			    : (uint32_t)((1u << 20) / (size ? size : 1));
+	if (cl->batch > 1024)
+		cl->batch = 1024;
+	return 0;
+}
+
+/* END a phase: wait until the server has every message sent (DONE). */
+static int cl_end(struct client *cl, uint64_t sent)
+{
+	uint64_t v[2] = { sent, sent * cl->size };
+	int rc;
+
+	rc = cl_ask(cl, CTL_END, v, 2, CTL_DONE, "END");
+	if (rc)
+		return rc;
+	if (cl->reply.v[0] != sent || cl->reply.v[1] != sent * cl->size) {
+		cl_fail(cl,
+			"the server received %" PRIu64 " messages (%" PRIu64
+			" bytes) of %" PRIu64 " (%" PRIu64 " bytes)",
+			cl->reply.v[0], cl->reply.v[1], sent, sent * cl->size);
+		return -1;
+	}
+	return 0;
+}
+
+/* Free what a phase left held (refused when its time was up); returns
+ * the messages sent. */
+static uint64_t cl_unhold(struct client *cl)
+{
+	uint64_t sent = 0;
+
+	for (uint32_t i = 0; i < cl->n_data; i++) {
+		struct cconn *c = &cl->data[i];
+
+		if (c->held) {
+			rift_buf_free(cl->ctx, c->held);
+			c->held = NULL;
+		}
+		sent += c->sent;
+	}
+	return sent;
+}
+
+/*
+ * bw: --warmup messages per connection in a phase of their own, BEGIN to
+ * DONE, before the step's clock starts.  perftest registers all its
+ * memory and posts its receives before it times; here the pool grows
+ * to what the stream needs (registering memory costs milliseconds under
+ * emulation) and the queues fill, untimed, as ucx_perftest warms up.
+ */
+static int cl_warm(struct client *cl, uint64_t size)
+{
+	int rc;
+
+	rc = cl_begin(cl, size);
+	if (rc)
+		return rc;
+	cl->total = cl->o->warmup;
+	cl->warming = true;
+	rc = cl_wait(cl, step_done, bw_pump_all, "warm-up", 0);
+	cl->warming = false;
+	if (rc)
+		return rc;
+	return cl_end(cl, cl_unhold(cl));
+}
+
+/* One message size: BEGIN, the measurement, END/DONE.  0, -1 or -2. */
+int cl_step(struct client *cl, uint64_t size, struct result *r)
+{
+	const struct opts *o = cl->o;
+	uint64_t c0, c1, t1, sent, srv_cpu, srv_wall;
+	uint64_t s0, s1;
+	int rc;
+
+	if (o->test == TEST_BW && o->warmup) {
+		rc = cl_warm(cl, size);
+		if (rc)
+			return rc;
+	}
+	rc = cl_begin(cl, size);
+	if (rc)
+		return rc;
+	cl->total = o->iters + (o->test == TEST_LAT ? o->warmup : 0);
+	c0 = cpu_us();
+	cl->t0 = now_ns();
+	s0 = stamp_now();
+	cl->deadline = cl->t0 + (uint64_t)(o->duration * 1e9);
+	cl->in_step = true;
+	if (o->test == TEST_LAT)
+		for (uint32_t i = 0; i < cl->n_data && !cl->failed; i++)
+			lat_pump(&cl->data[i], 0);
+	rc = cl_wait(cl, step_done, o->test == TEST_BW ? bw_pump_all : NULL,
+		     "step", 0);
+	s1 = stamp_now();
+	t1 = now_ns();
+	cl->in_step = false;
+	samples_to_ns(cl, s0, s1, t1);
+	sent = cl_unhold(cl);
+	progress_clear(cl);
+	if (rc)
+		return rc;
+	rc = cl_end(cl, sent);
+	if (rc)
+		return rc;
+	t1 = now_ns();
+	c1 = cpu_us();
+	memset(r, 0, sizeof(*r));
+	r->size = size;
+	r->secs = (double)(t1 - cl->t0) / 1e9;
+	r->cpu_cli = 100.0 * (double)(c1 - c0) / ((double)(t1 - cl->t0) / 1e3);
+	srv_cpu = cl->reply.v[2] + cl->reply.v[3];
+	srv_wall = cl->reply.v[4];
+	r->cpu_srv = srv_wall ? 100.0 * (double)srv_cpu / (double)srv_wall : 0;
+	if (o->test == TEST_LAT) {
+		r->msgs = cl->lat.n;
+		r->iters = cl->lat.n / cl->n_data;
+		lat_stats(&cl->lat, &r->lat);
+	} else {
+		r->msgs = sent;
+		r->iters = sent / cl->n_data;
+		r->bytes = sent * size;
+		r->gbytes = (double)r->bytes / 1e9 / r->secs;
+		r->gbits = r->gbytes * 8;
+		r->mmsgs = (double)sent / 1e6 / r->secs;
+	}
+	return 0;
+}

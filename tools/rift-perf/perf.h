@@ -1,0 +1,268 @@
+/*
+ * perf.h - what the files of rift-perf share: the options, the control
+ * protocol's numbers, the loop, and the state of the server and of the
+ * client.  main.c has the overview; each file says what it holds:
+ *
+ *   main.c     main, the signals, the loopback threads, --metrics-port
+ *   options.c  the command line and the usage text
+ *   loop.c     the clock and the loop both sides run
+ *   ctl.c      the control messages
+ *   server.c   the server side
+ *   client.c   the client side: connections, waiting, the run
+ *   measure.c  the client's traffic, one message size at a time
+ *   output.c   the table and the JSON object
+ *   plot.c     --plot with gnuplot
+ */
+#ifndef RIFT_TOOLS_PERF_H
+#define RIFT_TOOLS_PERF_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rift.h"
+
+#include "../metrics_http.h"
+
+#define PROG		  "rift-perf"
+#define DEFAULT_PORT	  18515	      /* perftest's */
+#define PROTO_MAGIC	  0x46525052u /* "RPRF" */
+#define PROTO_VERSION	  1u
+#define CTL_VALUES	  8
+#define CTL_HDR		  8u /* magic, type */
+#define CTL_SIZE	  (CTL_HDR + 8u * CTL_VALUES)
+#define CTL_TEXT	  256	/* ERR text, bytes */
+#define REPLY_TIMEOUT_MS  60000 /* control answers, ms */
+#define CLOSE_TIMEOUT_MS  5000	/* waiting for close callbacks, ms */
+#define TICK_MS		  100	/* longest sleep between flag checks, ms */
+#define MAX_CONNS	  1024
+#define MAX_QD		  65536
+#define MAX_SIZES	  40
+#define SWEEP_MIN	  2
+#define SWEEP_MAX_DEFAULT (1ull << 23)
+#define LAT_ITERS_DEFAULT 1000 /* perftest's lat default */
+#define BW_ITERS_DEFAULT  5000 /* perftest's bw default */
+#define LAT_SIZE_DEFAULT  2
+#define BW_SIZE_DEFAULT	  65536
+#define PLOT_POINTS	  2000 /* CDF points drawn at most */
+
+#define EXIT_FAIL  1
+#define EXIT_USAGE 2
+#define EXIT_INTR  130
+
+enum mode { MODE_CLIENT, MODE_SERVER, MODE_LOOPBACK };
+enum test { TEST_LAT = 1, TEST_BW = 2 };
+
+enum ctl_type {
+	CTL_HELLO = 1, /* v: version, test, conns, qd, largest size */
+	CTL_HELLO_OK,  /* v: token */
+	CTL_JOIN,      /* v: token, index (first message of a data conn) */
+	CTL_JOIN_OK,
+	CTL_BEGIN, /* v: step, size */
+	CTL_BEGIN_OK,
+	CTL_END,  /* v: messages sent in the step, bytes */
+	CTL_DONE, /* v: messages, bytes, user us, sys us, wall us */
+	CTL_ERR,  /* text */
+};
+
+struct ctl {
+	uint32_t type;
+	uint64_t v[CTL_VALUES];
+	char text[CTL_TEXT];
+};
+
+struct opts {
+	enum mode mode;
+	enum test test;
+	const char *transport; /* "tcp", "rdma" or "auto" */
+	const char *host; /* client: server; server: bind; loopback: both */
+	int port;	  /* listen / connect port, 0 = any (loopback) */
+	uint64_t sizes[MAX_SIZES]; /* message sizes to run, bytes */
+	int n_sizes;
+	uint64_t iters;	 /* per connection and size; 0 with -D */
+	double duration; /* seconds per size; 0 = iterations */
+	uint64_t warmup; /* lat: unmeasured round trips per connection */
+	uint32_t qd;	 /* messages in flight per connection, 0 = window */
+	uint32_t conns;	 /* data connections */
+	bool json, persistent;
+	bool fill;		  /* bw: write every byte of every message */
+	const char *plot;	  /* SVG path or NULL */
+	const char *config;	  /* config file or NULL */
+	int metrics_port;	  /* --metrics-port, -1 = no endpoint */
+	const char *metrics_addr; /* --metrics-addr */
+	rift_config cfg;	  /* defaults < file < env < options */
+};
+
+/* main.c */
+extern volatile sig_atomic_t interrupted;
+extern int stop_all; /* loopback: the client is done (atomic) */
+__attribute__((format(printf, 1, 2))) void errf(const char *fmt, ...);
+
+/* options.c: parse argv into *o, build the configuration; 0 or an exit
+ * status. */
+int parse_args(int argc, char **argv, struct opts *o);
+
+/* loop.c */
+struct loop {
+	rift_ctx *ctx;
+	rift_polling polling;
+	uint64_t busy_ns;	  /* adaptive: spin this long after work, ns */
+	uint64_t last_work;	  /* ns */
+	struct metrics_src *msrc; /* /metrics of ctx, or NULL */
+};
+
+uint64_t now_ns(void);
+int loop_once(struct loop *lp, int max_ms);
+void loop_init(struct loop *lp, rift_ctx *ctx, const rift_config *cfg,
+	       struct metrics_src *msrc);
+void loop_fini(struct loop *lp);
+void url_build(char *buf, size_t len, const char *scheme, const char *host,
+	       int port);
+
+/* ctl.c */
+int ctl_decode(const void *data, size_t len, struct ctl *m);
+int ctl_send(rift_conn *conn, uint32_t type, const uint64_t *v, int nv,
+	     const char *text);
+
+/* server.c */
+struct sconn;
+
+struct server {
+	const struct opts *o;
+	const char *who;	  /* log prefix */
+	bool loopback;		  /* a thread beside the client: logs errors
+				     only, ends when the client is done */
+	struct metrics_src *msrc; /* --metrics-port: this side, or NULL */
+	rift_ctx *ctx;
+	struct loop lp;
+	rift_listener *lst;
+	char url[300];
+	int port; /* bound port */
+	struct sconn *conns;
+	int open; /* handles whose close callback is due */
+	int failed;
+	/* the client being served */
+	struct sconn *ctl;
+	uint64_t token;
+	enum test test;
+	uint32_t want_conns, joined;
+	bool session_end; /* the main loop ends the session */
+	bool session_failed;
+	int served; /* sessions that said HELLO */
+	/* the current step */
+	uint64_t rmsgs, rbytes;
+	uint64_t want_msgs;
+	bool end_pending; /* END seen, DONE due once want_msgs arrived */
+	uint64_t t_begin, u_begin, s_begin;
+	/* loopback: 1 listening, -1 failed (atomic) */
+	int ready;
+};
+
+int server_run(struct server *s);
+void *server_thread(void *arg);
+
+/* client.c; its state is measure.c's, output.c's and plot.c's too */
+struct samples {
+	uint64_t *v; /* round trips, ns */
+	size_t n, cap;
+};
+
+struct latstats {
+	double min, p50, p90, p99, p999, max, mean, stdev; /* us */
+};
+
+struct result {
+	uint64_t size;		     /* bytes per message */
+	uint64_t iters;		     /* measured messages per connection */
+	uint64_t msgs;		     /* measured messages, all connections */
+	uint64_t bytes;		     /* bw: bytes streamed */
+	double secs;		     /* step wall time, s */
+	struct latstats lat;	     /* lat */
+	double gbytes, gbits, mmsgs; /* bw: GB/s, Gb/s, Mmsg/s */
+	double cpu_cli, cpu_srv;     /* % of wall, per side */
+};
+
+struct client;
+
+struct cconn {
+	struct client *cl;
+	rift_conn *conn;
+	int idx; /* -1: control, else data index */
+	bool connected, joined, closing;
+	bool blocked; /* a send got RIFT_EAGAIN; wait for WRITABLE */
+	void *held;   /* bw: the buffer that was refused */
+	uint64_t *ts; /* lat: send stamps in flight, ring of qd */
+	uint32_t ts_head, ts_n;
+	uint64_t sent, recvd; /* messages this step */
+};
+
+struct client {
+	const struct opts *o;
+	rift_ctx *ctx;
+	struct loop lp;
+	char url[300];
+	struct cconn ctl;
+	struct cconn *data;
+	uint32_t n_data; /* data conns opened */
+	int open;	 /* connections whose close callback is due */
+	bool failed;
+	char err[700];
+	/* control answers */
+	struct ctl reply;
+	bool have_reply;
+	uint64_t token;
+	rift_transport transport;
+	rift_fallback_reason fallback;
+	uint64_t path_changes;
+	/* the step */
+	bool in_step;
+	bool warming; /* bw: the unmeasured phase in front of a step */
+	uint64_t size;
+	uint32_t qd;	   /* lat: ring size */
+	uint64_t total;	   /* messages per connection, iterations mode */
+	uint64_t deadline; /* duration mode, ns */
+	uint32_t batch;	   /* bw: sends per loop round */
+	uint8_t *payload;  /* lat: message contents */
+	struct samples lat; /* stamp ticks during a step, ns after it */
+	uint64_t t0;
+	/* progress line */
+	bool tty, progress_shown;
+	uint64_t next_progress, run_start;
+	int step_no;
+	/* results */
+	struct result res[MAX_SIZES];
+	int n_res;
+};
+
+__attribute__((format(printf, 2, 3))) void cl_fail(struct client *cl,
+						   const char *fmt, ...);
+void progress_clear(struct client *cl);
+int cl_wait(struct client *cl, bool (*done)(struct client *),
+	    void (*work)(struct client *), const char *what, int timeout_ms);
+int cl_ask(struct client *cl, uint32_t type, const uint64_t *v, int nv,
+	   uint32_t want, const char *what);
+int client_run(const struct opts *o, int port, struct metrics_src *msrc);
+
+/* measure.c */
+void cl_on_recv(rift_conn *conn, rift_msg *msg);
+void cl_on_event(rift_conn *conn, const rift_event *ev);
+int cl_step(struct client *cl, uint64_t size, struct result *r);
+
+/* output.c; the rule also closes the table in client.c */
+#define RULE                                                                   \
+	"------------------------------------------------------------"         \
+	"------------------------------------------------------------"
+#define LAT_WIDTH 119 /* of the lat table */
+#define BW_WIDTH  79  /* of the bw table */
+
+void transport_why(const struct client *cl, char *buf, size_t len);
+void print_header(const struct client *cl);
+void print_row(const struct client *cl, const struct result *r);
+void print_json(const struct client *cl, bool was_interrupted);
+
+/* plot.c */
+bool gnuplot_found(void);
+int plot_svg(const struct client *cl);
+
+#endif /* RIFT_TOOLS_PERF_H */

@@ -1,0 +1,501 @@
+/*
+ * rift-perf's server side: serves one client after another (one, unless
+ * --persistent), whose control connection says what to do and whose data
+ * connections join it with the session token; the server echoes (lat) or
+ * counts (bw) and answers each step's END with DONE.
+ */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "perf.h"
+
+static void rusage_split(uint64_t *user, uint64_t *sys)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_THREAD, &ru);
+	*user = (uint64_t)ru.ru_utime.tv_sec * 1000000u +
+		(uint64_t)ru.ru_utime.tv_usec;
+	*sys = (uint64_t)ru.ru_stime.tv_sec * 1000000u +
+	       (uint64_t)ru.ru_stime.tv_usec;
+}
+
+enum sc_kind { SC_NEW, SC_CTL, SC_DATA, SC_DEAD };
+
+struct sconn {
+	struct server *s;
+	rift_conn *conn;
+	enum sc_kind kind;
+	bool closing;
+	rift_msg **q; /* lat: echoes refused with RIFT_EAGAIN, in order */
+	size_t q_head, q_n, q_cap;
+	bool recv_stopped; /* while q is not empty */
+	struct sconn *next;
+};
+
+__attribute__((format(printf, 2, 3))) static void slog(struct server *s,
+						       const char *fmt, ...)
+{
+	va_list ap;
+
+	if (s->loopback)
+		return;
+	fprintf(stderr, "%s: ", s->who);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+__attribute__((format(printf, 2, 3))) static void serr(struct server *s,
+						       const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", s->who);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static void srv_closed(rift_conn *conn)
+{
+	struct sconn *sc = rift_conn_user(conn);
+	struct server *s = sc->s;
+
+	for (struct sconn **pp = &s->conns; *pp; pp = &(*pp)->next) {
+		if (*pp == sc) {
+			*pp = sc->next;
+			break;
+		}
+	}
+	free(sc->q);
+	free(sc);
+	s->open--;
+}
+
+static void sc_close(struct sconn *sc)
+{
+	if (sc->closing)
+		return;
+	sc->closing = true;
+	while (sc->q_n) {
+		rift_msg_release(sc->q[sc->q_head]);
+		sc->q_head = (sc->q_head + 1) % sc->q_cap;
+		sc->q_n--;
+	}
+	rift_conn_close(sc->conn, srv_closed);
+}
+
+static void srv_session_fail(struct server *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void srv_session_fail(struct server *s, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	serr(s, "client session: %s", msg);
+	s->session_failed = true;
+	s->session_end = true;
+}
+
+static void srv_check_done(struct server *s)
+{
+	uint64_t v[5], u, sy;
+	int rc;
+
+	if (!s->end_pending || s->rmsgs < s->want_msgs)
+		return;
+	s->end_pending = false;
+	rusage_split(&u, &sy);
+	v[0] = s->rmsgs;
+	v[1] = s->rbytes;
+	v[2] = u - s->u_begin;
+	v[3] = sy - s->s_begin;
+	v[4] = (now_ns() - s->t_begin) / 1000u;
+	rc = ctl_send(s->ctl->conn, CTL_DONE, v, 5, NULL);
+	if (rc)
+		srv_session_fail(s, "send DONE: %s", rift_strerror(rc));
+}
+
+/* A new connection's first message says what it is. */
+static void srv_first(struct sconn *sc, rift_msg *msg)
+{
+	struct server *s = sc->s;
+	struct ctl m;
+	uint64_t v[1];
+	char why[CTL_TEXT];
+	int rc;
+
+	if (ctl_decode(rift_msg_data(msg), rift_msg_len(msg), &m)) {
+		serr(s,
+		     "a connection spoke no rift-perf (%zu bytes); ignoring it",
+		     rift_msg_len(msg));
+		sc->kind = SC_DEAD;
+		return;
+	}
+	why[0] = '\0';
+	if (m.type == CTL_HELLO) {
+		if (s->ctl)
+			snprintf(why, sizeof(why),
+				 "server busy with another client");
+		else if (m.v[0] != PROTO_VERSION)
+			snprintf(why, sizeof(why),
+				 "protocol version %" PRIu64
+				 " (server speaks %u): use the same rift-perf "
+				 "on both sides",
+				 m.v[0], PROTO_VERSION);
+		else if (m.v[1] != TEST_LAT && m.v[1] != TEST_BW)
+			snprintf(why, sizeof(why), "unknown test %" PRIu64,
+				 m.v[1]);
+		else if (m.v[2] < 1 || m.v[2] > MAX_CONNS)
+			snprintf(why, sizeof(why),
+				 "%" PRIu64 " connections: the server "
+				 "takes 1..%d",
+				 m.v[2], MAX_CONNS);
+		else if (m.v[4] > s->o->cfg.max_msg_size)
+			snprintf(why, sizeof(why),
+				 "message size %" PRIu64 " exceeds the "
+				 "server's max_msg_size %" PRIu64,
+				 m.v[4], (uint64_t)s->o->cfg.max_msg_size);
+		if (why[0]) {
+			serr(s, "refusing a client: %s", why);
+			sc->kind = SC_DEAD;
+			rc = ctl_send(sc->conn, CTL_ERR, NULL, 0, why);
+			(void)rc; /* the client closes once it reads it */
+			return;
+		}
+		sc->kind = SC_CTL;
+		s->ctl = sc;
+		s->test = (enum test)m.v[1];
+		s->want_conns = (uint32_t)m.v[2];
+		s->joined = 0;
+		s->token = now_ns() ^ ((uint64_t)getpid() << 32) ^
+			   (uint64_t)(uintptr_t)sc;
+		s->end_pending = false;
+		s->rmsgs = s->rbytes = 0;
+		slog(s, "client: %s test, %u connection(s), transport %s",
+		     s->test == TEST_LAT ? "lat" : "bw", s->want_conns,
+		     rift_transport_name(rift_conn_transport(sc->conn)));
+		v[0] = s->token;
+		rc = ctl_send(sc->conn, CTL_HELLO_OK, v, 1, NULL);
+		if (rc)
+			srv_session_fail(s, "send HELLO_OK: %s",
+					 rift_strerror(rc));
+		return;
+	}
+	if (m.type == CTL_JOIN) {
+		if (!s->ctl || m.v[0] != s->token)
+			snprintf(why, sizeof(why),
+				 "no session with that token");
+		else if (s->joined >= s->want_conns)
+			snprintf(why, sizeof(why),
+				 "more connections than announced");
+		if (why[0]) {
+			serr(s, "refusing a data connection: %s", why);
+			sc->kind = SC_DEAD;
+			rc = ctl_send(sc->conn, CTL_ERR, NULL, 0, why);
+			(void)rc;
+			return;
+		}
+		sc->kind = SC_DATA;
+		s->joined++;
+		rc = ctl_send(sc->conn, CTL_JOIN_OK, NULL, 0, NULL);
+		if (rc)
+			srv_session_fail(s, "send JOIN_OK: %s",
+					 rift_strerror(rc));
+		return;
+	}
+	serr(s, "a connection began with message type %u; ignoring it", m.type);
+	sc->kind = SC_DEAD;
+}
+
+static void srv_ctl(struct sconn *sc, rift_msg *msg)
+{
+	struct server *s = sc->s;
+	struct ctl m;
+	int rc;
+
+	if (ctl_decode(rift_msg_data(msg), rift_msg_len(msg), &m)) {
+		srv_session_fail(s, "bad control message (%zu bytes)",
+				 rift_msg_len(msg));
+		return;
+	}
+	switch (m.type) {
+	case CTL_BEGIN:
+		s->rmsgs = s->rbytes = 0;
+		s->end_pending = false;
+		s->t_begin = now_ns();
+		rusage_split(&s->u_begin, &s->s_begin);
+		rc = ctl_send(sc->conn, CTL_BEGIN_OK, NULL, 0, NULL);
+		if (rc)
+			srv_session_fail(s, "send BEGIN_OK: %s",
+					 rift_strerror(rc));
+		break;
+	case CTL_END:
+		s->want_msgs = m.v[0];
+		s->end_pending = true;
+		srv_check_done(s);
+		break;
+	default:
+		srv_session_fail(s, "unexpected control message type %u",
+				 m.type);
+		break;
+	}
+}
+
+static int q_push(struct sconn *sc, rift_msg *msg)
+{
+	if (sc->q_n == sc->q_cap) {
+		size_t cap = sc->q_cap ? sc->q_cap * 2 : 16;
+		rift_msg **q = malloc(cap * sizeof(*q));
+
+		if (!q)
+			return -1;
+		for (size_t i = 0; i < sc->q_n; i++)
+			q[i] = sc->q[(sc->q_head + i) % sc->q_cap];
+		free(sc->q);
+		sc->q = q;
+		sc->q_head = 0;
+		sc->q_cap = cap;
+	}
+	sc->q[(sc->q_head + sc->q_n) % sc->q_cap] = rift_msg_retain(msg);
+	sc->q_n++;
+	return 0;
+}
+
+/* Echo what waited for the window; receive again once all of it went. */
+static void srv_drain(struct sconn *sc)
+{
+	while (sc->q_n) {
+		rift_msg *m = sc->q[sc->q_head];
+		int rc = rift_conn_send(sc->conn, rift_msg_data(m),
+					rift_msg_len(m));
+
+		if (rc == RIFT_EAGAIN)
+			return;
+		if (rc) {
+			srv_session_fail(sc->s, "echo: %s", rift_strerror(rc));
+			return;
+		}
+		rift_msg_release(m);
+		sc->q_head = (sc->q_head + 1) % sc->q_cap;
+		sc->q_n--;
+	}
+	if (sc->recv_stopped) {
+		sc->recv_stopped = false;
+		rift_conn_recv_start(sc->conn);
+	}
+}
+
+static void srv_echo(struct sconn *sc, rift_msg *msg)
+{
+	int rc = RIFT_EAGAIN;
+
+	if (!sc->q_n)
+		rc = rift_conn_send(sc->conn, rift_msg_data(msg),
+				    rift_msg_len(msg));
+	if (rc == 0)
+		return;
+	if (rc != RIFT_EAGAIN) {
+		srv_session_fail(sc->s, "echo: %s", rift_strerror(rc));
+		return;
+	}
+	/* Window full: keep the message and stop reading (backpressure). */
+	if (q_push(sc, msg)) {
+		srv_session_fail(sc->s, "echo: out of memory");
+		return;
+	}
+	if (!sc->recv_stopped) {
+		sc->recv_stopped = true;
+		rift_conn_recv_stop(sc->conn);
+	}
+}
+
+static void srv_on_recv(rift_conn *conn, rift_msg *msg)
+{
+	struct sconn *sc = rift_conn_user(conn);
+	struct server *s = sc->s;
+
+	switch (sc->kind) {
+	case SC_NEW:
+		srv_first(sc, msg);
+		break;
+	case SC_CTL:
+		srv_ctl(sc, msg);
+		break;
+	case SC_DATA:
+		s->rmsgs++;
+		s->rbytes += rift_msg_len(msg);
+		if (s->test == TEST_LAT)
+			srv_echo(sc, msg);
+		srv_check_done(s);
+		break;
+	case SC_DEAD:
+		break;
+	}
+}
+
+static void srv_on_event(rift_conn *conn, const rift_event *ev)
+{
+	struct sconn *sc = rift_conn_user(conn);
+	struct server *s = sc->s;
+
+	switch (ev->type) {
+	case RIFT_EVENT_DISCONNECTED:
+	case RIFT_EVENT_ERROR:
+		if (sc->kind == SC_CTL || sc->kind == SC_DATA) {
+			if (ev->status)
+				srv_session_fail(s, "%s: %s",
+						 rift_event_name(ev->type),
+						 ev->message);
+			s->session_end = true;
+		} else {
+			sc_close(sc);
+		}
+		break;
+	case RIFT_EVENT_WRITABLE:
+		if (sc->kind == SC_DATA)
+			srv_drain(sc);
+		break;
+	case RIFT_EVENT_PATH_DOWN:
+		slog(s, "path down: %s", ev->message);
+		break;
+	case RIFT_EVENT_PATH_CHANGED:
+		slog(s, "path changed: now %s via %s",
+		     rift_transport_name(ev->transport), ev->peer);
+		break;
+	default:
+		break;
+	}
+}
+
+static void srv_on_accept(rift_listener *l, rift_conn *conn)
+{
+	struct server *s = rift_listener_user(l);
+	struct sconn *sc = calloc(1, sizeof(*sc));
+
+	if (!sc) {
+		serr(s, "accept: out of memory");
+		rift_conn_close(conn, NULL);
+		return;
+	}
+	sc->s = s;
+	sc->conn = conn;
+	sc->kind = SC_NEW;
+	sc->next = s->conns;
+	s->conns = sc;
+	s->open++;
+	rift_conn_set_user(conn, sc);
+}
+
+static void srv_end_session(struct server *s)
+{
+	for (struct sconn *sc = s->conns; sc; sc = sc->next)
+		if (sc->kind == SC_CTL || sc->kind == SC_DATA)
+			sc_close(sc);
+	if (s->ctl) {
+		s->served++;
+		slog(s, "client %s", s->session_failed ? "failed" : "done");
+	}
+	s->ctl = NULL;
+	s->session_end = false;
+	s->session_failed = false;
+	s->end_pending = false;
+	s->joined = 0;
+}
+
+static void srv_lst_closed(rift_listener *l)
+{
+	struct server *s = rift_listener_user(l);
+
+	s->open--;
+}
+
+/* Listen and serve clients one after another; 0, or EXIT_* on failure. */
+int server_run(struct server *s)
+{
+	static const rift_conn_callbacks cbs = {
+		.on_event = srv_on_event,
+		.on_recv = srv_on_recv,
+	};
+	const struct opts *o = s->o;
+	uint64_t end;
+	int rc, ret = 0;
+
+	rc = rift_ctx_create(&s->ctx, &o->cfg);
+	if (rc) {
+		serr(s, "rift_ctx_create: %s", rift_ctx_last_error(NULL));
+		__atomic_store_n(&s->ready, -1, __ATOMIC_RELEASE);
+		return EXIT_FAIL;
+	}
+	loop_init(&s->lp, s->ctx, &o->cfg, s->msrc);
+	url_build(s->url, sizeof(s->url), o->transport, o->host, o->port);
+	rc = rift_listen(s->ctx, s->url, &cbs, s, srv_on_accept, &s->lst);
+	if (rc) {
+		serr(s, "listen %s: %s", s->url, rift_ctx_last_error(s->ctx));
+		__atomic_store_n(&s->ready, -1, __ATOMIC_RELEASE);
+		ret = EXIT_FAIL;
+		goto destroy_ctx;
+	}
+	s->open++;
+	s->port = rift_listener_port(s->lst);
+	url_build(s->url, sizeof(s->url), o->transport, o->host, s->port);
+	slog(s, "listening on %s%s", s->url,
+	     o->persistent ? " (persistent)" : ", serving one client");
+	__atomic_store_n(&s->ready, 1, __ATOMIC_RELEASE);
+
+	/* In loopback the client thread takes the signal and ends the run;
+	 * closing here first would show it a lost session, not a stop. */
+	while (!(interrupted && !s->loopback) &&
+	       !__atomic_load_n(&stop_all, __ATOMIC_ACQUIRE)) {
+		if (s->session_end) {
+			srv_end_session(s);
+			if (!o->persistent && s->served)
+				break;
+		}
+		rc = loop_once(&s->lp, TICK_MS);
+		if (rc < 0) {
+			serr(s, "rift_ctx_progress: %s", rift_strerror(rc));
+			ret = EXIT_FAIL;
+			break;
+		}
+	}
+	if (interrupted && !s->loopback)
+		ret = EXIT_INTR;
+
+	/* Orderly end: close everything, wait for the close callbacks. */
+	for (struct sconn *sc = s->conns; sc; sc = sc->next)
+		sc_close(sc);
+	rift_listener_close(s->lst, srv_lst_closed);
+	end = now_ns() + (uint64_t)CLOSE_TIMEOUT_MS * 1000000u;
+	while (s->open > 0 && now_ns() < end)
+		if (loop_once(&s->lp, 10) < 0)
+			break;
+destroy_ctx:
+	loop_fini(&s->lp);
+	rc = rift_ctx_destroy(s->ctx);
+	if (rc) {
+		serr(s, "rift_ctx_destroy: %s", rift_ctx_last_error(s->ctx));
+		ret = EXIT_FAIL;
+	}
+	return ret;
+}
+
+void *server_thread(void *arg)
+{
+	struct server *s = arg;
+
+	s->failed = server_run(s);
+	return NULL;
+}
