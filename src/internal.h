@@ -182,13 +182,14 @@ struct rift__transport_ops {
 	/* Start connecting a new path; conn_path_connected/failed follow. */
 	int (*connect)(rift_ctx *ctx, const struct sockaddr *sa, socklen_t len,
 		       rift__path **out);
-	/* The same through the transport's other way of setting a path up
-	 * (verbs: the cm=tcp side channel when rdma.cm is rdmacm), for an
-	 * address where the first way got no answer; NULL when there is
-	 * none.  RIFT_ENOTSUP when the configuration has none. */
+	/* The transport's other way of setting a path up under ctx's
+	 * configuration, by name ("cm=tcp": the side channel when rdma.cm
+	 * is rdmacm), or NULL when it has none (NULL: never one). */
+	const char *(*alt)(const rift_ctx *ctx);
+	/* connect through that way, for an address where the first way
+	 * got no answer; only when alt says there is one. */
 	int (*connect_alt)(rift_ctx *ctx, const struct sockaddr *sa,
 			   socklen_t len, rift__path **out);
-	const char *alt_name;   /* for messages: "cm=tcp" */
 	int (*listen)(rift_listener *l, const struct sockaddr *sa,
 		      socklen_t len);
 	void (*listen_close)(rift_listener *l);

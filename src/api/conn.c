@@ -412,13 +412,13 @@ static int attempt_start(rift_conn *conn, unsigned i, uint64_t limit,
 	rift__path *p = NULL;
 	char addr[80];
 	int rc;
-	bool alt = conn->ops->connect_alt &&
-		   (force_alt || (conn->alt_addrs >> i & 1u));
+	const char *way = rift__conn_alt(conn);
+	bool alt = way && (force_alt || (conn->alt_addrs >> i & 1u));
 
 	rift__sockaddr_str((const struct sockaddr *)&conn->addrs[i], addr,
 			   sizeof(addr));
 	RIFT_DEBUG("%s://%s%s%s: attempt (bound %llu ms)", conn->ops->name,
-		   addr, alt ? " via " : "", alt ? conn->ops->alt_name : "",
+		   addr, alt ? " via " : "", alt ? way : "",
 		   (unsigned long long)limit);
 	rift__metrics_connect_attempt(conn);
 	ctx->errmsg[0] = '\0'; /* what a failing connect says, below */
@@ -433,7 +433,7 @@ static int attempt_start(rift_conn *conn, unsigned i, uint64_t limit,
 	if (rc) {
 		rift__conn_error(conn, "%s://%s%s%s%s: connect: %s",
 				 conn->ops->name, addr, alt ? " (" : "",
-				 alt ? conn->ops->alt_name : "", alt ? ")" : "",
+				 alt ? way : "", alt ? ")" : "",
 				 ctx->errmsg[0] ? ctx->errmsg : rift_strerror(rc));
 		if (alt)
 			conn->alt_addrs &= ~(1u << i);
@@ -443,7 +443,7 @@ static int attempt_start(rift_conn *conn, unsigned i, uint64_t limit,
 	if (alt)
 		ctx->stats.connect_alts++;
 	snprintf(p->peer, sizeof(p->peer), "%s://%s%s%s%s", conn->ops->name,
-		 addr, alt ? " (" : "", alt ? conn->ops->alt_name : "",
+		 addr, alt ? " (" : "", alt ? way : "",
 		 alt ? ")" : "");
 	p->conn = conn;
 	p->limit_ms = (uint32_t)limit;
@@ -492,7 +492,7 @@ void rift__conn_attempt(rift_conn *conn)
  * of connects to a busy listener must not double itself). */
 static bool race_alt(const rift_conn *conn)
 {
-	return conn->ops->connect_alt && conn->state == RIFT_CONN_DETACHED;
+	return rift__conn_alt(conn) && conn->state == RIFT_CONN_DETACHED;
 }
 
 static void race_arm(rift_conn *conn)

@@ -365,7 +365,7 @@ static void boot_learn(rift_conn *conn, const rift__path *p, unsigned idx,
 {
 	uint32_t bit = 1u << idx;
 
-	if (!conn->ops->connect_alt || p->state != RIFT_PATH_CONNECTING)
+	if (!rift__conn_alt(conn) || p->state != RIFT_PATH_CONNECTING)
 		return;
 	if (err == RIFT_ETIMEDOUT && !p->alt)
 		conn->alt_addrs |= bit;

@@ -184,6 +184,12 @@ void rift__conn_attempt_failed(rift_conn *conn, int err);
  */
 #define RIFT_REATTACH_MIN_MS 1000u
 uint64_t rift__conn_attempt_limit(const rift_conn *conn);
+/* The name of the transport's other way of setting up paths (ops->alt),
+ * or NULL when this conn's has none. */
+static inline const char *rift__conn_alt(const rift_conn *conn)
+{
+	return conn->ops->alt ? conn->ops->alt(conn->ctx) : NULL;
+}
 /* Free every queued message (conn is going away). */
 void rift__conn_drop_queue(rift_conn *conn);
 /* Detach conn from its path without any upcall; path is destroyed later. */

@@ -310,6 +310,39 @@ TEST_T(an_rdmacm_listener_takes_cm_tcp_clients)
 	cm_tcp_client_at("auto");
 }
 
+/*
+ * With rdma.cm = tcp there is no other way to set a path up: an attempt
+ * that gets no answer (an address nobody answers ARP for) is followed by
+ * another such attempt, not by one that fails at once for want of a
+ * second way (before: "connect: operation not supported" in 0 ms, the
+ * retry spent).
+ */
+TEST_T(cm_tcp_timeouts_retry_the_same_way)
+{
+	rift_config cc = cfg_cm(RIFT_CM_TCP);
+	struct side cli = { 0 };
+	rift_ctx *ctx;
+	char url[160];
+	uint64_t t0, took;
+
+	need_rdma();
+	if (strncmp(rt_host(), "10.77.0.", 8) != 0)
+		SKIP("needs the lab's 10.77.0.0/24 link");
+	cc.connect_timeout_ms = 500;
+	cc.retries = 1;
+	ctx = h_ctx(&cc);
+	snprintf(url, sizeof(url), "rdma://10.77.0.99:%d", h_free_port());
+	t0 = h_now_us();
+	CHECK_EQ(rift_connect(ctx, url, &h_callbacks, &cli, &cli.conn), 0);
+	CHECK(h_wait(ctx, &cli.errors, 10000));
+	took = h_now_us() - t0;
+	printf("%.3f s: %s\n", took / 1e6, cli.last_message);
+	CHECK_CONTAINS(cli.last_message, "connect_timeout_ms");
+	CHECK(strstr(cli.last_message, "not supported") == NULL);
+	CHECK(took >= 2 * 500000u);
+	h_teardown(ctx, NULL, &cli.conn, 1);
+}
+
 /* ---- hostile bootstraps ---- */
 
 static void put32(uint8_t *o, uint32_t v)

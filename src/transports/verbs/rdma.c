@@ -4073,11 +4073,14 @@ static int rdma_connect_op(rift_ctx *ctx, const struct sockaddr *sa,
  * MAD layer's recovery (SQE -> RTS) brings back its send side only, so
  * every later CM reply to that device is dropped.  Its RC QPs work.
  */
+static const char *rdma_alt(const rift_ctx *ctx)
+{
+	return ctx->cfg.cm == RIFT_CM_RDMACM ? "cm=tcp" : NULL;
+}
+
 static int rdma_connect_alt_op(rift_ctx *ctx, const struct sockaddr *sa,
 			       socklen_t len, rift__path **out)
 {
-	if (ctx->cfg.cm != RIFT_CM_RDMACM)
-		return RIFT_ENOTSUP;
 	return connect_cm(ctx, sa, len, RIFT_CM_TCP, out);
 }
 
@@ -4637,8 +4640,8 @@ const struct rift__transport_ops rift__rdma_ops = {
 	.kind = RIFT_TRANSPORT_RDMA,
 	.available = rdma_available,
 	.connect = rdma_connect_op,
+	.alt = rdma_alt,
 	.connect_alt = rdma_connect_alt_op,
-	.alt_name = "cm=tcp",
 	.listen = rdma_listen_op,
 	.listen_close = rdma_listen_close,
 	.flush = rdma_flush,
