@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include "rift.h"
@@ -82,6 +83,15 @@ int rift__resolve(const struct rift__hostport *hp, bool passive,
 		  char *err, size_t errlen);
 /* "127.0.0.1:7788" or "[::1]:7788" */
 void rift__sockaddr_str(const struct sockaddr *sa, char *buf, size_t len);
+/* Set the port of an AF_INET or AF_INET6 address. */
+static inline void rift__sockaddr_set_port(struct sockaddr_storage *ss,
+					   int port)
+{
+	if (ss->ss_family == AF_INET6)
+		((struct sockaddr_in6 *)ss)->sin6_port = htons((uint16_t)port);
+	else
+		((struct sockaddr_in *)ss)->sin_port = htons((uint16_t)port);
+}
 
 /* ---- fault points (compiled in with -DRIFT_FAULT_INJECTION) ---- */
 typedef enum rift__fault_point {

@@ -841,10 +841,7 @@ static int listen_twin(rift_listener *l, struct sockaddr_storage *sa,
 	t->ops = &rift__tcp_ops;
 	t->main = l;
 	rift__list_init(&t->node);
-	if (sa->ss_family == AF_INET6)
-		((struct sockaddr_in6 *)sa)->sin6_port = htons((uint16_t)l->port);
-	else
-		((struct sockaddr_in *)sa)->sin_port = htons((uint16_t)l->port);
+	rift__sockaddr_set_port(sa, l->port);
 	rc = t->ops->listen(t, (struct sockaddr *)sa, len);
 	if (rc) {
 		free(t);

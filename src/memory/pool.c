@@ -104,7 +104,6 @@ struct rift__pool {
 	pthread_t grower;
 	pthread_cond_t grow_cv;
 	bool grower_started, grow_want, grow_stop;
-	uint64_t grown_ahead;   /* regions it committed */
 };
 
 static pthread_mutex_t global_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -271,9 +270,8 @@ static void *grower_main(void *arg)
 		if (pool->grow_stop)
 			break;
 		pool->grow_want = false;
-		if (!has_spare(pool) && pool->n_regions < pool->max_regions &&
-		    commit_region(pool, err, sizeof(err)) >= 0)
-			pool->grown_ahead++;
+		if (!has_spare(pool) && pool->n_regions < pool->max_regions)
+			commit_region(pool, err, sizeof(err));
 	}
 	pthread_mutex_unlock(&pool->mu);
 	return NULL;

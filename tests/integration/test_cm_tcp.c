@@ -214,6 +214,21 @@ TEST_TIMEOUT(cm_tcp_peer_process_death_fails_the_path_at_once, 60)
 	h_teardown(ctx, l, conns, 1);
 }
 
+/* A listener on scheme:// in sctx and a client in cctx connecting to it
+ * over rdma://. */
+static void listen_connect(const char *scheme, rift_ctx *sctx, rift_ctx *cctx,
+			   struct side *srv, struct side *cli,
+			   rift_listener **l)
+{
+	char url[160];
+
+	snprintf(url, sizeof(url), "%s://%s:0", scheme, rt_host());
+	CHECK_EQ(rift_listen(sctx, url, &h_callbacks, srv, h_accept_side, l), 0);
+	snprintf(url, sizeof(url), "rdma://%s:%d", rt_host(),
+		 rift_listener_port(*l));
+	CHECK_EQ(rift_connect(cctx, url, &h_callbacks, cli, &cli->conn), 0);
+}
+
 /* One listener, one client, each with its own cm: the client's error. */
 static void mismatch(const char *scheme, rift_cm lcm, rift_cm ccm,
 		     const char *expect)
@@ -223,18 +238,12 @@ static void mismatch(const char *scheme, rift_cm lcm, rift_cm ccm,
 	rift_ctx *sctx, *cctx;
 	rift_listener *l = NULL;
 	rift_conn *conns[1];
-	char url[160];
 	uint64_t t0 = h_now_us();
 
 	cc.retries = 0;
 	sctx = h_ctx(&lc);
 	cctx = h_ctx(&cc);
-	snprintf(url, sizeof(url), "%s://%s:0", scheme, rt_host());
-	CHECK_EQ(rift_listen(sctx, url, &h_callbacks, &srv, h_accept_side, &l),
-		 0);
-	snprintf(url, sizeof(url), "rdma://%s:%d", rt_host(),
-		 rift_listener_port(l));
-	CHECK_EQ(rift_connect(cctx, url, &h_callbacks, &cli, &cli.conn), 0);
+	listen_connect(scheme, sctx, cctx, &srv, &cli, &l);
 	if (!wait2(sctx, cctx, &cli.errors, 10000))
 		FAIL("%s listener cm %d, client cm %d: no error after 10 s "
 		     "(connected %d)",
@@ -273,16 +282,10 @@ static void cm_tcp_client_at(const char *scheme)
 	rift_ctx *sctx, *cctx;
 	rift_listener *l = NULL;
 	rift_conn *conns[1];
-	char url[160];
 
 	sctx = h_ctx(&lc);
 	cctx = h_ctx(&cc);
-	snprintf(url, sizeof(url), "%s://%s:0", scheme, rt_host());
-	CHECK_EQ(rift_listen(sctx, url, &h_callbacks, &srv, h_accept_side, &l),
-		 0);
-	snprintf(url, sizeof(url), "rdma://%s:%d", rt_host(),
-		 rift_listener_port(l));
-	CHECK_EQ(rift_connect(cctx, url, &h_callbacks, &cli, &cli.conn), 0);
+	listen_connect(scheme, sctx, cctx, &srv, &cli, &l);
 	if (!wait2(sctx, cctx, &cli.connected, 10000))
 		FAIL("%s listener (rdmacm), cm=tcp client: not connected after "
 		     "10 s: %s", scheme, cli.last_message);

@@ -352,6 +352,14 @@ static int regs(int *n)
 	return v;
 }
 
+/* Wait up to 5 s for n registrations off the allocating thread. */
+static int regs_other_reach(int n)
+{
+	for (int i = 0; i < 5000 && regs(&regs_other) < n; i++)
+		usleep(1000);
+	return regs(&regs_other);
+}
+
 /*
  * Registering a region costs milliseconds per device, which a send or an
  * accept on the loop thread would wait out.  When an allocation takes the
@@ -381,9 +389,7 @@ TEST(pool_grows_ahead_of_need_off_the_allocating_thread)
 	a = rift__pool_alloc(p, 1, RIFT_POOL_SEND, &rc, err, sizeof(err));
 	CHECK(a != NULL);
 	CHECK_EQ(regs(&regs_main), 1);
-	for (int i = 0; i < 5000 && regs(&regs_other) < 1; i++)
-		usleep(1000);
-	CHECK_EQ(regs(&regs_other), 1);
+	CHECK_EQ(regs_other_reach(1), 1);
 	rift__pool_usage(p, &u);
 	CHECK_EQ(u.regions, 2);
 	/* Another class needs a region: the one made ahead serves it. */
@@ -391,9 +397,7 @@ TEST(pool_grows_ahead_of_need_off_the_allocating_thread)
 	CHECK(b != NULL);
 	CHECK_EQ(regs(&regs_main), 1);
 	/* And the next is on its way, up to pool.max (4 regions). */
-	for (int i = 0; i < 5000 && regs(&regs_other) < 2; i++)
-		usleep(1000);
-	CHECK_EQ(regs(&regs_other), 2);
+	CHECK_EQ(regs_other_reach(2), 2);
 	rift__pool_free(p, a, RIFT_POOL_SEND);
 	rift__pool_free(p, b, RIFT_POOL_SEND);
 	rift__pool_put(p);

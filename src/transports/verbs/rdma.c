@@ -4122,10 +4122,7 @@ static int listen_tcp(struct rdma_listener *rl, const struct sockaddr *sa,
 	rl->cm_tcp = true;
 	l->tcp_shared = l->auto_scheme;
 	memcpy(&ss, sa, len);
-	if (ss.ss_family == AF_INET6)
-		((struct sockaddr_in6 *)&ss)->sin6_port = htons((uint16_t)l->port);
-	else
-		((struct sockaddr_in *)&ss)->sin_port = htons((uint16_t)l->port);
+	rift__sockaddr_set_port(&ss, l->port);
 	if (rift__vb_id_create(ctx->rdma->ch, &rl->kind, &rl->id, verr) ||
 	    rift__vb_bind(rl->id, (struct sockaddr *)&ss, verr) ||
 	    rift__vb_listen(rl->id, (int)ctx->cfg.listen_backlog, verr)) {
@@ -4154,10 +4151,7 @@ static int side_channel(struct rdma_listener *rl, const struct sockaddr *sa,
 	int port = l->port, rc;
 
 	memcpy(&ss, sa, len);
-	if (ss.ss_family == AF_INET6)
-		((struct sockaddr_in6 *)&ss)->sin6_port = htons((uint16_t)port);
-	else
-		((struct sockaddr_in *)&ss)->sin_port = htons((uint16_t)port);
+	rift__sockaddr_set_port(&ss, port);
 	rc = rift__cmtcp_listen(l, (struct sockaddr *)&ss, len, l->auto_scheme,
 				&rl->tl);
 	l->port = port;
