@@ -447,7 +447,7 @@ static inline void rift__ctx_deferred(rift_ctx *ctx)
 		rift__ctx_deferred_run(ctx);
 }
 /* Free the context's caches of small send buffers and of buffer
- * headers (conn.c). */
+ * headers (buf.c). */
 void rift__ctx_free_small_bufs(rift_ctx *ctx);
 
 /* ---- listener ---- */

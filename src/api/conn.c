@@ -1,8 +1,9 @@
 /*
- * conn.c - the public connection, listener, buffer and message calls, and
- * the deferred work of a loop round (flushes, close callbacks, path
- * destruction).  Nothing here calls a user callback synchronously from an
- * API call: callbacks only run inside progress.
+ * conn.c - the public connection calls: rift_connect and its attempts
+ * (racing a second one when the first is slow), sending, stopping and
+ * restarting reception, closing, and what a connection tells of itself.
+ * Nothing here calls a user callback synchronously from an API call:
+ * callbacks only run inside progress.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,322 +12,10 @@
 #include <netinet/in.h>
 #include <sys/random.h>
 
-#include "memory/pool.h"
 #include "session/session.h"
-
-/* ---- buffers ---- */
-
-struct rift__buf *rift__buf_new(rift_ctx *ctx, size_t len)
-{
-	struct rift__buf *b = malloc(sizeof(*b) + (len ? len : 1));
-
-	if (!b)
-		return NULL;
-	b->magic = RIFT_BUF_MAGIC;
-	b->ctx = ctx;
-	b->data = b + 1;
-	b->cap = len;
-	b->pool = NULL;
-	b->small = false;
-	b->om.user_buf = false;
-	return b;
-}
-
-/*
- * rift_conn_send copies a small message into a buffer of a per-context
- * cache rather than a fresh malloc'd one: request/reply traffic then
- * allocates and frees nothing per message (a buffer returns when the peer
- * acknowledges its message).  The headers of registered buffers, which
- * live apart from their blocks, are cached the same way.  Not under ASan,
- * which should see every buffer's life.
- */
-#define SMALL_BUF RIFT_SMALL_BUF
 
 static void race_timer_cb(rift_timer *t, void *user);
 static void race_arm(rift_conn *conn);
-
-static bool cache_room(uint32_t n)
-{
-#if defined(__SANITIZE_ADDRESS__)
-	RIFT_UNUSED(n);
-	return false;
-#else
-	return n < RIFT_SMALL_CACHE;
-#endif
-}
-
-/*
- * Copy a small message without a call into libc: under QEMU TCG (the lab)
- * the call through the PLT and the return cost more than the copy.
- * Word moves, the last one overlapping; no loop GCC could turn back into
- * a memcpy call.
- */
-static inline void copy_small(uint8_t *d, const uint8_t *s, size_t n)
-{
-	uint64_t w, x;
-
-	if (n >= 8) {
-		size_t i = 0;
-
-		for (; i + 8 < n; i += 8) {
-			__builtin_memcpy(&w, s + i, 8);
-			__builtin_memcpy(d + i, &w, 8);
-			__asm__("" ::: "memory"); /* keep it a loop of moves */
-		}
-		__builtin_memcpy(&x, s + n - 8, 8);
-		__builtin_memcpy(d + n - 8, &x, 8);
-		return;
-	}
-	for (size_t i = 0; i < n; i++)
-		d[i] = s[i];
-}
-
-static struct rift__buf *buf_new_small(rift_ctx *ctx, size_t len)
-{
-	struct rift__buf *b = ctx->small_bufs;
-
-	if (b) {
-		ctx->small_bufs = b->free_next;
-		ctx->n_small_bufs--;
-	} else {
-		b = malloc(sizeof(*b) + SMALL_BUF);
-		if (!b)
-			return NULL;
-		b->ctx = ctx;
-		b->data = b + 1;
-		b->pool = NULL;
-		b->small = true;
-	}
-	b->magic = RIFT_BUF_MAGIC;
-	b->cap = len;
-	b->om.user_buf = false;
-	return b;
-}
-
-void rift__ctx_free_small_bufs(rift_ctx *ctx)
-{
-	while (ctx->small_bufs) {
-		struct rift__buf *b = ctx->small_bufs;
-
-		ctx->small_bufs = b->free_next;
-		free(b);
-	}
-	ctx->n_small_bufs = 0;
-	while (ctx->buf_hdrs) {
-		struct rift__buf *b = ctx->buf_hdrs;
-
-		ctx->buf_hdrs = b->free_next;
-		free(b);
-	}
-	ctx->n_buf_hdrs = 0;
-}
-
-/*
- * A buffer in registered memory, so the verbs transport can send it
- * without a copy: a pool block when it fits one, else a large registered
- * buffer when it is big enough to go by rendezvous (RDMA READ from it);
- * malloc'd otherwise, or when registered memory runs out (such a message
- * is streamed through the send slots instead).  The payload fills the
- * block from its first byte, so len bytes need a block of len bytes, not
- * one class up; the header sits in the block's pool slot.
- */
-static struct rift__buf *buf_new_registered(rift_ctx *ctx, size_t len)
-{
-	struct rift__pool *pool = rift__ctx_pool(ctx);
-	size_t big = ctx->cfg.block_size[RIFT_BLOCK_CLASSES - 1];
-	struct rift__buf *b;
-	char err[RIFT_ERRMSG_LEN];
-	void *blk, **slot;
-	int rc;
-
-	if (!pool)
-		return rift__buf_new(ctx, len);
-	if (len <= big)
-		blk = rift__pool_alloc(pool, len, RIFT_POOL_SEND, &rc, err,
-				       sizeof(err));
-	else if (ctx->cfg.rndv_threshold && len >= ctx->cfg.rndv_threshold)
-		blk = rift__pool_alloc_large(pool, len, RIFT_POOL_SEND, &rc, err,
-					     sizeof(err));
-	else
-		return rift__buf_new(ctx, len);
-	if (!blk)
-		return rift__buf_new(ctx, len); /* pool share used up */
-	b = ctx->buf_hdrs;
-	if (b) {
-		ctx->buf_hdrs = b->free_next;
-		ctx->n_buf_hdrs--;
-	} else {
-		b = malloc(sizeof(*b));
-		if (!b) {
-			rift__pool_free(pool, blk, RIFT_POOL_SEND);
-			return NULL;
-		}
-	}
-	slot = rift__pool_slot(pool, blk, NULL);
-	if (!slot)
-		abort(); /* the pool handed out something not a block */
-	*slot = b;
-	b->magic = RIFT_BUF_MAGIC;
-	b->ctx = ctx;
-	b->data = blk;
-	b->cap = len;
-	b->pool = pool;
-	b->holds = NULL;
-	b->small = false;
-	b->om.user_buf = false;
-	return b;
-}
-
-struct rift__buf *rift__buf_from_user(rift_ctx *ctx, void *data)
-{
-	struct rift__pool *pool = rift__ctx_pool_held(ctx);
-	struct rift__buf *b;
-	bool inside;
-
-	if (!data)
-		return NULL;
-	if (pool) {
-		void **slot = rift__pool_slot(pool, data, &inside);
-
-		if (slot) {
-			b = *slot;
-			return b && b->magic == RIFT_BUF_MAGIC && b->data == data
-				       ? b
-				       : NULL;
-		}
-		if (inside)
-			return NULL; /* not a block start: nothing to read */
-	} else if (rift__pool_global_owns(data)) {
-		/* Another context's block (this one holds no pool, so none
-		 * of its buffers is registered): reading in front of it
-		 * could touch an unmapped page. */
-		return NULL;
-	}
-	b = (struct rift__buf *)data - 1;
-	return b->magic == RIFT_BUF_MAGIC && b->data == data && !b->pool ? b
-									  : NULL;
-}
-
-/* The part of rift__buf_release (session.h) that is not a small buffer
- * going back to the cache. */
-void rift__buf_release_slow(struct rift__buf *b)
-{
-	rift_ctx *ctx = b->ctx;
-
-	b->magic = 0;
-	if (b->pool) {
-		/* No peer may read it once it is free (each release unlinks
-		 * its hold). */
-		while (b->holds)
-			b->holds->release(b->holds);
-		/* Clears the slot: a stale pointer to the block finds no
-		 * header any more. */
-		rift__pool_free(b->pool, b->data, RIFT_POOL_SEND);
-		if (cache_room(ctx->n_buf_hdrs)) {
-			b->free_next = ctx->buf_hdrs;
-			ctx->buf_hdrs = b;
-			ctx->n_buf_hdrs++;
-		} else {
-			free(b);
-		}
-	} else {
-		free(b); /* small ones only when the cache is full */
-	}
-}
-
-void *rift_buf_alloc(rift_ctx *ctx, size_t len)
-{
-	struct rift__buf *b;
-
-	if (!ctx || len > ctx->cfg.max_msg_size)
-		return NULL;
-	b = buf_new_registered(ctx, len);
-	if (!b)
-		return NULL;
-	b->om.user_buf = true;
-	return b->data;
-}
-
-void rift_buf_free(rift_ctx *ctx, void *buf)
-{
-	struct rift__buf *b;
-
-	if (!ctx)
-		return;
-	b = rift__buf_from_user(ctx, buf);
-	if (b)
-		rift__buf_release(b);
-}
-
-/* ---- received messages ---- */
-
-const void *rift_msg_data(const rift_msg *msg)
-{
-	return msg->data;
-}
-
-size_t rift_msg_len(const rift_msg *msg)
-{
-	return msg->len;
-}
-
-uint64_t rift_msg_seq(const rift_msg *msg)
-{
-	return msg->seq;
-}
-
-rift_msg *rift_msg_retain(rift_msg *msg)
-{
-	rift_msg *r;
-
-	if (msg->retained)
-		return msg;
-	if (msg->owned || msg->lend) {
-		r = malloc(sizeof(*r));
-		if (!r)
-			return NULL;
-		*r = *msg;
-		r->lend = NULL;
-		r->retained = true;
-		if (msg->owned) {
-			/* The payload already has its own block: hand it
-			 * over. */
-			msg->owned = NULL;
-			return r;
-		}
-		/* Registered memory the transport lends: kept where it is
-		 * when the transport can give it up for good. */
-		if (msg->lend->take(msg->lend, msg->len, &r->pool, &r->block))
-			return r;
-		free(r);
-	}
-	/* The payload sits in memory the transport keeps (a read buffer):
-	 * a copy. */
-	r = malloc(sizeof(*r) + msg->len);
-	if (!r)
-		return NULL;
-	*r = *msg;
-	r->data = r + 1;
-	r->owned = NULL;
-	r->lend = NULL;
-	r->pool = NULL;
-	r->block = NULL;
-	memcpy(r->data, msg->data, msg->len);
-	r->retained = true;
-	return r;
-}
-
-void rift_msg_release(rift_msg *msg)
-{
-	if (!msg || !msg->retained)
-		return;
-	free(msg->owned);
-	if (msg->block)
-		rift__pool_free(msg->pool, msg->block, RIFT_POOL_RECV);
-	free(msg);
-}
-
-/* ---- connections ---- */
 
 static rift_conn *conn_alloc(rift_ctx *ctx, const rift_conn_callbacks *cbs,
 			     void *user, bool is_client)
@@ -641,6 +330,32 @@ fail_conn:
 	return rc;
 }
 
+/*
+ * Copy a small message without a call into libc: under QEMU TCG (the lab)
+ * the call through the PLT and the return cost more than the copy.
+ * Word moves, the last one overlapping; no loop GCC could turn back into
+ * a memcpy call.
+ */
+static inline void copy_small(uint8_t *d, const uint8_t *s, size_t n)
+{
+	uint64_t w, x;
+
+	if (n >= 8) {
+		size_t i = 0;
+
+		for (; i + 8 < n; i += 8) {
+			__builtin_memcpy(&w, s + i, 8);
+			__builtin_memcpy(d + i, &w, 8);
+			__asm__("" ::: "memory"); /* keep it a loop of moves */
+		}
+		__builtin_memcpy(&x, s + n - 8, 8);
+		__builtin_memcpy(d + n - 8, &x, 8);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		d[i] = s[i];
+}
+
 static inline int send_check(rift_conn *conn, size_t len)
 {
 	rift_ctx *ctx = conn->ctx;
@@ -678,14 +393,14 @@ int rift_conn_send(rift_conn *conn, const void *data, size_t len)
 	     (conn->transport == RIFT_TRANSPORT_NONE &&
 	      conn->ops == &rift__rdma_ops)) &&
 	    conn->ctx->cfg.rndv_threshold && len >= conn->ctx->cfg.rndv_threshold)
-		b = buf_new_registered(conn->ctx, len);
-	else if (len <= SMALL_BUF)
-		b = buf_new_small(conn->ctx, len);
+		b = rift__buf_new_registered(conn->ctx, len);
+	else if (len <= RIFT_SMALL_BUF)
+		b = rift__buf_new_small(conn->ctx, len);
 	else
 		b = rift__buf_new(conn->ctx, len);
 	if (!b)
 		return RIFT_ENOMEM;
-	if (len <= SMALL_BUF)
+	if (len <= RIFT_SMALL_BUF)
 		copy_small(b->data, data, len);
 	else
 		memcpy(b->data, data, len);
@@ -822,200 +537,4 @@ int rift_conn_stats_get(const rift_conn *conn, rift_conn_stats *st)
 	memcpy(st, &now, size);
 	st->size = size;
 	return 0;
-}
-
-/* ---- listeners ---- */
-
-/* The TCP listener that stands beside an auto:// RDMA listener. */
-static int listen_twin(rift_listener *l, struct sockaddr_storage *sa,
-		       socklen_t len)
-{
-	rift_listener *t = calloc(1, sizeof(*t));
-	int rc;
-
-	if (!t)
-		return rift__ctx_fail(l->ctx, RIFT_ENOMEM, "listen: out of memory");
-	*t = *l;
-	t->fd = -1;
-	t->transport_state = NULL;
-	t->ops = &rift__tcp_ops;
-	t->main = l;
-	rift__list_init(&t->node);
-	rift__sockaddr_set_port(sa, l->port);
-	rc = t->ops->listen(t, (struct sockaddr *)sa, len);
-	if (rc) {
-		free(t);
-		return rc;
-	}
-	l->twin = t;
-	return 0;
-}
-
-int rift_listen(rift_ctx *ctx, const char *url, const rift_conn_callbacks *cbs,
-		void *user, rift_accept_cb on_accept, rift_listener **out)
-{
-	struct rift__url u;
-	struct sockaddr_storage sa;
-	socklen_t len;
-	char err[RIFT_ERRMSG_LEN];
-	rift_listener *l;
-	int rc;
-
-	if (!ctx || !out || !on_accept)
-		return RIFT_EINVAL;
-	rc = rift__url_parse(url, &u, ctx->errmsg, sizeof(ctx->errmsg));
-	if (rc)
-		return rc;
-	if (u.n_opts)
-		return rift__ctx_fail(ctx, RIFT_EINVAL,
-				      "url '%s': unknown option '%s'", url,
-				      u.opts[0].key);
-	rc = rift__resolve(&u.addrs[0], true, &sa, &len, 1, err, sizeof(err));
-	if (rc < 0)
-		return rift__ctx_fail(ctx, rc, "%s", err);
-	l = calloc(1, sizeof(*l));
-	if (!l)
-		return rift__ctx_fail(ctx, RIFT_ENOMEM, "rift_listen: out of memory");
-	l->ctx = ctx;
-	if (cbs)
-		l->cbs = *cbs;
-	l->user = user;
-	l->on_accept = on_accept;
-	l->fd = -1;
-	/* rdma:// listens on RDMA only, tcp:// on TCP only; auto:// on both,
-	 * at the same port number, so clients that fell back find it. */
-	l->ops = &rift__tcp_ops;
-	l->auto_scheme = u.scheme == RIFT_SCHEME_AUTO;
-	if (u.scheme != RIFT_SCHEME_TCP) {
-		rift_fallback_reason why = rift__rdma_ops.available(ctx);
-
-		if (why == RIFT_FALLBACK_NONE)
-			l->ops = &rift__rdma_ops;
-		else if (u.scheme == RIFT_SCHEME_RDMA) {
-			free(l);
-			return rift__ctx_fail(ctx, RIFT_ENOTSUP,
-					      "rdma:// unavailable: %s",
-					      rift_fallback_reason_str(why));
-		}
-	}
-	rc = l->ops->listen(l, (struct sockaddr *)&sa, len);
-	if (rc) {
-		free(l);
-		return rc; /* the transport set ctx->errmsg */
-	}
-	/* With rdma.cm = tcp the side channel's socket already serves TCP
-	 * sessions on that port (it tells them apart by their first bytes):
-	 * a twin could not bind it. */
-	if (u.scheme == RIFT_SCHEME_AUTO && l->ops == &rift__rdma_ops &&
-	    !l->tcp_shared) {
-		rc = listen_twin(l, &sa, len);
-		if (rc) {
-			l->ops->listen_close(l);
-			free(l);
-			return rc;
-		}
-	}
-	rift__list_add_tail(&ctx->listeners, &l->node);
-	ctx->stats.listeners_active++;
-	*out = l;
-	return 0;
-}
-
-int rift_listener_port(const rift_listener *l)
-{
-	return l->port;
-}
-
-void *rift_listener_user(const rift_listener *l)
-{
-	return l->user;
-}
-
-void rift__listener_path(rift_listener *l, rift__path *p)
-{
-	p->lst = l->main ? l->main : l;
-}
-
-void rift_listener_close(rift_listener *l, void (*close_cb)(rift_listener *l))
-{
-	rift_ctx *ctx;
-	struct rift__list *it, *next;
-
-	if (!l || l->closing)
-		return;
-	ctx = l->ctx;
-	l->closing = true;
-	l->close_cb = close_cb;
-	l->ops->listen_close(l);
-	if (l->twin) {
-		l->twin->ops->listen_close(l->twin);
-		free(l->twin);
-		l->twin = NULL;
-	}
-	/* Handshakes in progress on this listener have nobody to go to. */
-	for (it = ctx->paths.next; it != &ctx->paths; it = next) {
-		rift__path *p = rift__list_entry(it, rift__path, ctx_node);
-
-		next = it->next;
-		if (p->lst == l && !p->conn)
-			rift__path_failed(p, RIFT_ECANCELED, "listener closed");
-		else if (p->lst == l)
-			p->lst = NULL;
-	}
-	rift__list_del(&l->node);
-	rift__list_add_tail(&ctx->closing_listeners, &l->node);
-	ctx->stats.listeners_active--;
-}
-
-/* ---- deferred work ---- */
-
-void rift__ctx_deferred_run(rift_ctx *ctx)
-{
-	/* Delivering held messages queues acks, and flushing may fail
-	 * paths and queue more work: loop until quiet. */
-	while (!rift__list_empty(&ctx->drainq) ||
-	       !rift__list_empty(&ctx->flushq)) {
-		if (!rift__list_empty(&ctx->drainq)) {
-			rift_conn *conn = rift__list_entry(ctx->drainq.next,
-							   rift_conn, drain_node);
-
-			rift__list_del(&conn->drain_node);
-			rift__conn_drain(conn);
-			continue;
-		}
-		rift__path *p = rift__list_entry(ctx->flushq.next, rift__path,
-						 flush_node);
-
-		rift__path_unqueue(p);
-		if (p->state != RIFT_PATH_DEAD)
-			p->ops->flush(p);
-		if (p->state != RIFT_PATH_DEAD)
-			rift__sess_after_flush(p);
-	}
-	while (!rift__list_empty(&ctx->dead_paths)) {
-		rift__path *p = rift__list_entry(ctx->dead_paths.next,
-						 rift__path, ctx_node);
-
-		rift__list_del(&p->ctx_node);
-		p->ops->destroy(p);
-	}
-	while (!rift__list_empty(&ctx->closing_conns)) {
-		rift_conn *conn = rift__list_entry(ctx->closing_conns.next,
-						   rift_conn, node);
-
-		rift__list_del(&conn->node);
-		rift__conn_drop_queue(conn);
-		if (conn->close_cb)
-			conn->close_cb(conn);
-		free(conn);
-	}
-	while (!rift__list_empty(&ctx->closing_listeners)) {
-		rift_listener *l = rift__list_entry(ctx->closing_listeners.next,
-						    rift_listener, node);
-
-		rift__list_del(&l->node);
-		if (l->close_cb)
-			l->close_cb(l);
-		free(l);
-	}
 }

@@ -150,6 +150,12 @@ _Static_assert(offsetof(struct rift__buf, om) + offsetof(struct rift__omsg, hdr)
 #define RIFT_SMALL_CACHE 64
 
 struct rift__buf *rift__buf_new(rift_ctx *ctx, size_t len);
+/* A buffer for up to RIFT_SMALL_BUF bytes: from the context's cache, or
+ * malloc'd when the cache is empty (buf.c). */
+struct rift__buf *rift__buf_new_small(rift_ctx *ctx, size_t len);
+/* A buffer in registered memory (a pool block, or a large buffer for a
+ * rendezvous), or a malloc'd one when none fits or is left (buf.c). */
+struct rift__buf *rift__buf_new_registered(rift_ctx *ctx, size_t len);
 /*
  * The buffer whose payload is data (a rift_buf_alloc pointer), or NULL:
  * data inside registered memory but not at a block start, a block that is

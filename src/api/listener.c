@@ -1,0 +1,152 @@
+/*
+ * listener.c - the public listener calls: rift_listen (an auto:// RDMA
+ * listener has a TCP twin at the same port), its port and user pointer,
+ * and rift_listener_close; and rift__listener_path, which gives a path a
+ * transport accepted to the listener the user holds.  Nothing here calls
+ * a user callback synchronously from an API call: callbacks only run
+ * inside progress.
+ */
+#include <stdlib.h>
+
+#include "internal.h"
+
+/* The TCP listener that stands beside an auto:// RDMA listener. */
+static int listen_twin(rift_listener *l, struct sockaddr_storage *sa,
+		       socklen_t len)
+{
+	rift_listener *t = calloc(1, sizeof(*t));
+	int rc;
+
+	if (!t)
+		return rift__ctx_fail(l->ctx, RIFT_ENOMEM, "listen: out of memory");
+	*t = *l;
+	t->fd = -1;
+	t->transport_state = NULL;
+	t->ops = &rift__tcp_ops;
+	t->main = l;
+	rift__list_init(&t->node);
+	rift__sockaddr_set_port(sa, l->port);
+	rc = t->ops->listen(t, (struct sockaddr *)sa, len);
+	if (rc) {
+		free(t);
+		return rc;
+	}
+	l->twin = t;
+	return 0;
+}
+
+int rift_listen(rift_ctx *ctx, const char *url, const rift_conn_callbacks *cbs,
+		void *user, rift_accept_cb on_accept, rift_listener **out)
+{
+	struct rift__url u;
+	struct sockaddr_storage sa;
+	socklen_t len;
+	char err[RIFT_ERRMSG_LEN];
+	rift_listener *l;
+	int rc;
+
+	if (!ctx || !out || !on_accept)
+		return RIFT_EINVAL;
+	rc = rift__url_parse(url, &u, ctx->errmsg, sizeof(ctx->errmsg));
+	if (rc)
+		return rc;
+	if (u.n_opts)
+		return rift__ctx_fail(ctx, RIFT_EINVAL,
+				      "url '%s': unknown option '%s'", url,
+				      u.opts[0].key);
+	rc = rift__resolve(&u.addrs[0], true, &sa, &len, 1, err, sizeof(err));
+	if (rc < 0)
+		return rift__ctx_fail(ctx, rc, "%s", err);
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return rift__ctx_fail(ctx, RIFT_ENOMEM, "rift_listen: out of memory");
+	l->ctx = ctx;
+	if (cbs)
+		l->cbs = *cbs;
+	l->user = user;
+	l->on_accept = on_accept;
+	l->fd = -1;
+	/* rdma:// listens on RDMA only, tcp:// on TCP only; auto:// on both,
+	 * at the same port number, so clients that fell back find it. */
+	l->ops = &rift__tcp_ops;
+	l->auto_scheme = u.scheme == RIFT_SCHEME_AUTO;
+	if (u.scheme != RIFT_SCHEME_TCP) {
+		rift_fallback_reason why = rift__rdma_ops.available(ctx);
+
+		if (why == RIFT_FALLBACK_NONE)
+			l->ops = &rift__rdma_ops;
+		else if (u.scheme == RIFT_SCHEME_RDMA) {
+			free(l);
+			return rift__ctx_fail(ctx, RIFT_ENOTSUP,
+					      "rdma:// unavailable: %s",
+					      rift_fallback_reason_str(why));
+		}
+	}
+	rc = l->ops->listen(l, (struct sockaddr *)&sa, len);
+	if (rc) {
+		free(l);
+		return rc; /* the transport set ctx->errmsg */
+	}
+	/* With rdma.cm = tcp the side channel's socket already serves TCP
+	 * sessions on that port (it tells them apart by their first bytes):
+	 * a twin could not bind it. */
+	if (u.scheme == RIFT_SCHEME_AUTO && l->ops == &rift__rdma_ops &&
+	    !l->tcp_shared) {
+		rc = listen_twin(l, &sa, len);
+		if (rc) {
+			l->ops->listen_close(l);
+			free(l);
+			return rc;
+		}
+	}
+	rift__list_add_tail(&ctx->listeners, &l->node);
+	ctx->stats.listeners_active++;
+	*out = l;
+	return 0;
+}
+
+int rift_listener_port(const rift_listener *l)
+{
+	return l->port;
+}
+
+void *rift_listener_user(const rift_listener *l)
+{
+	return l->user;
+}
+
+void rift__listener_path(rift_listener *l, rift__path *p)
+{
+	p->lst = l->main ? l->main : l;
+}
+
+void rift_listener_close(rift_listener *l, void (*close_cb)(rift_listener *l))
+{
+	rift_ctx *ctx;
+	struct rift__list *it, *next;
+
+	if (!l || l->closing)
+		return;
+	ctx = l->ctx;
+	l->closing = true;
+	l->close_cb = close_cb;
+	l->ops->listen_close(l);
+	if (l->twin) {
+		l->twin->ops->listen_close(l->twin);
+		free(l->twin);
+		l->twin = NULL;
+	}
+	/* Handshakes in progress on this listener have nobody to go to. */
+	for (it = ctx->paths.next; it != &ctx->paths; it = next) {
+		rift__path *p = rift__list_entry(it, rift__path, ctx_node);
+
+		next = it->next;
+		if (p->lst == l && !p->conn)
+			rift__path_failed(p, RIFT_ECANCELED, "listener closed");
+		else if (p->lst == l)
+			p->lst = NULL;
+	}
+	rift__list_del(&l->node);
+	rift__list_add_tail(&ctx->closing_listeners, &l->node);
+	ctx->stats.listeners_active--;
+}
