@@ -8,7 +8,7 @@
  *  16  u64 ack (cumulative: highest sequence received in order)
  *
  * Over verbs a DATA frame may go bare, without this header, when the
- * QP's previous DATA frame says what it would (transports/verbs/rdma.c,
+ * QP's previous DATA frame says what it would (transports/verbs/rdma_int.h,
  * BARE_IMM).
  *
  * Control payloads have fixed sizes (ERROR has a bounded one), so a decoder

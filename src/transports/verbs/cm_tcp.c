@@ -1,8 +1,8 @@
 /*
  * cm_tcp.c - the side channel of rdma.cm = tcp: sockets, the bootstrap's
  * wire format, and the listener that tells bootstraps from TCP sessions.
- * See cm_tcp.h for the exchange.  No verbs calls here: rdma.c makes and
- * moves the QP.
+ * See cm_tcp.h for the exchange.  No verbs calls here: rdma_boot.c makes
+ * and moves the QP.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -413,7 +413,7 @@ static void read_boot(struct rift__cmtcp *tc)
 		tc_fail(tc, RIFT_EPROTO, RIFT_FALLBACK_NONE, "%s", bad);
 		return;
 	}
-	tc->state = TC_DONE; /* until rdma.c says live */
+	tc->state = TC_DONE; /* until rdma_boot.c says live */
 	tc_events(tc);
 	rift__rdma_boot_received(p, &b);
 }

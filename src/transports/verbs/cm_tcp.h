@@ -2,7 +2,8 @@
  * cm_tcp.h - rdma.cm = tcp: a TCP side channel brings a verbs path up
  * without rdma_cm, then stays open and shares fate with the QP (as brpc
  * does).  cm_tcp.c owns the socket, the bootstrap's wire format and the
- * checks that need no device; rdma.c owns the QP and calls the shots.
+ * checks that need no device; rdma_boot.c owns the QP and calls the
+ * shots.
  *
  * The exchange, both ways one fixed-size message, no round trip more:
  *
@@ -30,7 +31,7 @@
 #define RIFT_BOOT_MAGIC 0x52564254u /* "RVBT": never "RF" (a session frame) */
 #define RIFT_BOOT_VERSION 1u
 #define RIFT_BOOT_SIZE 64u
-#define RIFT_BOOT_HELLO_LEN 16u /* rift's hello, checked by rdma.c */
+#define RIFT_BOOT_HELLO_LEN 16u /* rift's hello, checked by rdma_cm.c */
 
 /* Refusals, in a bootstrap's status and in rdma_reject's private data. */
 enum rift__rej {
@@ -54,7 +55,7 @@ struct rift__boot {
 	uint8_t mtu;        /* enum ibv_mtu, 1 (256) .. 5 (4096) */
 	uint8_t rd_atom;    /* RDMA READs the sender serves at once */
 	uint32_t caps;      /* capability bits (none defined yet: 0) */
-	uint8_t hello[RIFT_BOOT_HELLO_LEN]; /* rift's hello (rdma.c) */
+	uint8_t hello[RIFT_BOOT_HELLO_LEN]; /* rift's hello (rdma_cm.c) */
 };
 
 /*
@@ -98,7 +99,7 @@ int rift__cmtcp_listen(rift_listener *l, const struct sockaddr *sa,
 		       struct rift__cmtcp_listener **out);
 void rift__cmtcp_listen_close(struct rift__cmtcp_listener *tl);
 
-/* ---- implemented by rdma.c ---- */
+/* ---- implemented by rdma_boot.c ---- */
 
 /* A new side channel at l: a server path that owns tc, or NULL. */
 rift__path *rift__rdma_boot_path(rift_listener *l, struct rift__cmtcp *tc,

@@ -215,7 +215,7 @@ static RIFT_HOT_INLINE int rift__vb_poll(struct ibv_cq *cq, int n,
 	return rc < 0 ? RIFT_EIO : rc;
 }
 /*
- * Shared completion queues (rdma.c): one non-blocking completion channel
+ * Shared completion queues (rdma_cq.c): one non-blocking completion channel
  * per context and device, and CQs of *cqe entries on it whose cq_context
  * is ctx.  *cqe is what the caller may count on: the device's own figure,
  * which is at least what was asked (drivers round up).  Test builds:

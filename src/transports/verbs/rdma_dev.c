@@ -1,0 +1,360 @@
+/*
+ * rdma_dev.c - devices and context state of the verbs transport: one
+ * protection domain per device for the whole process, the block pool's
+ * registration on it and the device's READ limits; a context's rdma_cm
+ * channel, device warm-up and port events.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <pthread.h>
+
+#include "transports/verbs/rdma_int.h"
+
+/* ---- memory: devices and the block pool ---- */
+
+/*
+ * One protection domain per device for the whole process, shared by every
+ * path, so the pool registers its regions once per device.  They live as
+ * long as any context uses RDMA.
+ */
+static const struct rift__pool_reg pool_reg = {
+	.reg = rift__vb_pool_reg,
+	.dereg = rift__vb_pool_dereg,
+};
+pthread_mutex_t rift__rdma_dev_mu = PTHREAD_MUTEX_INITIALIZER;
+static int dev_users;
+struct rdma_dev rift__rdma_devs[RIFT_POOL_MAX_DEVICES];
+int rift__rdma_n_devs;
+
+#define RD_ATOM_MAX 16 /* outstanding RDMA READs per QP, each way */
+
+/* The device's PD and pool slot (made on first use); 0 or RIFT_E*. */
+int rift__rdma_dev_pd(struct rift__pool *pool, struct ibv_context *verbs,
+		      int *idx, char *err, size_t errlen)
+{
+	uint32_t init, resp;
+	rift__vb_err verr;
+	int i, rc = 0;
+
+	pthread_mutex_lock(&rift__rdma_dev_mu);
+	for (i = 0; i < rift__rdma_n_devs; i++)
+		if (rift__rdma_devs[i].verbs == verbs)
+			break;
+	if (i == rift__rdma_n_devs) {
+		if (rift__rdma_n_devs == RIFT_POOL_MAX_DEVICES) {
+			snprintf(err, errlen, "more than %d RDMA devices",
+				 RIFT_POOL_MAX_DEVICES);
+			rc = RIFT_ENOSPC;
+			goto out;
+		}
+		rc = rift__vb_pd_alloc(verbs, &rift__rdma_devs[i].pd, verr);
+		if (rc) {
+			snprintf(err, errlen, "%s", verr);
+			goto out;
+		}
+		rift__rdma_devs[i].pdev.pd = rift__rdma_devs[i].pd;
+		rift__rdma_devs[i].pdev.mw = rift__vb_mw_type2(verbs);
+		rc = rift__pool_add_device(pool, &rift__rdma_devs[i].pdev, err,
+					   errlen);
+		if (rc < 0) {
+			rift__vb_pd_free(rift__rdma_devs[i].pd);
+			goto out;
+		}
+		rift__rdma_devs[i].verbs = verbs;
+		rift__rdma_devs[i].slot = rc;
+		/* Without READ support (depths 0) paths stream everything.
+		 * Every port of a device shares its limits; port 1 exists. */
+		rift__rdma_devs[i].rd_atom = rift__rdma_devs[i].init_atom = 0;
+		rift__rdma_devs[i].max_msg = 0;
+		if (rift__vb_read_limits(verbs, 1, &init, &resp,
+					 &rift__rdma_devs[i].max_msg,
+					 verr) == 0) {
+			rift__rdma_devs[i].rd_atom =
+				(uint8_t)(resp < RD_ATOM_MAX ? resp
+							     : RD_ATOM_MAX);
+			rift__rdma_devs[i].init_atom =
+				(uint8_t)(init < RD_ATOM_MAX ? init
+							     : RD_ATOM_MAX);
+		}
+		if (rift__vb_cq_limit(verbs, &rift__rdma_devs[i].max_cqe, verr))
+			rift__rdma_devs[i].max_cqe = 0;
+		rift__rdma_n_devs++;
+		rc = 0;
+	}
+	*idx = i;
+out:
+	pthread_mutex_unlock(&rift__rdma_dev_mu);
+	return rc;
+}
+
+static void dev_users_put(void)
+{
+	pthread_mutex_lock(&rift__rdma_dev_mu);
+	if (--dev_users == 0) {
+		for (int i = 0; i < rift__rdma_n_devs; i++)
+			rift__vb_pd_free(rift__rdma_devs[i].pd);
+		rift__rdma_n_devs = 0;
+	}
+	pthread_mutex_unlock(&rift__rdma_dev_mu);
+}
+
+/* The device's READ limits (0 until a path or pool set used it). */
+void rift__rdma_dev_atoms(struct ibv_context *verbs, uint8_t *rd, uint8_t *init,
+			  uint32_t *max_msg, bool *mw)
+{
+	uint32_t dummy;
+	bool dummy_mw;
+
+	if (!max_msg)
+		max_msg = &dummy;
+	if (!mw)
+		mw = &dummy_mw;
+	*rd = *init = 0;
+	*max_msg = 0;
+	*mw = false;
+	pthread_mutex_lock(&rift__rdma_dev_mu);
+	for (int i = 0; i < rift__rdma_n_devs; i++)
+		if (rift__rdma_devs[i].verbs == verbs) {
+			*rd = rift__rdma_devs[i].rd_atom;
+			*init = rift__rdma_devs[i].init_atom;
+			*max_msg = rift__rdma_devs[i].max_msg;
+			*mw = rift__rdma_devs[i].pdev.mw;
+		}
+	pthread_mutex_unlock(&rift__rdma_dev_mu);
+}
+
+/* ---- context state ---- */
+
+static struct rift__rdma_ctx *rdma_ctx_new(rift_ctx *ctx)
+{
+	struct rift__rdma_ctx *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	rift__list_init(&r->paths);
+	rift__list_init(&r->cqs);
+	r->ctx = ctx;
+	r->note_fd = -1;
+	ctx->rdma = r;
+	return r;
+}
+
+struct rift__pool *rift__ctx_pool(rift_ctx *ctx)
+{
+	struct rift__rdma_ctx *r = ctx->rdma;
+	char err[RIFT_ERRMSG_LEN];
+
+	if (r && r->pool)
+		return r->pool;
+	if (!r) {
+		r = rdma_ctx_new(ctx);
+		if (!r)
+			return NULL;
+	}
+	if (rift__pool_get(&ctx->cfg, &pool_reg, &r->pool, err, sizeof(err))) {
+		rift__ctx_fail(ctx, RIFT_ENOMEM, "%s", err);
+		return NULL;
+	}
+	pthread_mutex_lock(&rift__rdma_dev_mu);
+	dev_users++;
+	pthread_mutex_unlock(&rift__rdma_dev_mu);
+	return r->pool;
+}
+
+struct rift__pool *rift__ctx_pool_held(const rift_ctx *ctx)
+{
+	return ctx->rdma ? ctx->rdma->pool : NULL;
+}
+
+/*
+ * Ready every device for a path before one is needed: its protection
+ * domain and the block pool's registration (once per process) and this
+ * context's shared CQ.  Made on first use, they were most of a re-attach
+ * that moved to a device not used before: 200 ms of a 580 ms re-attach
+ * in the lab, where registering the pool grows with the pool.  A path
+ * that fails over must find its device ready, as a standby link does in
+ * SMC-R.  Done once per context, when it first uses RDMA; a device that
+ * cannot be readied is left to fail (and say why) when a path needs it.
+ */
+static void warm_devices(rift_ctx *ctx)
+{
+	struct ibv_context **list;
+	rift__vb_err verr;
+	char err[RIFT_ERRMSG_LEN];
+	uint64_t t0 = rift__clock_us();
+	int n, d;
+
+	if (rift__vb_cm_devices(&list, &n, verr)) {
+		RIFT_DEBUG("warm-up: %s", verr);
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		struct shared_cq *s;
+
+		if (rift__rdma_dev_pd(ctx->rdma->pool, list[i], &d, err,
+				      sizeof(err)) ||
+		    rift__rdma_cq_reserve(ctx, list[i], 0, &s, err,
+					  sizeof(err))) {
+			RIFT_DEBUG("warm-up of %s: %s",
+				   rift__vb_device_name(list[i]->device), err);
+			continue;
+		}
+		s->holders--; /* kept: a device's first CQ stays */
+	}
+	RIFT_DEBUG("warm-up: %d devices in %.1f ms", n,
+		   (rift__clock_us() - t0) / 1e3);
+	rift__vb_cm_devices_free(list);
+}
+
+struct rift__rdma_ctx *rift__rdma_rctx(rift_ctx *ctx, rift__vb_err err)
+{
+	struct rift__rdma_ctx *r = ctx->rdma;
+
+	if (r && r->ch)
+		return r;
+	if (!r) {
+		r = rdma_ctx_new(ctx);
+		if (!r) {
+			snprintf(err, sizeof(rift__vb_err), "out of memory");
+			return NULL;
+		}
+	}
+	if (!rift__ctx_pool(ctx)) {
+		snprintf(err, sizeof(rift__vb_err), "%s", ctx->errmsg);
+		return NULL;
+	}
+	if (rift__vb_channel_create(&r->ch, err))
+		return NULL;
+	if (rift__io_start(ctx, &r->io, r->ch->fd, EPOLLIN,
+			   rift__rdma_cm_io_cb)) {
+		snprintf(err, sizeof(rift__vb_err), "epoll: cannot watch the "
+						    "rdma_cm channel");
+		rift__vb_channel_destroy(r->ch);
+		r->ch = NULL;
+		return NULL;
+	}
+	warm_devices(ctx);
+	return r;
+}
+
+void rift__rdma_ctx_destroy(rift_ctx *ctx)
+{
+	struct rift__rdma_ctx *r = ctx->rdma;
+
+	if (!r)
+		return;
+	/* The context ends: parked paths go now, port or no port. */
+	rift__rdma_parked_release(r, NULL, 0);
+	rift__rdma_reaper_free(r);
+	if (r->ch) {
+		rift__io_stop(ctx, &r->io);
+		rift__vb_channel_destroy(r->ch);
+	}
+	free(r->sel);
+	rift__rdma_cq_devs_free(r);
+	for (int i = 0; i < r->n_watch; i++) {
+		rift__io_stop(ctx, &r->watch[i]->io);
+		rift__vb_device_close(r->watch[i]->c);
+		free(r->watch[i]);
+	}
+	if (r->pool) {
+		/* Last user: the pool deregisters before the PDs go. */
+		rift__pool_put(r->pool);
+		dev_users_put();
+	}
+	free(r);
+	ctx->rdma = NULL;
+}
+
+rift_fallback_reason rift__rdma_available(rift_ctx *ctx)
+{
+	struct rift__rdma_ctx *r = ctx->rdma;
+
+	if (!r) {
+		r = rdma_ctx_new(ctx);
+		if (!r)
+			return RIFT_FALLBACK_NO_DEVICE;
+	}
+	if (!r->probe_done) {
+		r->probed = rift__vb_probe(r->device, sizeof(r->device));
+		r->probe_done = true;
+	}
+	return r->probed;
+}
+
+/*
+ * A port went down (or the device died): fail every path of this context
+ * on it now, instead of waiting for its retries to run out.  rxe does not
+ * move QPs to error on a port event by itself (LAB.md).
+ */
+static void watch_cb(rift__io *io, uint32_t revents)
+{
+	struct dev_watch *w = rift__container_of(io, struct dev_watch, io);
+	struct rift__rdma_ctx *r = w->ctx->rdma;
+	enum ibv_event_type type = IBV_EVENT_DEVICE_FATAL;
+	int port = 0; /* set by rift__vb_async_get (LTO cannot tell) */
+
+	RIFT_UNUSED(revents);
+	while (rift__vb_async_get(w->c, &type, &port) == 0) {
+		struct rift__list *it, *next;
+		bool fatal = type == IBV_EVENT_DEVICE_FATAL;
+
+		free(r->sel);
+		r->sel = NULL;
+
+		RIFT_DEBUG("%s port %d: %s", rift__vb_device_name(w->dev), port,
+			   rift__vb_event_str(type));
+		if (type == IBV_EVENT_PORT_ACTIVE || fatal)
+			rift__rdma_parked_release(r, w->dev, fatal ? 0 : port);
+		if (type != IBV_EVENT_PORT_ERR && !fatal)
+			continue; /* PORT_ACTIVE: new paths may use it again */
+		for (it = r->paths.next; it != &r->paths; it = next) {
+			struct rdma_path *rp = rift__list_entry(
+				it, struct rdma_path, poll_node);
+
+			next = it->next;
+			if (rp->base.state == RIFT_PATH_DEAD || !rp->verbs ||
+			    rp->verbs->device != w->dev ||
+			    (!fatal && rp->port_num != port))
+				continue;
+			rift__path_failed(&rp->base,
+					  fatal ? RIFT_ENODEV : RIFT_ENETDOWN,
+					  "%s port %d: %s",
+					  rift__vb_device_name(w->dev), port,
+					  rift__vb_event_str(type));
+		}
+	}
+}
+
+/* Listen for the device's events on this context (once per device). */
+void rift__rdma_watch_device(rift_ctx *ctx, struct ibv_device *dev)
+{
+	struct rift__rdma_ctx *r = ctx->rdma;
+	struct dev_watch *w;
+	rift__vb_err err;
+
+	for (int i = 0; i < r->n_watch; i++)
+		if (r->watch[i]->dev == dev)
+			return;
+	if (r->n_watch == RIFT_POOL_MAX_DEVICES)
+		return;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return;
+	w->ctx = ctx;
+	w->dev = dev;
+	/* Without events, failures still show through the QP's retries:
+	 * a watch that cannot be set up is not fatal. */
+	if (rift__vb_device_open(dev, &w->c, err) ||
+	    rift__vb_async_setup(w->c, err) ||
+	    rift__io_start(ctx, &w->io, w->c->async_fd, EPOLLIN, watch_cb)) {
+		RIFT_DEBUG("no port events for %s: %s",
+			   rift__vb_device_name(dev), err);
+		if (w->c)
+			rift__vb_device_close(w->c);
+		free(w);
+		return;
+	}
+	r->watch[r->n_watch++] = w;
+}

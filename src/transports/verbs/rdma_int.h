@@ -1,0 +1,484 @@
+/*
+ * rdma_int.h - what the files of the verbs transport share: the constants
+ * of its wire (wr_id, immediate data, the hello), the state of a context,
+ * a listener, a path and a shared CQ, and the functions one file calls in
+ * another (each under the file that defines it).  rdma.c has the design
+ * overview; verbs.h wraps every libibverbs and librdmacm call.
+ */
+#ifndef RIFT_VERBS_RDMA_INT_H
+#define RIFT_VERBS_RDMA_INT_H
+
+#include <pthread.h>
+
+#include "session/session.h"
+#include "memory/pool.h"
+#include "session/stream.h"
+#include "transports/verbs/cm_tcp.h"
+#include "transports/verbs/verbs.h"
+
+#define HELLO_MAGIC 0x52494654u /* "RIFT" */
+#define HELLO_VERSION 1u
+#define CTRL_CAP 1024
+/*
+ * wr_id: flags, the path's tag (a per-context number: completions of a
+ * destroyed path whose QP number came back are told apart by it) and the
+ * receive buffer or send slot.
+ */
+#define RECV_FLAG (1ull << 63)
+#define READ_FLAG (1ull << 62) /* wr_id of a rendezvous READ */
+#define TAG_SHIFT 32
+#define TAG_MASK 0x3fffffffu
+#define WR_TAG(rp) ((uint64_t)(rp)->tag << TAG_SHIFT)
+#define WR_IDX(wr_id) ((uint32_t)(wr_id))
+#define WR_TAG_OF(wr_id) ((uint32_t)((wr_id) >> TAG_SHIFT) & TAG_MASK)
+#define MAX_POLL 64
+
+/*
+ * A SEND's immediate: credits returned in the low 16 bits (at most
+ * rq_depth, 32768), and flags.  RNDV_IMM: a rendezvous descriptor.
+ * BARE_IMM: one DATA frame without its header (a bare frame): its seq
+ * follows the path's last DATA frame, its ack is that frame's ack plus
+ * the 14-bit delta in bits 16..29.  A SEND then carries the message's
+ * bytes only: under emulation every byte costs in the kernel's send and
+ * receive paths, and a 32-byte message goes as 32 bytes, not 56.
+ * In the pending ring, the receive buffer's index sits in the low 16 bits
+ * with the same flags and delta.
+ */
+#define RNDV_IMM (1u << 31)
+#define BARE_IMM (1u << 30)
+#define BARE_SHIFT 16
+#define BARE_DELTA_MAX (1u << 14)
+#define CREDIT_MASK 0xffffu
+#define PEND_RNDV RNDV_IMM
+#define PEND_BARE BARE_IMM
+#define PEND_IDX 0xffffu
+#define RNDV_DESC_SIZE (RIFT_HDR_SIZE + 16u)
+#define RNDV_MAX 16            /* rendezvous received, not yet delivered */
+#define RNDV_CHUNK (1u << 20)  /* bytes per READ, at most */
+#define RNDV_DEPTH 16          /* READs in flight per QP, at most */
+/*
+ * rdma_resolve_addr's timeout, ms.  The kernel looks at an unresolved
+ * neighbour again only when ARP reports one (a report can slip past a
+ * request being queued) or when the request times out: with the whole
+ * connect_timeout_ms, a re-attach over a link not used before waited
+ * 1.5 s and more for an ARP answer that had come in milliseconds.  So
+ * each resolution asks for this long and is asked again on a timeout,
+ * for as long as the attempt may last (the session's bound on it).  With
+ * 200 ms steps a re-attach in the fault soak still waited 203 ms for a
+ * neighbour that answered at once.  On a veth the answer is in before
+ * the request is queued (ARP goes out from rdma_resolve_addr itself), so
+ * after every link flap the first resolution misses it: a step is 10 ms.
+ * Asking again sends no ARP of its own; the neighbour's timer does.
+ */
+#define RESOLVE_STEP_MS 10
+
+/* Hello flags. */
+#define HELLO_F_RNDV 1u /* serves and issues RDMA READs (rendezvous) */
+#define HELLO_F_BARE 2u /* takes bare DATA frames (BARE_IMM) */
+
+/* rdma_cm private data: fits the 56 bytes a connect request may carry. */
+struct cm_hello {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t flags;    /* HELLO_F_*; unknown bits are ignored */
+	uint32_t rq_depth; /* receive buffers posted = initial credits */
+	uint32_t buf_size; /* bytes per receive buffer */
+} __attribute__((packed));
+
+_Static_assert(sizeof(struct cm_hello) == RIFT_BOOT_HELLO_LEN,
+	       "cm=tcp carries the rdma_cm hello as it is");
+
+/* Reject reasons in rdma_reject's private data: enum rift__rej. */
+
+/* The id context says whether an event is for a path or a listener. */
+enum owner_kind { OWNER_PATH = 1, OWNER_LISTENER = 2 };
+
+/*
+ * A completion queue shared by paths of one context on one device.  Room
+ * is counted in completions: each path (or prepared set) holds need =
+ * sq_depth + rq_depth, what its QP can have outstanding at once (READs
+ * take send slots, and after an error every posted request completes,
+ * signaled or not), so the CQ can never overflow.  A destroyed QP may
+ * leave completions behind: its share stays taken (stale) until a poll
+ * finds the CQ empty.
+ */
+struct shared_cq {
+	struct rift__list node;      /* rdma ctx's cqs */
+	struct rift__list users;     /* struct rdma_path, cq_node */
+	struct cq_dev *dev;
+	struct ibv_cq *cq;
+	uint32_t cap;                /* completions it holds */
+	uint32_t used;               /* taken by holders and stale shares */
+	uint32_t stale;              /* of used: destroyed QPs' shares */
+	uint32_t holders;            /* paths and prepared sets on it */
+	bool armed;                  /* its next completion raises an event */
+	bool polling;                /* in rift__rdma_cq_poll (no re-entry) */
+	bool failed;                 /* overflowed: takes no one any more */
+	int overflow;                /* atomic: IBV_EVENT_CQ_ERR seen */
+};
+
+/* A context's CQs on one device share one completion channel. */
+struct cq_dev {
+	struct rift__rdma_ctx *r;
+	rift_ctx *ctx;
+	struct ibv_context *verbs;   /* librdmacm's context of the device */
+	struct ibv_comp_channel *cch;
+	rift__io cch_io;
+	rift__io async_io;           /* verbs->async_fd: CQ errors */
+	bool cch_on, async_on;
+	uint32_t max_cqe;            /* the device's largest CQ */
+	uint32_t n_cqs;
+};
+
+/*
+ * What a path needs before it connects, made on demand or ahead of time by
+ * a listener's prepared-QP pool: room on a shared CQ, receive
+ * buffers and send slots from the block pool and the QP itself in INIT on
+ * a port with every receive posted.  With rdmacm the accepting side keeps
+ * the QP its own (librdmacm's user-managed QP mode: ibv_create_qp, the
+ * transitions from rdma_init_qp_attr, rdma_accept with conn_param.qp_num),
+ * so an accept waits on no QP creation in either cm mode; the connecting
+ * side lets rdma_create_qp bind one to its id (docs/config.md,
+ * rdma.qp_pool_count).
+ */
+struct qp_res {
+	struct rift__list node;      /* listener's pool */
+	struct ibv_context *verbs;   /* librdmacm's context of the device */
+	uint8_t port;                /* the port the QP is INIT on */
+	struct ibv_pd *pd;           /* the device's, shared */
+	int dev_slot;                /* the device's slot in the block pool */
+	struct shared_cq *scq;       /* room for need completions taken */
+	uint32_t need;
+	uint32_t tag;                /* wr_id tag of its posted receives */
+	struct ibv_qp *qp;           /* NULL: rdma_create_qp makes it */
+	uint8_t **rbufs, **sbufs;
+	uint32_t *rlkey, *slkey;
+	uint32_t buf_size, rq_depth, sq_depth, inline_max;
+	bool posted;                 /* every receive is posted */
+};
+
+struct rdma_listener {
+	enum owner_kind kind;
+	rift_listener *l;
+	struct rdma_cm_id *id; /* rdmacm: listening; cm=tcp: rejects rdma_cm */
+	struct rift__cmtcp_listener *tl; /* cm=tcp side channel */
+	bool cm_tcp;            /* rdma.cm = tcp: rdma_cm only to refuse */
+	/* prepared-QP pool (rdma.qp_pool_count) */
+	struct rift__list prep;      /* struct qp_res, ready */
+	uint32_t n_prep;
+	struct ibv_context *prep_verbs; /* device prepared for; NULL: unknown */
+	uint8_t prep_port;
+	rift_timer refill;           /* refills from the loop, never inline */
+	uint64_t refill_fails;       /* consecutive failures: back off */
+};
+
+/*
+ * Port and device events.  Every context opened on a device receives them,
+ * so each rift context opens its own just to listen: events then arrive on
+ * the thread whose paths they concern.
+ */
+struct dev_watch {
+	rift_ctx *ctx;
+	struct ibv_device *dev;
+	struct ibv_context *c;
+	rift__io io;
+};
+
+/* Per-context state: one CM event channel for every id of the context. */
+struct rift__rdma_ctx {
+	rift_ctx *ctx;
+	struct rdma_event_channel *ch;
+	rift__io io;
+	struct rift__pool *pool; /* reference on the process pool */
+	struct rift__list paths; /* paths with a CQ share (port events) */
+	/* shared completion queues (rdma_cq.c) */
+	struct cq_dev *cqdev[RIFT_POOL_MAX_DEVICES];
+	int n_cqdev;
+	struct rift__list cqs;   /* struct shared_cq */
+	uint32_t cq_paths;       /* paths holding a CQ share */
+	struct rdma_path **qpt;  /* (device, QP number) -> path, chained */
+	uint32_t qpt_mask, qpt_n;
+	uint32_t next_tag;
+	uint32_t poll_seq;       /* poll batches, marks paths touched */
+	int note_fd;             /* eventfd: a CQ error seen elsewhere */
+	rift__io note_io;
+	struct reaper *reaper;   /* QP teardown off the loop (rdma_reap.c) */
+	struct rdma_path *parked; /* dead paths waiting for their port (ditto) */
+	struct dev_watch *watch[RIFT_POOL_MAX_DEVICES]; /* async events */
+	int n_watch;
+	/* cm=tcp: the last device selection, by local address; cleared by
+	 * any device event (a GID or port may have changed) */
+	struct sockaddr_storage sel_addr;
+	void *sel;                   /* struct dev_sel, or NULL */
+	rift_fallback_reason probed; /* cached device probe */
+	bool probe_done;
+	char device[RIFT_DEVICE_NAME_MAX];
+};
+
+struct send_slot {
+	uint32_t covers; /* slots freed when this signaled send completes */
+	uint32_t rd_len; /* a READ: bytes it fetches */
+};
+
+/* A large message being fetched by RDMA READ, delivered in order. */
+struct rndv_op {
+	struct rift__hdr h;   /* the DATA frame it delivers */
+	uint8_t *dst;         /* registered destination (pool) */
+	uint32_t lkey;
+	uint32_t rkey;        /* the peer's buffer */
+	uint64_t raddr;
+	uint64_t posted, done; /* bytes requested, bytes arrived */
+};
+
+struct rdma_path {
+	rift__path base;
+	enum owner_kind kind;
+	struct rdma_cm_id *id; /* rdmacm only */
+	struct ibv_qp *qp;     /* both cm modes */
+	/* rdmacm: qp is ours, not librdmacm's (accepted: user-managed QP
+	 * mode), so moving it to ERR and destroying it are ours too */
+	bool user_qp;
+	struct ibv_context *verbs; /* device (librdmacm's context) */
+	uint8_t port_num;
+	struct ibv_pd *pd;     /* the device's, shared: not ours to free */
+	/* cm=tcp: side channel, and what the bootstrap says about us */
+	struct rift__cmtcp *tc;
+	uint8_t gid[16], link_layer, mtu;
+	uint16_t lid;
+	uint32_t gid_index, psn;
+	int dev_slot;          /* the device's slot in the block pool */
+	struct shared_cq *scq; /* its share of a shared CQ */
+	uint32_t cq_need;      /* completions of that share */
+	uint32_t tag;          /* wr_id tag (per context) */
+	uint32_t qpn;          /* in the context's QP table when hashed */
+	bool hashed;
+	uint32_t touched;      /* poll batch that last had completions */
+	struct rdma_path *hnext; /* QP table chain */
+	struct rdma_path *reap_next; /* reaper queue */
+	bool park;             /* its port was down: torn down later */
+	uint64_t probe_us;     /* last zero-length WRITE probe (loop time) */
+	uint64_t rd_progress_us; /* last READ done, or first posted (loop time) */
+	struct rift__list cq_node;   /* scq's users */
+	struct rift__list poll_node; /* rdma ctx's paths */
+	bool established;
+
+	/* receive buffers and send slots: blocks of the registered pool */
+	uint8_t **rbufs, **sbufs;
+	uint32_t *rlkey, *slkey;
+	uint32_t buf_size, rq_depth, sq_depth, inline_max;
+
+	/* receive side */
+	uint32_t *pend;        /* completed receives not yet consumed (ring) */
+	uint32_t *pend_len;
+	uint32_t pend_head, pend_n;
+	uint32_t pend_off;     /* bytes of pend[head] already consumed */
+	uint32_t to_return;    /* credits re-posted, not yet announced */
+	uint32_t *repost;      /* consumed buffers to post again (flush) */
+	uint32_t repost_n;
+	uint32_t repost_batch; /* buffers posted again together, at least */
+	struct rift__stream rx;
+	bool draining;         /* in rift__rdma_drain_recvs (no re-entry) */
+
+	/* send side */
+	uint32_t credits;      /* peer receive buffers we may fill */
+	uint32_t peer_buf;     /* peer's buffer size */
+	uint32_t slot_next;    /* next slot to fill */
+	uint32_t slots_free;
+	uint32_t unsignaled;   /* slots posted since the last signaled one */
+	struct send_slot *slots;
+	/* post_one's work request, filled once: each SEND sets only what
+	 * changes (id, piece, immediate, flags) */
+	struct ibv_send_wr send_wr;
+	struct ibv_sge send_sge;
+	/* what a delivery in place lends (rift__lend): receive buffer i,
+	 * which held block when the delivery began, or a rendezvous op */
+	struct rdma_lend {
+		struct rift__lend base;
+		uint32_t i;
+		uint8_t *block;
+		struct rndv_op *op;
+	} lend;
+	/* a send_now whose post failed: reported when on_recv returns */
+	int late_rc;
+	rift__vb_err late_err;
+	uint64_t zc_sends;     /* messages sent without a copy */
+	uint64_t now_sends;    /* replies sent from on_recv (send_now) */
+	uint64_t bare_sends;   /* DATA frames sent without their header */
+	uint64_t inplace_bytes; /* received bytes delivered without a copy */
+	struct rift__omsg *cur; /* message being copied, and how far */
+	size_t cur_off;
+	uint8_t ctrl[CTRL_CAP];
+	size_t ctrl_len, ctrl_off;
+
+	/* rendezvous (rdma_rndv.c) */
+	bool rndv_local;       /* our device serves and issues READs */
+	bool rndv_serve;       /* ... and binds memory windows: we send
+				  descriptors (until one fails to bind) */
+	struct rift__list binds; /* struct rndv_bind: windows bound here */
+	bool peer_rndv;        /* so does the peer's (its hello says) */
+	bool peer_bare;        /* the peer takes bare DATA frames */
+	uint32_t rd_max;       /* READs in flight at most (initiator depth) */
+	uint32_t rd_inflight;
+	uint32_t rd_chunk;     /* bytes per READ */
+	struct rndv_op rndv[RNDV_MAX]; /* ring, in arrival order */
+	uint32_t rndv_head, rndv_n;
+	uint64_t rndv_sent;    /* messages sent as descriptors */
+	uint64_t rndv_recvd;   /* messages received by READ */
+};
+
+/* (i + 1) % n for a ring index below n, without a division: under QEMU
+ * TCG (the lab) a div is a helper call, and rings advance per message. */
+static inline uint32_t ring_next(uint32_t i, uint32_t n)
+{
+	return i + 1 == n ? 0 : i + 1;
+}
+
+/* (i + k) % n for i < n and k <= n, without a division. */
+static inline uint32_t ring_add(uint32_t i, uint32_t k, uint32_t n)
+{
+	return i + k >= n ? i + k - n : i + k;
+}
+
+static inline struct rdma_path *rp_of(rift__path *p)
+{
+	return rift__container_of(p, struct rdma_path, base);
+}
+
+static inline uint8_t *recv_buf(struct rdma_path *rp, uint32_t i)
+{
+	return rp->rbufs[i];
+}
+
+/* ---- rdma_dev.c: devices and the block pool, context state ---- */
+
+/*
+ * The devices of the process, with their protection domains (rdma_dev.c):
+ * what the pool registers with, and the device's limits.
+ */
+struct rdma_dev {
+	struct ibv_context *verbs;
+	struct ibv_pd *pd;
+	struct rift__vb_pool_dev pdev; /* what the pool registers with */
+	int slot;
+	uint8_t rd_atom;      /* RDMA READs served at once (responder) */
+	uint8_t init_atom;    /* RDMA READs issued at once (initiator) */
+	uint32_t max_msg;     /* largest message (bytes per READ) */
+	uint32_t max_cqe;     /* largest CQ (0: unknown) */
+};
+extern pthread_mutex_t rift__rdma_dev_mu; /* guards the two below */
+extern struct rdma_dev rift__rdma_devs[RIFT_POOL_MAX_DEVICES];
+extern int rift__rdma_n_devs;
+
+int rift__rdma_dev_pd(struct rift__pool *pool, struct ibv_context *verbs,
+		      int *idx, char *err, size_t errlen);
+void rift__rdma_dev_atoms(struct ibv_context *verbs, uint8_t *rd,
+			  uint8_t *init, uint32_t *max_msg, bool *mw);
+struct rift__rdma_ctx *rift__rdma_rctx(rift_ctx *ctx, rift__vb_err err);
+rift_fallback_reason rift__rdma_available(rift_ctx *ctx);
+void rift__rdma_watch_device(rift_ctx *ctx, struct ibv_device *dev);
+
+/* ---- rdma_cq.c: shared completion queues ---- */
+
+void rift__rdma_cq_fail(struct shared_cq *s, const char *why);
+int rift__rdma_cq_reserve(rift_ctx *ctx, struct ibv_context *verbs,
+			  uint32_t need, struct shared_cq **out, char *err,
+			  size_t errlen);
+void rift__rdma_cq_release(struct rift__rdma_ctx *r, struct shared_cq *s,
+			   uint32_t need, bool had_qp);
+void rift__rdma_cq_devs_free(struct rift__rdma_ctx *r);
+
+/* ---- rdma_wc.c: the QP table and completions ---- */
+
+int rift__rdma_qpt_add(struct rift__rdma_ctx *r, struct rdma_path *rp);
+void rift__rdma_qpt_del(struct rift__rdma_ctx *r, struct rdma_path *rp);
+int rift__rdma_cq_poll(struct rift__rdma_ctx *r, struct shared_cq *s);
+void rift__rdma_cq_event_cb(rift__io *io, uint32_t revents);
+
+/* ---- rdma_qp.c: path resources and the prepared-QP pool ---- */
+
+void rift__rdma_pool_init(struct rdma_listener *rl, struct ibv_context *verbs,
+			  uint8_t port);
+void rift__rdma_pool_free(struct rdma_listener *rl);
+int rift__rdma_path_resources(struct rdma_path *rp, struct rdma_listener *rl);
+struct rdma_path *rift__rdma_path_new(rift_ctx *ctx, bool is_client);
+
+/* ---- rdma_rndv.c: rendezvous ---- */
+
+bool rift__rdma_rndv_wanted(struct rdma_path *rp, struct rift__omsg *m,
+			    uint32_t *rkey, void **mr);
+void rift__rdma_binds_free(struct rdma_path *rp);
+bool rift__rdma_rndv_desc(struct rdma_path *rp, uint8_t *buf,
+			  struct ibv_send_wr *bind);
+void rift__rdma_rndv_dst_free(struct rdma_path *rp, struct rndv_op *op);
+void rift__rdma_rndv_read_done(struct rdma_path *rp, uint32_t slot);
+int rift__rdma_rndv_start(struct rdma_path *rp, uint32_t i, uint32_t len);
+int rift__rdma_rndv_deliver(struct rdma_path *rp);
+void rift__rdma_rndv_read_failed(struct rdma_path *rp, struct ibv_wc *w);
+
+/* ---- rdma_rx.c: the receive side ---- */
+
+bool rift__rdma_lend_take(struct rift__lend *l, size_t len,
+			  struct rift__pool **pool, void **block);
+int rift__rdma_drain_recvs(struct rdma_path *rp);
+
+/* Deliveries from receive buffer i (op NULL) or a rendezvous block. */
+static inline void lend_begin(struct rdma_path *rp, uint32_t i,
+			      struct rndv_op *op)
+{
+	rp->lend.base.take = rift__rdma_lend_take;
+	rp->lend.i = i;
+	rp->lend.block = op ? NULL : rp->rbufs[i];
+	rp->lend.op = op;
+	rp->base.lend = &rp->lend.base;
+}
+
+static inline void lend_end(struct rdma_path *rp)
+{
+	rp->base.lend = NULL;
+}
+
+/* ---- rdma_tx.c: the send side ---- */
+
+void rift__rdma_flush_now(struct rdma_path *rp);
+void rift__rdma_flush(rift__path *p);
+bool rift__rdma_send_now(rift__path *p);
+
+/* ---- rdma_boot.c: cm=tcp bring-up ---- */
+
+/* Where a cm=tcp path lives: device, port and GID of its local address. */
+struct dev_sel {
+	struct ibv_context *verbs;
+	uint8_t port, link_layer, mtu;
+	uint16_t lid;
+	uint32_t gid_index;
+	uint8_t gid[16];
+};
+
+bool rift__rdma_addr_gid(const struct sockaddr *sa, uint8_t gid[16]);
+const char *rift__rdma_device_mismatch(const rift_config *cfg,
+				       struct ibv_context *verbs, unsigned port,
+				       const char *subject, char *buf,
+				       size_t len);
+int rift__rdma_dev_select(rift_ctx *ctx, const struct sockaddr *local,
+			  struct dev_sel *s, char *err, size_t errlen);
+void rift__rdma_accept_done(uint64_t t0);
+
+/* ---- rdma_cm.c: the hello and connection management events ---- */
+
+void rift__rdma_hello_fill(struct rdma_path *rp, struct cm_hello *h);
+const char *rift__rdma_hello_check(struct rdma_path *rp, const void *data,
+				   uint8_t len);
+const char *rift__rdma_gid_mismatch(rift_ctx *ctx, struct rdma_cm_id *id,
+				    char *buf, size_t len);
+void rift__rdma_cm_io_cb(rift__io *io, uint32_t revents);
+
+/* ---- rdma_reap.c: teardown ---- */
+
+void rift__rdma_qp_err(struct rdma_path *rp);
+void rift__rdma_reaper_free(struct rift__rdma_ctx *r);
+void rift__rdma_parked_release(struct rift__rdma_ctx *r,
+			       struct ibv_device *dev, int port);
+bool rift__rdma_port_down(struct ibv_context *verbs, uint8_t port);
+void rift__rdma_destroy(rift__path *p);
+
+#endif

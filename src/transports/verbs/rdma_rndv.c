@@ -1,0 +1,460 @@
+/*
+ * rdma_rndv.c - rendezvous in the verbs transport: a large message goes as
+ * a descriptor of the registered memory it lives in, behind a memory
+ * window bound over it, and the receiver fetches it by RDMA READ into a
+ * registered block of its own, then delivers it in order, in place.
+ */
+#include <arpa/inet.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "transports/verbs/rdma_int.h"
+
+/* ---- rendezvous: large messages by RDMA READ ---- */
+
+/*
+ * Wire format of a descriptor (RNDV_DESC_SIZE bytes, a SEND of its own
+ * with RNDV_IMM in its immediate, never mixed with stream bytes):
+ *
+ *   0  the DATA frame header, as the session encoded it (seq, len, ack)
+ *  24  u64 address of the payload in the sender's memory
+ *  32  u32 rkey of the registered memory holding it
+ *  36  u32 payload length again: it must match the header
+ *
+ * Why READ rather than WRITE: the receiver chooses where the message
+ * lands (a block of its own pool, when it has room) and when (it fetches
+ * in order, as it delivers), and needs no extra round trip to advertise
+ * a destination first.  The sender's buffer is the registered memory the
+ * message already lives in: a pool block (rift_buf_alloc, or the copy
+ * rift_conn_send makes anyway) or, above the largest block class, a
+ * large registered buffer from the pool's registration cache.
+ *
+ * What the peer can reach: the rkey covers the whole registered pool
+ * region (or large buffer) holding the message, as with UCX's and brpc's
+ * registered memory, not just the message; and a QP of ours on that
+ * device must grant remote READ (responder resources) for rendezvous to
+ * work at all.  The pool registers its regions for remote READ only (no
+ * peer can write into them); bounding each advertisement to its message,
+ * so a peer cannot read other blocks of the region (a type 2 memory window
+ * bound per message and invalidated on ack, as NVMe-oF does with FRWR)
+ * is the step that would close this.
+ */
+
+static void put_be64(uint8_t *p, uint64_t v)
+{
+	for (int i = 7; i >= 0; i--, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+static uint64_t get_be64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static void put_be32(uint8_t *p, uint32_t v)
+{
+	v = htonl(v);
+	memcpy(p, &v, 4);
+}
+
+static uint32_t get_be32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return ntohl(v);
+}
+
+/*
+ * Does m go by rendezvous on this path?  Large enough, both devices do
+ * READs, and its buffer is registered memory with a key on our device
+ * (anything else, e.g. a malloc'd buffer when registered memory ran out,
+ * is streamed through the send slots).  *rkey and *mr are its region's
+ * key and registration when so.
+ */
+bool rift__rdma_rndv_wanted(struct rdma_path *rp, struct rift__omsg *m,
+			    uint32_t *rkey, void **mr)
+{
+	uint32_t thr = rp->base.ctx->cfg.rndv_threshold, lkey;
+	struct rift__buf *b;
+
+	if (!thr || !rp->rndv_serve || !rp->peer_rndv || m->len < thr ||
+	    m->len > UINT32_MAX)
+		return false;
+	b = rift__container_of(m, struct rift__buf, om);
+	return b->pool && rift__pool_reg_of(b->pool, m->data, rp->dev_slot,
+					    &lkey, rkey, mr);
+}
+
+/*
+ * The window a peer READs a rendezvous message through: bound over that
+ * message alone, on this path's QP, by a BIND_MW work request posted in
+ * front of the descriptor's SEND; held on the buffer until it is freed
+ * (acknowledged, or the session over) or the path goes, whichever comes
+ * first, and deallocated then (no READ goes through it after that).
+ */
+struct rndv_bind {
+	struct rift__hold hold; /* on the buffer (first: container_of) */
+	struct rift__list node; /* rp->binds */
+	struct rift__buf *b;
+	struct ibv_mw *mw;
+};
+
+static void bind_free(struct rndv_bind *bd)
+{
+	struct rift__hold **pp;
+
+	rift__vb_mw_free(bd->mw);
+	for (pp = &bd->b->holds; *pp; pp = &(*pp)->next)
+		if (*pp == &bd->hold) {
+			*pp = bd->hold.next;
+			break;
+		}
+	rift__list_del(&bd->node);
+	free(bd);
+}
+
+static void bind_release(struct rift__hold *h)
+{
+	bind_free(rift__container_of(h, struct rndv_bind, hold));
+}
+
+/* Free every window bound on this path (it is going away). */
+void rift__rdma_binds_free(struct rdma_path *rp)
+{
+	while (!rift__list_empty(&rp->binds))
+		bind_free(rift__list_entry(rp->binds.next, struct rndv_bind,
+					   node));
+}
+
+/*
+ * Fill *wr with the BIND_MW of a window over m (in registration mr, from
+ * rift__rdma_rndv_wanted), and *rkey with the window's key.  False when
+ * no window can be had: this path then streams every message (logged and
+ * counted once).
+ */
+static bool rndv_bind(struct rdma_path *rp, struct rift__omsg *m, void *mr,
+		      struct ibv_send_wr *wr, uint32_t *rkey)
+{
+	struct rift__buf *b = rift__container_of(m, struct rift__buf, om);
+	struct rndv_bind *bd = calloc(1, sizeof(*bd));
+	rift__vb_err err;
+
+	if (!bd)
+		snprintf(err, sizeof(err), "out of memory");
+	else if (rift__vb_mw_alloc(rp->pd, &bd->mw, err) == 0)
+		err[0] = '\0';
+	if (err[0]) {
+		RIFT_DEBUG("%s: rendezvous off on this path, large messages "
+			   "stream: %s", rp->base.peer, err);
+		free(bd);
+		rp->rndv_serve = false;
+		rp->base.ctx->stats.rndv_bind_failures++;
+		return false;
+	}
+	bd->b = b;
+	bd->hold.release = bind_release;
+	bd->hold.next = b->holds;
+	b->holds = &bd->hold;
+	rift__list_add_tail(&rp->binds, &bd->node);
+	*rkey = rift__vb_mw_next_rkey(bd->mw);
+	memset(wr, 0, sizeof(*wr));
+	wr->opcode = IBV_WR_BIND_MW;
+	wr->bind_mw.mw = bd->mw;
+	wr->bind_mw.rkey = *rkey;
+	wr->bind_mw.bind_info.mr = mr;
+	wr->bind_mw.bind_info.addr = (uintptr_t)m->data;
+	wr->bind_mw.bind_info.length = m->len;
+	wr->bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_READ;
+	return true;
+}
+
+/*
+ * Sender: at a frame boundary, put the descriptor of the next message
+ * into buf when it goes by rendezvous.  The message counts as written:
+ * the session keeps it (and its buffer, which the peer READs) until the
+ * peer's cumulative ack, which comes only after the peer delivered it.
+ */
+bool rift__rdma_rndv_desc(struct rdma_path *rp, uint8_t *buf,
+			  struct ibv_send_wr *bind)
+{
+	rift__path *p = &rp->base;
+	struct rift__omsg *m;
+	uint32_t rkey, region_rkey, len;
+	void *mr;
+
+	if (rp->cur || rp->ctrl_off < rp->ctrl_len || p->pending ||
+	    !rp->peer_rndv || !p->conn)
+		return false;
+	/* Look before encoding: small messages pay nothing here. */
+	m = p->conn->cursor;
+	if (!m || p->state != RIFT_PATH_ATTACHED || p->conn->closing ||
+	    !rift__rdma_rndv_wanted(rp, m, &region_rkey, &mr) ||
+	    !rndv_bind(rp, m, mr, bind, &rkey))
+		return false;
+	rift__sess_next(p, NULL); /* m, its header encoded */
+	len = (uint32_t)m->len;
+	/* Test builds: play a peer that advertises memory it does not own,
+	 * or a length its frame does not have. */
+	if (rift__fault_hit(RIFT_FAULT_RNDV_BAD_RKEY))
+		rkey ^= 0x00ffff00u;
+	if (rift__fault_hit(RIFT_FAULT_RNDV_REGION_KEY))
+		rkey = region_rkey;
+	if (rift__fault_hit(RIFT_FAULT_RNDV_BAD_LEN))
+		len += 4096;
+	memcpy(buf, m->hdr, RIFT_HDR_SIZE);
+	put_be64(buf + RIFT_HDR_SIZE, (uintptr_t)m->data);
+	put_be32(buf + RIFT_HDR_SIZE + 8, rkey);
+	put_be32(buf + RIFT_HDR_SIZE + 12, len);
+	rift__sess_written(p, m);
+	rp->rndv_sent++;
+	p->ctx->stats.rndv_sends++;
+	return true;
+}
+
+/*
+ * The peer advertised something it cannot stand behind.  Counted, the
+ * reason kept in the connection's last error, and the session ends with
+ * RIFT_EPROTO (not just this path): re-attaching would only replay the
+ * same descriptor, and a peer whose advertisements cannot be trusted is
+ * broken or hostile, like one that lies in its acks.
+ */
+static void rndv_refuse(struct rdma_path *rp, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void rndv_refuse(struct rdma_path *rp, const char *fmt, ...)
+{
+	char msg[RIFT_ERRMSG_LEN];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	rp->base.ctx->stats.rndv_refused++;
+	rift__path_failed(&rp->base, RIFT_EPROTO, "rendezvous refused: %s", msg);
+}
+
+void rift__rdma_rndv_dst_free(struct rdma_path *rp, struct rndv_op *op)
+{
+	if (op->dst)
+		rift__pool_free(rp->base.ctx->rdma->pool, op->dst,
+				RIFT_POOL_RECV);
+	op->dst = NULL;
+}
+
+/* Post READs for what is not requested yet, within the READ depth and
+ * leaving send slots for credits and acks.  0, or -1 if the path died. */
+static int rndv_post_reads(struct rdma_path *rp)
+{
+	struct ibv_send_wr wrs[RNDV_DEPTH], *last = NULL;
+	struct ibv_sge sges[RNDV_DEPTH];
+	rift__vb_err err;
+	int n = 0, rc;
+
+	for (uint32_t k = 0; k < rp->rndv_n; k++) {
+		struct rndv_op *op = &rp->rndv[(rp->rndv_head + k) % RNDV_MAX];
+
+		while (op->posted < op->h.len && rp->rd_inflight < rp->rd_max &&
+		       rp->slots_free > 2 && n < RNDV_DEPTH) {
+			uint32_t slot = rp->slot_next;
+			uint64_t chunk = op->h.len - op->posted;
+			struct ibv_send_wr *wr = &wrs[n];
+
+			if (chunk > rp->rd_chunk)
+				chunk = rp->rd_chunk;
+			sges[n] = (struct ibv_sge){
+				.addr = (uintptr_t)(op->dst + op->posted),
+				.length = (uint32_t)chunk,
+				.lkey = op->lkey };
+			memset(wr, 0, sizeof(*wr));
+			wr->wr_id = WR_TAG(rp) | READ_FLAG | slot;
+			wr->opcode = IBV_WR_RDMA_READ;
+			wr->sg_list = &sges[n];
+			wr->num_sge = 1;
+			/* Every READ is signaled: its completion is what lets
+			 * the message go up. */
+			wr->send_flags = IBV_SEND_SIGNALED;
+			wr->wr.rdma.remote_addr = op->raddr + op->posted;
+			wr->wr.rdma.rkey = op->rkey;
+			rp->unsignaled++;
+			rp->slots[slot].covers = rp->unsignaled;
+			rp->slots[slot].rd_len = (uint32_t)chunk;
+			rp->unsignaled = 0;
+			rp->slots_free--;
+			rp->slot_next = ring_next(slot, rp->sq_depth);
+			if (!rp->rd_inflight)
+				rp->rd_progress_us = rp->base.ctx->now_us;
+			rp->rd_inflight++;
+			op->posted += chunk;
+			if (last)
+				last->next = wr;
+			last = wr;
+			n++;
+		}
+	}
+	if (!n)
+		return 0;
+	rc = rift__vb_post_send(rp->qp, wrs, err);
+	if (rc) {
+		rift__path_failed(&rp->base, rc, "%s", err);
+		return -1;
+	}
+	return 0;
+}
+
+/* A READ completed (in order: the oldest request not yet done). */
+void rift__rdma_rndv_read_done(struct rdma_path *rp, uint32_t slot)
+{
+	uint32_t n = rp->slots[slot].rd_len;
+
+	rp->rd_inflight--;
+	rp->rd_progress_us = rp->base.ctx->now_us;
+	for (uint32_t k = 0; k < rp->rndv_n; k++) {
+		struct rndv_op *op = &rp->rndv[(rp->rndv_head + k) % RNDV_MAX];
+
+		if (op->done < op->posted) {
+			op->done += n;
+			break;
+		}
+	}
+	rp->base.ctx->stats.rndv_read_bytes += n;
+}
+
+/*
+ * Receiver: descriptor in receive buffer i (len bytes).  Checks it all
+ * before any READ, takes a registered destination and starts fetching.
+ * Returns 0 (taken: the buffer may be re-posted), 1 (too many in flight:
+ * try again after a delivery) or -1 (the path died).
+ */
+int rift__rdma_rndv_start(struct rdma_path *rp, uint32_t i, uint32_t len)
+{
+	rift__path *p = &rp->base;
+	rift_ctx *ctx = p->ctx;
+	struct rift__pool *pool = ctx->rdma->pool;
+	const uint8_t *d = recv_buf(rp, i);
+	struct rndv_op *op;
+	struct rift__hdr h;
+	const char *why = NULL;
+	char err[RIFT_ERRMSG_LEN];
+	uint64_t raddr;
+	uint32_t rkey, dlen, rk;
+	int rc;
+
+	if (rp->rndv_n == RNDV_MAX)
+		return 1;
+	if (!rp->rndv_local) {
+		rndv_refuse(rp, "descriptor from a peer we never offered "
+				"rendezvous");
+		return -1;
+	}
+	if (len != RNDV_DESC_SIZE) {
+		rndv_refuse(rp, "descriptor of %u bytes, not %u", len,
+			    RNDV_DESC_SIZE);
+		return -1;
+	}
+	if (rp->rx.big || rp->rx.rstart != rp->rx.rend) {
+		rndv_refuse(rp, "descriptor in the middle of a frame");
+		return -1;
+	}
+	if (rift__hdr_decode(d, RIFT_HDR_SIZE, ctx->cfg.max_msg_size, &h, &why)) {
+		rndv_refuse(rp, "descriptor with a bad frame header: %s", why);
+		return -1;
+	}
+	raddr = get_be64(d + RIFT_HDR_SIZE);
+	rkey = get_be32(d + RIFT_HDR_SIZE + 8);
+	dlen = get_be32(d + RIFT_HDR_SIZE + 12);
+	if (h.type != RIFT_FRAME_DATA || h.len == 0 || dlen != h.len ||
+	    raddr + dlen < raddr) {
+		rndv_refuse(rp, "peer advertised a buffer it does not own "
+				"(%u bytes at 0x%llx for a %s frame of %u "
+				"bytes)",
+			    dlen, (unsigned long long)raddr,
+			    rift__frame_name(h.type), h.len);
+		return -1;
+	}
+	op = &rp->rndv[(rp->rndv_head + rp->rndv_n) % RNDV_MAX];
+	memset(op, 0, sizeof(*op));
+	/* A block of the receive share when it fits one; else (or when that
+	 * share is used up) a large registered buffer. */
+	op->dst = NULL;
+	if (h.len <= ctx->cfg.block_size[RIFT_BLOCK_CLASSES - 1])
+		op->dst = rift__pool_alloc(pool, h.len, RIFT_POOL_RECV, &rc, err,
+					   sizeof(err));
+	if (!op->dst)
+		op->dst = rift__pool_alloc_large(pool, h.len, RIFT_POOL_RECV, &rc,
+						 err, sizeof(err));
+	if (!op->dst || !rift__pool_keys(pool, op->dst, rp->dev_slot,
+					 &op->lkey, &rk)) {
+		if (op->dst)
+			rift__rdma_rndv_dst_free(rp, op);
+		rift__path_failed(p, op->dst ? RIFT_EIO : rc,
+				  "no registered memory to READ a %u-byte "
+				  "message into: %s",
+				  h.len, op->dst ? "block without a key" : err);
+		return -1;
+	}
+	op->h = h;
+	op->raddr = raddr;
+	op->rkey = rkey;
+	rp->rndv_n++;
+	return rndv_post_reads(rp);
+}
+
+/*
+ * Deliver the fetched messages at the head of the ring, in order, in
+ * place: the application borrows the destination block until on_recv
+ * returns (rift_msg_retain copies it, as for any in-place delivery; so
+ * does the session when it holds the message while receiving is stopped).
+ * Returns 0, or -1 when the path died.
+ */
+int rift__rdma_rndv_deliver(struct rdma_path *rp)
+{
+	rift__path *p = &rp->base;
+
+	while (rp->rndv_n) {
+		struct rndv_op *op = &rp->rndv[rp->rndv_head];
+		int rc;
+
+		if (op->done < op->h.len)
+			break;
+		lend_begin(rp, 0, op);
+		rc = rift__path_on_frame(p, &op->h, op->dst, NULL);
+		lend_end(rp);
+		rp->rndv_recvd++;
+		p->ctx->stats.rndv_recvs++;
+		rift__rdma_rndv_dst_free(rp, op);
+		rp->rndv_head = (rp->rndv_head + 1) % RNDV_MAX;
+		rp->rndv_n--;
+		if (rc < 0 || p->state == RIFT_PATH_DEAD)
+			return -1;
+	}
+	return rndv_post_reads(rp);
+}
+
+/* A READ failed.  A remote access error means the peer's buffer was not
+ * what it said: refused.  Anything else is the path failing. */
+void rift__rdma_rndv_read_failed(struct rdma_path *rp, struct ibv_wc *w)
+{
+	struct rndv_op *op = NULL;
+
+	for (uint32_t k = 0; k < rp->rndv_n && !op; k++)
+		if (rp->rndv[(rp->rndv_head + k) % RNDV_MAX].done <
+		    rp->rndv[(rp->rndv_head + k) % RNDV_MAX].posted)
+			op = &rp->rndv[(rp->rndv_head + k) % RNDV_MAX];
+	if ((w->status == IBV_WC_REM_ACCESS_ERR ||
+	     w->status == IBV_WC_REM_INV_REQ_ERR) && op) {
+		rndv_refuse(rp, "peer advertised a buffer it does not own "
+				"(RDMA READ of %u bytes at 0x%llx, rkey 0x%x: %s)",
+			    op->h.len, (unsigned long long)op->raddr, op->rkey,
+			    rift__vb_wc_str(w->status));
+		return;
+	}
+	rift__path_failed(&rp->base, RIFT_ECONNRESET,
+			  "RDMA READ completion error: %s (vendor error 0x%x)",
+			  rift__vb_wc_str(w->status), w->vendor_err);
+}
