@@ -44,6 +44,8 @@
 #define MAX_BUCKETS 256
 #define LARGE_CACHE_N 4                 /* freed large buffers kept */
 #define LARGE_CACHE_BYTES (128u << 20)  /* and at most this much */
+#define GROW_AHEAD_MAX 8                /* spare regions kept, at most */
+#define GROW_AHEAD_US 1000000u          /* ... as many as carved in this */
 
 struct region {
 	uint8_t *base;
@@ -99,11 +101,17 @@ struct rift__pool {
 					 in [lo, hi); atomic, only widens */
 	uint64_t large_bytes[2]; /* mapped by use (cached ones count as
 				    the use they were freed from), bytes */
-	/* The grower (grow_ahead): a thread that commits the next region
-	 * while the last one is being used.  Under mu. */
+	/* The grower (grow_ahead): a thread that commits regions ahead of
+	 * the carving.  Under mu. */
 	pthread_t grower;
 	pthread_cond_t grow_cv;
 	bool grower_started, grow_want, grow_stop;
+	/* One region at a time is committed, outside mu (commit_region);
+	 * who needs it waits on commit_cv.  Under mu. */
+	bool committing;
+	pthread_cond_t commit_cv;
+	uint64_t carved_us[GROW_AHEAD_MAX]; /* the last carves, a ring */
+	unsigned n_carved;
 };
 
 static pthread_mutex_t global_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -190,14 +198,23 @@ static int reg_region(struct rift__pool *pool, struct region *r, int d,
 			     &r->lkey[d], &r->rkey[d], err, errlen);
 }
 
-/* Commit one more region (pool->mu held).  Returns its index or < 0. */
+/*
+ * Commit one more region: map it and register it with every device.
+ * Called with pool->mu held and no commit under way; returns with it
+ * held, but drops it meanwhile: registering pins every page, milliseconds
+ * per device (100-200 ms for 16 MiB on four soft-RoCE devices under
+ * emulation), and under mu that held every thread that looked up a large
+ * buffer's keys or needed a block, a loop's whole turn.  Those who need
+ * the region wait on commit_cv.  Returns its index or < 0.
+ */
 static int commit_region(struct rift__pool *pool, char *err, size_t errlen)
 {
 	size_t i = pool->n_regions;
 	struct region *r = &pool->regions[i];
 	int flags = MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS;
+	uint64_t t0 = rift__clock_us();
+	int n = pool->n_devs, d, rc = 0;
 	void *m;
-	int rc;
 
 	if (i == pool->max_regions) {
 		snprintf(err, errlen,
@@ -207,6 +224,10 @@ static int commit_region(struct rift__pool *pool, char *err, size_t errlen)
 	}
 	if (pool->huge)
 		flags |= MAP_HUGETLB;
+	pool->committing = true;
+	pthread_mutex_unlock(&pool->mu);
+	/* Nobody looks at region i before n_regions says it is there;
+	 * devs[0..n) do not change once counted. */
 	m = mmap(pool->base + i * pool->region, pool->region,
 		 PROT_READ | PROT_WRITE, flags, -1, 0);
 	if (m == MAP_FAILED) {
@@ -218,44 +239,80 @@ static int commit_region(struct rift__pool *pool, char *err, size_t errlen)
 				      "false to do without)"
 				    : "",
 			 rift_strerror(rc));
-		return rc;
+		pthread_mutex_lock(&pool->mu);
+		goto out;
 	}
 	memset(r, 0, sizeof(*r));
 	r->base = m;
 	r->cls = -1;
-	for (int d = 0; d < pool->n_devs; d++) {
+	for (d = 0; d < n && !rc; d++)
 		rc = reg_region(pool, r, d, err, errlen);
-		if (rc) {
-			for (int k = 0; k < d; k++)
+	pthread_mutex_lock(&pool->mu);
+	/* Devices added meanwhile did not see this region. */
+	for (; d < pool->n_devs && !rc; d++)
+		rc = reg_region(pool, r, d, err, errlen);
+	if (rc) {
+		for (int k = 0; k < d; k++)
+			if (r->mr[k])
 				pool->ops.dereg(r->mr[k]);
-			mmap(r->base, pool->region, PROT_NONE,
-			     MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-			     -1, 0);
-			return rc;
-		}
+		mmap(r->base, pool->region, PROT_NONE,
+		     MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+		     0);
+		goto out;
 	}
 	__atomic_store_n(&pool->n_regions, i + 1, __ATOMIC_RELEASE);
-	return (int)i;
+	RIFT_DEBUG("pool: region %zu (%zu MiB) registered with %d devices in "
+		   "%.1f ms",
+		   i, pool->region >> 20, pool->n_devs,
+		   (rift__clock_us() - t0) / 1e3);
+out:
+	pool->committing = false;
+	pthread_cond_broadcast(&pool->commit_cv);
+	return rc ? rc : (int)i;
 }
 
 /*
- * Growing ahead: committing a region means mapping it and registering it
- * with every device, milliseconds per device (the kernel pins every
- * page; 55-100 ms for 16 MiB on soft-RoCE under emulation), which an
- * allocation on the loop thread would otherwise wait out in the middle
- * of a send or an accept.  So when a carve uses the last committed
- * region, a thread of the pool's own commits the next one (within
- * pool.max, and only once a device is registered), and the allocation
- * that needs it finds it ready.  An allocation that outruns it still
- * grows the pool itself.  A failure here is quiet: the allocation that
- * needs the region meets and reports it.
+ * Growing ahead: committing a region costs milliseconds per device (see
+ * commit_region), which an allocation on a loop thread would otherwise
+ * wait out in the middle of a send, an accept or a re-attach.  So a
+ * thread of the pool's own keeps committed regions spare, ahead of the
+ * carving (within pool.max, and only once a device is registered): as
+ * many as were carved in the last GROW_AHEAD_US, at least one, at most
+ * GROW_AHEAD_MAX.  One ahead was not enough: while a session's window
+ * fills, its traffic carves a region every few milliseconds, and the
+ * loops of the lab's fault soak waited 80-340 ms for a block again and
+ * again in their first seconds, the first re-attach among them (0.85 to
+ * 2.3 s instead of 30 ms).  An allocation that outruns the grower still
+ * waits for the region under way, or commits one itself.  A failure
+ * here is quiet: the allocation that needs the region meets and reports
+ * it.
  */
-static bool has_spare(const struct rift__pool *pool)
+static size_t spare_regions(const struct rift__pool *pool)
 {
+	size_t n = 0;
+
 	for (size_t k = 0; k < pool->n_regions; k++)
 		if (pool->regions[k].cls < 0)
-			return true;
-	return false;
+			n++;
+	return n;
+}
+
+static size_t spare_wanted(const struct rift__pool *pool)
+{
+	uint64_t now = rift__clock_us();
+	size_t n = 0;
+
+	for (unsigned k = 0; k < GROW_AHEAD_MAX && k < pool->n_carved; k++)
+		if (now - pool->carved_us[k] < GROW_AHEAD_US)
+			n++;
+	return n ? n : 1;
+}
+
+static bool grow_needed(const struct rift__pool *pool)
+{
+	return pool->n_devs && !pool->committing &&
+	       pool->n_regions < pool->max_regions &&
+	       spare_regions(pool) < spare_wanted(pool);
 }
 
 static void *grower_main(void *arg)
@@ -270,8 +327,9 @@ static void *grower_main(void *arg)
 		if (pool->grow_stop)
 			break;
 		pool->grow_want = false;
-		if (!has_spare(pool) && pool->n_regions < pool->max_regions)
-			commit_region(pool, err, sizeof(err));
+		while (!pool->grow_stop && grow_needed(pool) &&
+		       commit_region(pool, err, sizeof(err)) >= 0)
+			;
 	}
 	pthread_mutex_unlock(&pool->mu);
 	return NULL;
@@ -280,8 +338,7 @@ static void *grower_main(void *arg)
 /* pool->mu held. */
 static void grow_ahead(struct rift__pool *pool)
 {
-	if (has_spare(pool) || pool->n_regions >= pool->max_regions ||
-	    !pool->n_devs)
+	if (!grow_needed(pool))
 		return;
 	if (!pool->grower_started) {
 		sigset_t all, old;
@@ -310,6 +367,7 @@ static int carve(struct rift__pool *pool, size_t i, int c, struct bucket *b)
 	r->slots = calloc(n, sizeof(*r->slots));
 	if (!r->slots)
 		return RIFT_ENOMEM;
+	pool->carved_us[pool->n_carved++ % GROW_AHEAD_MAX] = rift__clock_us();
 	/* rift__pool_slot reads cls without the lock: slots first. */
 	__atomic_store_n(&r->cls, c, __ATOMIC_RELEASE);
 	for (size_t k = n; k-- > 0;) {
@@ -506,6 +564,7 @@ int rift__pool_get(const rift_config *cfg, const struct rift__pool_reg *ops,
 	}
 	pthread_mutex_init(&pool->mu, NULL);
 	pthread_cond_init(&pool->grow_cv, NULL);
+	pthread_cond_init(&pool->commit_cv, NULL);
 	pool->refs = 1;
 	pool->gen = ++global_gen;
 	pool->ops = *ops;
@@ -542,11 +601,12 @@ int rift__pool_get(const rift_config *cfg, const struct rift__pool_reg *ops,
 		pool->base = NULL;
 		goto fail;
 	}
-	for (size_t i = 0; i < geo.initial_regions; i++) {
+	pthread_mutex_lock(&pool->mu);
+	for (size_t i = 0; i < geo.initial_regions && rc >= 0; i++)
 		rc = commit_region(pool, err, errlen);
-		if (rc < 0)
-			goto fail;
-	}
+	pthread_mutex_unlock(&pool->mu);
+	if (rc < 0)
+		goto fail;
 	rc = 0;
 	global_pool = pool;
 	*out = pool;
@@ -556,6 +616,7 @@ fail:
 	if (pool->base)
 		munmap(pool->base, pool->reserved);
 	pthread_cond_destroy(&pool->grow_cv);
+	pthread_cond_destroy(&pool->commit_cv);
 	free(pool->buckets);
 	free(pool->regions);
 	free(pool);
@@ -582,6 +643,7 @@ void rift__pool_put(struct rift__pool *pool)
 	if (pool->grower_started)
 		pthread_join(pool->grower, NULL);
 	pthread_cond_destroy(&pool->grow_cv);
+	pthread_cond_destroy(&pool->commit_cv);
 	for (size_t i = 0; i < pool->n_regions; i++) {
 		for (int d = 0; d < pool->n_devs; d++)
 			pool->ops.dereg(pool->regions[i].mr[d]);
@@ -723,10 +785,16 @@ void *rift__pool_alloc(struct rift__pool *pool, size_t len,
 		if (tc.head[c])
 			break;
 		pthread_mutex_lock(&pool->mu);
-		/* Committed but not yet carved (the initial size) first. */
-		for (size_t k = 0; k < pool->n_regions && i < 0; k++)
-			if (pool->regions[k].cls < 0)
-				i = (int)k;
+		for (;;) {
+			/* Committed but not yet carved (the initial size, or
+			 * grown ahead) first; else the one under way. */
+			for (size_t k = 0; k < pool->n_regions && i < 0; k++)
+				if (pool->regions[k].cls < 0)
+					i = (int)k;
+			if (i >= 0 || !pool->committing)
+				break;
+			pthread_cond_wait(&pool->commit_cv, &pool->mu);
+		}
 		if (i < 0)
 			i = commit_region(pool, err, errlen);
 		if (i >= 0 && carve(pool, (size_t)i, c, mine)) {
