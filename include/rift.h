@@ -177,7 +177,7 @@ typedef enum rift_cm {
 } rift_cm;
 
 #define RIFT_DEVICE_NAME_MAX 64
-#define RIFT_BLOCK_CLASSES 3
+#define RIFT_BLOCK_CLASSES 5
 
 typedef struct rift_config {
 	uint32_t size;                 /* set by rift_config_init */

@@ -148,7 +148,7 @@ static const struct key keys[] = {
 	  NULL, "messages from this size move by RDMA READ, 0 = never" },
 	/* [pool] */
 	{ "pool", "block_sizes", NULL, M(block_size), K_SIZES, 4 * KiB, GiB,
-	  NULL, "the 3 block classes, increasing, bytes" },
+	  NULL, "the 5 block classes, increasing, bytes" },
 	{ "pool", "initial", NULL, M(pool_initial), K_SIZE, 0, TiB, NULL,
 	  "registered at start, bytes" },
 	{ "pool", "increment", NULL, M(pool_increment), K_SIZE, 0, TiB, NULL,

@@ -82,7 +82,8 @@ void rift__config_init(rift_config *cfg, size_t size)
 		.poll_batch = 16,
 		.qp_pool_count = 0,
 		.zero_copy_threshold = 16u << 10,
-		.block_size = { 8u << 10, 64u << 10, 2u << 20 },
+		.block_size = { 8u << 10, 64u << 10, 256u << 10, 1u << 20,
+				2u << 20 },
 		.pool_initial = 16u << 20,
 		.pool_increment = 16u << 20,
 		.pool_max = 1u << 30,
@@ -160,6 +161,8 @@ static int cfg_check(const rift_config *c)
 	R(block_size[0], 4096, 1u << 30);
 	R(block_size[1], 4096, 1u << 30);
 	R(block_size[2], 4096, 1u << 30);
+	R(block_size[3], 4096, 1u << 30);
+	R(block_size[4], 4096, 1u << 30);
 	R(pool_initial, 0, 1ull << 40);
 	R(pool_increment, 0, 1ull << 40);
 	R(pool_max, 1u << 20, 1ull << 40);

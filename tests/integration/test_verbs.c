@@ -828,7 +828,7 @@ static uint64_t blocks_in_use(rift_ctx *ctx, int cls)
  * rift_buf_alloc(len) takes a block of the smallest class that holds len
  * bytes, header not included: 8 KiB in an 8 KiB block, 64 KiB in a 64 KiB
  * one (a header inside the block would push both one class up, 64 KiB
- * into 2 MiB).  The whole block is payload.  The pool exists wherever
+ * into 256 KiB).  The whole block is payload.  The pool exists wherever
  * rift_buf_alloc runs (with or without a device), so this runs on every
  * transport.
  */
@@ -841,7 +841,9 @@ TEST_T(registered_buffers_take_a_block_of_their_own_size)
 	} cases[] = {
 		{ 1, 0, 8u << 10 },       { 8u << 10, 0, 8u << 10 },
 		{ (8u << 10) + 1, 1, 64u << 10 }, { 64u << 10, 1, 64u << 10 },
-		{ (64u << 10) + 1, 2, 2u << 20 }, { 2u << 20, 2, 2u << 20 },
+		{ (64u << 10) + 1, 2, 256u << 10 }, { 256u << 10, 2, 256u << 10 },
+		{ (256u << 10) + 1, 3, 1u << 20 }, { 1u << 20, 3, 1u << 20 },
+		{ (1u << 20) + 1, 4, 2u << 20 }, { 2u << 20, 4, 2u << 20 },
 	};
 	rift_ctx *ctx = h_ctx(NULL);
 	struct rift__pool *pool = rift__ctx_pool(ctx);
@@ -874,7 +876,7 @@ TEST_T(registered_buffers_take_a_block_of_their_own_size)
 	buf = rift_buf_alloc(ctx, (2u << 20) + 1);
 	CHECK(buf != NULL);
 	CHECK_EQ(rift__pool_block_size(pool, buf), 4u << 20);
-	CHECK_EQ(blocks_in_use(ctx, 2), 0);
+	CHECK_EQ(blocks_in_use(ctx, RIFT_BLOCK_CLASSES - 1), 0);
 	memset(buf, 0x3c, (2u << 20) + 1);
 	rift_buf_free(ctx, buf + 4096);
 	CHECK_EQ(rift__pool_block_size(pool, buf), 4u << 20); /* still out */
@@ -944,7 +946,7 @@ TEST_T(registered_buffers_refuse_pointers_that_do_not_start_one)
 			buf = NULL;
 			sent++;
 		}
-		CHECK_EQ(blocks_in_use(ctx, 2), 0);
+		CHECK_EQ(blocks_in_use(ctx, RIFT_BLOCK_CLASSES - 1), 0);
 		rift_ctx_run(ctx, 1);
 	}
 	if (buf)
@@ -953,7 +955,7 @@ TEST_T(registered_buffers_refuse_pointers_that_do_not_start_one)
 		FAIL("session died: %s", srv.s.last_message);
 	CHECK_EQ(srv.s.recv_count, n);
 	CHECK_EQ(srv.s.bad, 0);
-	CHECK_EQ(blocks_in_use(ctx, 2), 0);
+	CHECK_EQ(blocks_in_use(ctx, RIFT_BLOCK_CLASSES - 1), 0);
 	rift_ctx_stats_init(&st);
 	rift_ctx_stats_get(ctx, &st);
 	printf("64 KiB messages: %llu, by rendezvous %llu\n",

@@ -535,7 +535,7 @@ static const char every_key[] =
 	"zero_copy_threshold = \"64k\"\n"
 	"\n"
 	"[pool]\n"
-	"block_sizes = [\"4KiB\", 131072,\n"
+	"block_sizes = [\"4KiB\", 16384, 131072, \"1MiB\",\n"
 	"               \"4 MiB\"]\n"
 	"initial = \"32MiB\"\n"
 	"increment = '8MiB'\n"
@@ -585,8 +585,10 @@ TEST(config_file_sets_every_key)
 	CHECK_EQ(c.qp_pool_count, 8);
 	CHECK_EQ(c.zero_copy_threshold, 64u << 10);
 	CHECK_EQ(c.block_size[0], 4096);
-	CHECK_EQ(c.block_size[1], 128u << 10);
-	CHECK_EQ(c.block_size[2], 4u << 20);
+	CHECK_EQ(c.block_size[1], 16u << 10);
+	CHECK_EQ(c.block_size[2], 128u << 10);
+	CHECK_EQ(c.block_size[3], 1u << 20);
+	CHECK_EQ(c.block_size[4], 4u << 20);
 	CHECK_EQ(c.pool_initial, 32ull << 20);
 	CHECK_EQ(c.pool_increment, 8ull << 20);
 	CHECK_EQ(c.pool_max, 2ull << 30);
@@ -686,9 +688,10 @@ TEST(config_file_errors_name_key_and_place)
 	load_bad("[tcp]\nread_buffer = \"9999999TiB\"\n",
 		 "rift.toml:2:15: read_buffer = \"9999999TiB\" is out of range "
 		 "4KiB..64MiB (receive buffer per TCP path, bytes)");
-	load_bad("[pool]\nblock_sizes = [\"8KiB\",\n  \"1KiB\", \"2MiB\"]\n",
+	load_bad("[pool]\nblock_sizes = [\"8KiB\",\n  \"1KiB\", \"64KiB\", \"512KiB\", "
+		 "\"2MiB\"]\n",
 		 "rift.toml:3:3: block_sizes[1] = 1KiB is out of range "
-		 "4KiB..1GiB (the 3 block classes, increasing, bytes)");
+		 "4KiB..1GiB (the 5 block classes, increasing, bytes)");
 	/* wrong types */
 	load_bad("[rdma]\nsq_depth = \"512\"\n",
 		 "rift.toml:2:12: sq_depth must be an integer, not a string");
@@ -716,11 +719,11 @@ TEST(config_file_errors_name_key_and_place)
 		 "size must be a whole number (write \"1536MiB\", not "
 		 "\"1.5GiB\")");
 	load_bad("[pool]\nblock_sizes = \"8KiB\"\n",
-		 "rift.toml:2:15: block_sizes must be an array of 3 sizes, not "
+		 "rift.toml:2:15: block_sizes must be an array of 5 sizes, not "
 		 "a string");
-	load_bad("[pool]\nblock_sizes = [8192, 65536]\n",
-		 "rift.toml:2:15: block_sizes needs exactly 3 sizes, got 2");
-	load_bad("[pool]\nblock_sizes = [8192, true, 3]\n",
+	load_bad("[pool]\nblock_sizes = [8192, 65536, 2097152]\n",
+		 "rift.toml:2:15: block_sizes needs exactly 5 sizes, got 3");
+	load_bad("[pool]\nblock_sizes = [8192, true, 3, 4, 5]\n",
 		 "rift.toml:2:22: block_sizes[1] must be a size (an integer or "
 		 "a string like \"64KiB\"), not a boolean");
 	load_bad("[rdma]\ndevice = \"0123456789012345678901234567890123456789"
@@ -749,7 +752,8 @@ TEST(config_file_checks_cross_field_rules)
 	load_bad("[session]\n\nkeepalive_interval_ms = 6000\n",
 		 "rift.toml:3:1: session.keepalive_timeout_ms (5000) must be "
 		 "greater than session.keepalive_interval_ms (6000)");
-	load_bad("[pool]\nblock_sizes = [\"64KiB\", \"8KiB\", \"2MiB\"]\n",
+	load_bad("[pool]\nblock_sizes = [\"64KiB\", \"8KiB\", \"128KiB\", "
+		 "\"512KiB\", \"2MiB\"]\n",
 		 "rift.toml:2:1: pool.block_sizes[1] (8192) must be larger "
 		 "than pool.block_sizes[0] (65536)");
 	load_bad("[pool]\nmax = \"8MiB\"\n",
@@ -976,7 +980,7 @@ TEST(config_env_overrides)
 	setenv("RIFT_RDMA_GID_INDEX", "-1", 1);
 	setenv("RIFT_SESSION_SEND_WINDOW", "32MiB", 1);
 	setenv("RIFT_SESSION_MAX_MSG_SIZE", "0x1000", 1);
-	setenv("RIFT_POOL_BLOCK_SIZES", "16KiB, 128k,4MB", 1);
+	setenv("RIFT_POOL_BLOCK_SIZES", "16KiB, 128k,512k, 1MiB,4MB", 1);
 	setenv("RIFT_METRICS_ENABLED", "off", 1);
 	setenv("RIFT_POOL_HUGE_PAGES", "YES", 1);
 	setenv("RIFT_CONNECT_CONNECTION_TIMEOUT_MS", "4000", 1);
@@ -989,7 +993,9 @@ TEST(config_env_overrides)
 	CHECK_EQ(c.max_msg_size, 4096);
 	CHECK_EQ(c.block_size[0], 16u << 10);
 	CHECK_EQ(c.block_size[1], 128u << 10);
-	CHECK_EQ(c.block_size[2], 4u << 20);
+	CHECK_EQ(c.block_size[2], 512u << 10);
+	CHECK_EQ(c.block_size[3], 1u << 20);
+	CHECK_EQ(c.block_size[4], 4u << 20);
 	CHECK_EQ(c.metrics, 0);
 	CHECK_EQ(c.huge_pages, 1);
 	CHECK_EQ(c.connect_timeout_ms, 4000);
@@ -1019,11 +1025,11 @@ TEST(config_env_errors_name_the_variable)
 		"env RIFT_SESSION_SEND_WINDOW: send_window = 2TiB is out of "
 		"range 4KiB..1TiB (unacknowledged bytes per connection)");
 	env_bad("RIFT_POOL_BLOCK_SIZES", "8KiB,64KiB",
-		"env RIFT_POOL_BLOCK_SIZES: '8KiB,64KiB' is not 3 sizes "
+		"env RIFT_POOL_BLOCK_SIZES: '8KiB,64KiB' is not 5 sizes "
 		"separated by commas");
-	env_bad("RIFT_POOL_BLOCK_SIZES", "8KiB,1KiB,2MiB",
+	env_bad("RIFT_POOL_BLOCK_SIZES", "8KiB,1KiB,64KiB,512KiB,2MiB",
 		"env RIFT_POOL_BLOCK_SIZES: block_sizes[1] = 1KiB is out of "
-		"range 4KiB..1GiB (the 3 block classes, increasing, bytes)");
+		"range 4KiB..1GiB (the 5 block classes, increasing, bytes)");
 	env_bad("RIFT_RDMA_SQ_DEPT", "512",
 		"env RIFT_RDMA_SQ_DEPT: no such setting in [rdma]; did you "
 		"mean RIFT_RDMA_SQ_DEPTH?");
@@ -1076,7 +1082,8 @@ TEST(config_precedence_file_env_code)
 	check_origin(d, "polling", "\"adaptive\"", "rift.toml:6");
 	check_origin(d, "enabled", "false", "set in code");
 	check_origin(d, "max_send_sge", "2", "default");
-	check_origin(d, "block_sizes", "[\"8KiB\", \"64KiB\", \"2MiB\"]",
+	check_origin(d, "block_sizes",
+		     "[\"8KiB\", \"64KiB\", \"256KiB\", \"1MiB\", \"2MiB\"]",
 		     "default");
 
 	/* a value set back to what the file said is the file's again */
@@ -1155,7 +1162,9 @@ TEST(config_dump_round_trip)
 	a.rndv_threshold = 0;
 	a.block_size[0] = 4096;
 	a.block_size[1] = 4096 + 512;
-	a.block_size[2] = 1u << 30;
+	a.block_size[2] = 8192;
+	a.block_size[3] = 1u << 20;
+	a.block_size[4] = 1u << 30;
 	a.pool_initial = 0;
 	a.pool_increment = 1ull << 40;
 	a.pool_max = 1ull << 40;
