@@ -137,10 +137,13 @@ CM_TCP_TESTS := path_cut echo_ single_64mib zero_byte close_tells \
 # message once and in order; stalls reported per fault), event and busy
 # polling, cm=tcp first: the rdma_cm fault soaks can leave rdma_cm silent
 # on a device for the rest of the boot (rxe 6.1), which sessions survive
-# through the listener's side channel.  RIFT_SOAK_SECONDS and
-# RIFT_SOAK_SEED (printed) replay one.  A boot of its own: a client whose
-# rdma_cm gets no answer attaches and re-attaches through the side
-# channel (it makes rdma_cm silent on purpose).
+# through the listener's side channel.  Then, in each cm mode, 60 s of
+# the same traffic with each fault aimed at the link the session runs
+# on, the other link working: one re-attach per fault, whose times it
+# prints (p50/p99, and those after the pool's first growth).
+# RIFT_SOAK_SECONDS and RIFT_SOAK_SEED (printed) replay one.  A boot of
+# its own: a client whose rdma_cm gets no answer attaches and re-attaches
+# through the side channel (it makes rdma_cm silent on purpose).
 PAIR_TESTS := link_cut port_down loop_never connect_over tcp_path_break \
   failover_finds soak_healthy
 test-lab: $(BUILD)/tst/rift-tests
@@ -149,10 +152,11 @@ test-lab: $(BUILD)/tst/rift-tests
 	RIFT_LAB_MEM_MB=$(LAB_MEM_MB) tests/lab/lab run --topo loop --timeout 1200 -- \
 	  sh -c 'build/tst/rift-tests --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 && \
 	    build/tst/rift-tests --transport rdma --cm tcp --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 $(CM_TCP_TESTS)'
-	tests/lab/lab run --topo pair --timeout 2400 -- \
+	tests/lab/lab run --topo pair --timeout 2700 -- \
 	  sh -c 'build/tst/rift-tests --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 $(PAIR_TESTS) && \
-	    build/tst/rift-tests --transport rdma --cm tcp --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 $(PAIR_TESTS) soak_link_faults && \
-	    build/tst/rift-tests --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 soak_link_faults'
+	    build/tst/rift-tests --transport rdma --cm tcp --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 $(PAIR_TESTS) && \
+	    build/tst/rift-tests -v --transport rdma --cm tcp --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 soak_link_faults soak_aimed && \
+	    build/tst/rift-tests -v --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 soak_link_faults soak_aimed'
 	tests/lab/lab run --topo pair --timeout 600 -- \
 	  sh -c 'build/tst/rift-tests --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 silent_rdma_cm'
 

@@ -46,6 +46,12 @@
  */
 static atomic_int soak_fault_link = -1;
 static atomic_uint_fast64_t soak_back_us[2];
+static atomic_int soak_path_link = -1; /* the client's path: 0, 1, -1 */
+/* When traffic started: in a session's first SOAK_WARM_US its windows
+ * fill and the pool grows by a region every 100-200 ms, each registered
+ * with four devices, which keeps a CPU of the guest busy. */
+static atomic_uint_fast64_t soak_start_us;
+#define SOAK_WARM_US 3000000u
 
 static bool soak_link_settled(uint64_t now)
 {
@@ -154,6 +160,16 @@ struct soak_side {
 	struct soak_side *peer;
 };
 
+/* The client's path's link, for faults aimed at it. */
+static void soak_note_link(const struct soak_side *s)
+{
+	const char *a1 = getenv("RIFT_LAB_SERVER_ADDR1");
+
+	if (s->url_fmt && a1)
+		atomic_store(&soak_path_link,
+			     strstr(s->path_peer, a1) ? 1 : 0);
+}
+
 static void soak_event(rift_conn *conn, const rift_event *ev)
 {
 	struct soak_side *s = rift_conn_user(conn);
@@ -164,6 +180,7 @@ static void soak_event(rift_conn *conn, const rift_event *ev)
 	case RIFT_EVENT_CONNECTED:
 		s->connected++;
 		snprintf(s->path_peer, sizeof(s->path_peer), "%s", ev->peer);
+		soak_note_link(s);
 		break;
 	case RIFT_EVENT_ERROR:
 		s->errors++;
@@ -188,6 +205,7 @@ static void soak_event(rift_conn *conn, const rift_event *ev)
 	case RIFT_EVENT_PATH_CHANGED:
 		s->path_changed++;
 		snprintf(s->path_peer, sizeof(s->path_peer), "%s", ev->peer);
+		soak_note_link(s);
 		if (s->down_us && s->n_reattach < 4096) {
 			s->reattach_settled[s->n_reattach] = s->down_settled;
 			s->reattach_at[s->n_reattach] = s->down_us;
@@ -376,16 +394,20 @@ out:
 	return NULL;
 }
 
-/* p50, p99 and max of the re-attach times (ms), of those with a working
- * link only when settled; returns how many there were. */
-static int soak_reattach_pct(const struct soak_side *s, bool settled,
+/* p50, p99 and max of the re-attach times (ms): all of them (level 0),
+ * those with a working link (1), and of these the ones after the first
+ * SOAK_WARM_US of traffic (2); returns how many there were. */
+static int soak_reattach_pct(const struct soak_side *s, int level,
 			     double out[3])
 {
 	static uint64_t r[4096];
+	uint64_t warm = atomic_load(&soak_start_us) + SOAK_WARM_US;
 	int n = 0;
 
 	for (int i = 0; i < s->n_reattach; i++)
-		if (!settled || s->reattach_settled[i])
+		if (level == 0 ||
+		    (s->reattach_settled[i] &&
+		     (level == 1 || s->reattach_at[i] >= warm)))
 			r[n++] = s->reattach_us[i];
 	for (int i = 1; i < n; i++)
 		for (int j = i; j > 0 && r[j - 1] > r[j]; j--) {
@@ -402,10 +424,11 @@ static int soak_reattach_pct(const struct soak_side *s, bool settled,
 
 static void soak_print_side(const struct soak_side *s)
 {
-	double all[3], ok[3];
-	int n_ok = soak_reattach_pct(s, true, ok);
+	double all[3], ok[3], warm[3];
+	int n_ok = soak_reattach_pct(s, 1, ok);
+	int n_warm = soak_reattach_pct(s, 2, warm);
 
-	soak_reattach_pct(s, false, all);
+	soak_reattach_pct(s, 0, all);
 	printf("%s: sent %" PRIu64 " recvd %" PRIu64 " bad %" PRIu64
 	       " path_down %d changed %d, longest wait %.2f s, stalls >1 s "
 	       "%" PRIu64 " (%.1f s)\n",
@@ -414,9 +437,12 @@ static void soak_print_side(const struct soak_side *s)
 	       s->gap_total_us / 1e6);
 	if (s->n_reattach)
 		printf("%s: re-attach ms: all %d p50 %.1f p99 %.1f max %.1f; "
-		       "with a working link %d p50 %.1f p99 %.1f max %.1f\n",
+		       "with a working link %d p50 %.1f p99 %.1f max %.1f, "
+		       "of which after the first %u s %d p50 %.1f p99 %.1f "
+		       "max %.1f\n",
 		       s->name, s->n_reattach, all[0], all[1], all[2], n_ok,
-		       ok[0], ok[1], ok[2]);
+		       ok[0], ok[1], ok[2], SOAK_WARM_US / 1000000u, n_warm,
+		       warm[0], warm[1], warm[2]);
 	for (int i = 0, shown = 0; i < s->n_reattach && shown < 16; i++)
 		if (s->reattach_us[i] > 100000u) {
 			printf("%s: re-attach from %.3f s took %.0f ms%s\n",
@@ -499,7 +525,14 @@ static bool rping_ok(const char *a)
 	return system(cmd) == 0;
 }
 
-static void soak(rift_polling polling, bool faults)
+/* What the soak's main thread does to the links. */
+enum soak_faults {
+	SOAK_NONE,   /* healthy links */
+	SOAK_RANDOM, /* any fault on either link, at random times */
+	SOAK_AIMED,  /* the link of the client's path goes, the other works */
+};
+
+static void soak(rift_polling polling, enum soak_faults faults)
 {
 	const char *secs_env = getenv("RIFT_SOAK_SECONDS");
 	const char *seed_env = getenv("RIFT_SOAK_SEED");
@@ -512,6 +545,7 @@ static void soak(rift_polling polling, bool faults)
 
 	need_pair();
 	atomic_store(&soak_fault_link, -1);
+	atomic_store(&soak_path_link, -1);
 	atomic_store(&soak_back_us[0], 0);
 	atomic_store(&soak_back_us[1], 0);
 	seed = seed_env ? strtoull(seed_env, NULL, 0)
@@ -520,7 +554,10 @@ static void soak(rift_polling polling, bool faults)
 	printf("soak: %s polling, %s, cm %s, %" PRIu64
 	       " s, seed %" PRIu64 " (RIFT_SOAK_SEED=%" PRIu64 " replays)\n",
 	       polling == RIFT_POLL_BUSY ? "busy" : "event",
-	       faults ? "random single-link faults" : "healthy links", rt_cm(),
+	       faults == SOAK_AIMED    ? "faults aimed at the path's link"
+	       : faults == SOAK_RANDOM ? "random single-link faults"
+				       : "healthy links",
+	       rt_cm(),
 	       secs, seed, seed);
 	srand((unsigned)seed);
 	soak_config(&cfg);
@@ -546,6 +583,7 @@ static void soak(rift_polling polling, bool faults)
 	       h_now_us() < end && !srv.fail[0] && !cli.fail[0])
 		usleep(10000);
 	start = h_now_us();
+	atomic_store(&soak_start_us, start);
 	end = start + secs * 1000000u;
 	while (h_now_us() < end && atomic_load(&srv.ready) == 1 &&
 	       atomic_load(&cli.ready) == 1) {
@@ -557,10 +595,26 @@ static void soak(rift_polling polling, bool faults)
 			usleep(100000);
 			continue;
 		}
-		usleep(wait_ms * 1000u);
+		if (faults == SOAK_AIMED) {
+			/* Both links settled, then the path's one goes
+			 * (port event) long enough for the path to move. */
+			uint64_t now = h_now_us();
+
+			for (int k = 0; k < 2; k++)
+				while (now < atomic_load(&soak_back_us[k]) +
+						     2 * SOAK_SETTLED_US) {
+					usleep(10000);
+					now = h_now_us();
+				}
+			link = atomic_load(&soak_path_link);
+			what = rand() % 2;
+			wait_ms = 1000;
+		} else {
+			usleep(wait_ms * 1000u);
+			wait_ms = 50 + (unsigned)(rand() % 1450);
+		}
 		printf("soak: %.3f s (+%.2f) %s link%d for ", h_now_us() / 1e6,
 		       (h_now_us() - start) / 1e6, fault_do[what], link);
-		wait_ms = 50 + (unsigned)(rand() % 1450);
 		printf("%u ms\n", wait_ms);
 		if (nfaults < 512) {
 			flog[nfaults].at = h_now_us();
@@ -677,22 +731,29 @@ static void soak(rift_polling polling, bool faults)
 
 TEST_TIMEOUT(soak_healthy_links_event_polling, 400)
 {
-	soak(RIFT_POLL_EVENT, false);
+	soak(RIFT_POLL_EVENT, SOAK_NONE);
 }
 
 TEST_TIMEOUT(soak_healthy_links_busy_polling, 400)
 {
-	soak(RIFT_POLL_BUSY, false);
+	soak(RIFT_POLL_BUSY, SOAK_NONE);
 }
 
 TEST_TIMEOUT(soak_link_faults_event_polling, 400)
 {
-	soak(RIFT_POLL_EVENT, true);
+	soak(RIFT_POLL_EVENT, SOAK_RANDOM);
 }
 
 TEST_TIMEOUT(soak_link_faults_busy_polling, 400)
 {
-	soak(RIFT_POLL_BUSY, true);
+	soak(RIFT_POLL_BUSY, SOAK_RANDOM);
+}
+
+/* Re-attach times with the other link working, one sample per fault:
+ * each fault takes down the link the client's path is on. */
+TEST_TIMEOUT(soak_aimed_faults_event_polling, 400)
+{
+	soak(RIFT_POLL_EVENT, SOAK_AIMED);
 }
 
 /* ---- the causes one at a time (pair topology) ---- */
