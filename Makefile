@@ -38,7 +38,7 @@ rel_objs  = $(LIB_SRCS:%.c=$(BUILD)/rel/%.o)
 tst_objs  = $(LIB_SRCS:%.c=$(BUILD)/tst/%.o) $(TEST_SRCS:%.c=$(BUILD)/tst/%.o)
 asan_objs = $(LIB_SRCS:%.c=$(BUILD)/asan/%.o) $(TEST_SRCS:%.c=$(BUILD)/asan/%.o)
 
-.PHONY: all deps lib tools test test-unit test-asan test-install test-lab fuzz demo bench bench-rdma install clean
+.PHONY: all deps lib tools test check-layers test-unit test-asan test-install test-lab fuzz demo bench bench-rdma install clean
 
 all: lib tools
 
@@ -102,6 +102,12 @@ fuzz: $(BUILD)/fuzz/fuzz-frame
 	@mkdir -p $(BUILD)/fuzz/corpus
 	$(BUILD)/fuzz/fuzz-frame -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
 	  -print_final_stats=1 $(BUILD)/fuzz/corpus tests/fuzz/seeds
+
+# Dependencies point down only (api > session > transports > core >
+# memory > util; docs/architecture.md): the library's objects' symbols,
+# and no backend named above the transports.
+check-layers: $(LIB_SRCS:%.c=$(BUILD)/tst/%.o)
+	sh scripts/check-layers.sh $(BUILD)/tst
 
 test-unit: $(BUILD)/tst/rift-tests
 	$(BUILD)/tst/rift-tests
@@ -170,9 +176,10 @@ test-install: lib
 	  sh -c 'cc -std=c11 -Wall -Wextra -Werror examples/hello.c -o $(BUILD)/hello $$(pkg-config --cflags --libs rift)'
 	LD_LIBRARY_PATH=$(STAGE)/usr/local/lib $(BUILD)/hello
 
-# The whole suite: install check, plain build, sanitizer build, bounded
-# fuzzing, and the soft-RoCE lab.
+# The whole suite: the layering check, install check, plain build,
+# sanitizer build, bounded fuzzing, and the soft-RoCE lab.
 test: all
+	$(MAKE) --no-print-directory check-layers
 	$(MAKE) --no-print-directory test-install
 	$(MAKE) --no-print-directory test-unit
 	$(MAKE) --no-print-directory test-asan

@@ -1,10 +1,20 @@
 /*
  * internal.h - types shared by rift's layers; not API.
  *
- * Layers (data flows down on send, up on receive):
- *   api/         ctx (loop, timers, errors), listener and connection calls
- *   session/     wire codec, sequence numbers, acks, resend queue, resume
- *   transports/  one ops table per transport; a path is one instance
+ * Layers (data flows down on send, up on receive; a file calls only into
+ * its own layer or those below it, scripts/check-layers.sh checks it):
+ *   api/         public calls: context and loop rounds, listeners,
+ *                connections, buffers, metrics, devices, config files
+ *   session/     sessions, frames, the paths' generic life cycle, send
+ *                buffers and counters
+ *   transports/  one ops table per transport (a path is one instance),
+ *                listed in the registry (transport.c); transports reach
+ *                the session only through the upcalls declared here and
+ *                in session/session.h
+ *   core/        the loop's primitives: fd watchers, timers
+ *   memory/      the registered block pool
+ *   util/        errors, logging, clock, fault points, histograms, TOML
+ * docs/architecture.md tells the whole story.
  */
 #ifndef RIFT_INTERNAL_H
 #define RIFT_INTERNAL_H
@@ -165,28 +175,42 @@ struct rift_timer {
 /* Internal timers are embedded in other objects and not counted. */
 void rift__timer_init(rift_ctx *ctx, rift_timer *t, rift_timer_cb cb,
 		      void *user);
+/* Run the timers that are due at ctx->now_us; returns how many ran. */
+int rift__timers_run(rift_ctx *ctx);
 static inline bool rift__timer_active(const rift_timer *t)
 {
 	return t->heap_idx != SIZE_MAX;
 }
 
-/* Set the context's last error message (printf-like); returns err. */
 /* printf into a caller's error buffer (err may be NULL or errlen 0). */
 void rift__set_err(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* Set the context's last error message (printf-like; ctx NULL: the one of
+ * rift_ctx_create and rift_config_check, per thread); returns err. */
 int rift__ctx_fail(rift_ctx *ctx, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 /* ---- transports ---- */
 typedef struct rift__path rift__path;
 
+struct rift__pool;
+
+/* rift_transport values (none, tcp, rdma): ctx->transport_state slots. */
+#define RIFT__TRANSPORT_KINDS 3
+
 /*
- * One ops table per transport (tcp.c, verbs/rdma.c).  Every slot is
- * filled, so callers never test for NULL.
+ * One ops table per transport (tcp.c, verbs/rdma.c), listed in the
+ * registry (transports/transport.c): the layers above find a transport
+ * there, by URL scheme, and never by name.  Every path slot is filled, so
+ * callers never test for NULL (alt excepted, as it says).
  */
 struct rift__transport_ops {
-	const char *name;
-	rift_transport kind;
+	const char *name;	/* "tcp": URL scheme and peer names */
+	rift_transport kind;	/* also its slot in ctx->transport_state */
+	rift__scheme scheme;	/* the URL scheme naming it */
+	/* rift_conn_send copies messages of rndv_threshold bytes and more
+	 * into registered memory for it: its peer READs them from there. */
+	bool registered_sends;
 	/* Is the transport usable on this machine?  0 or a fallback reason. */
 	rift_fallback_reason (*available)(rift_ctx *ctx);
 	/* Start connecting a new path; conn_path_connected/failed follow. */
@@ -219,28 +243,54 @@ struct rift__transport_ops {
 	/* Break the path for real, as a failing link would (tests):
 	 * TCP shuts the socket down, verbs disconnects the QP. */
 	void (*cut)(rift__path *p);
+
+	/*
+	 * Context hooks, called through the registry only (the rift__transports_*
+	 * calls below); NULL when the transport has none.  State a transport
+	 * keeps per context hangs in ctx->transport_state[kind].
+	 */
+	/* Busy and adaptive polling: take completions; returns how many.
+	 * The transport counts the paths it polls for in
+	 * ctx->n_polled_paths: while there are any, most rounds of a busy
+	 * loop only poll (api/ctx.c, fast_round). */
+	int (*poll)(rift_ctx *ctx);
+	/* Before a busy or adaptive loop sleeps: arm what would wake it;
+	 * returns how many were armed just now (poll once more if any). */
+	int (*arm)(rift_ctx *ctx);
+	/* The context ends: free the transport's state of it (its paths are
+	 * gone), and the pool reference its pool hook took. */
+	void (*ctx_destroy)(rift_ctx *ctx);
+	/* Make the context's registered block pool (sets ctx->pool, takes a
+	 * reference ctx_destroy drops); NULL with the context's error set. */
+	struct rift__pool *(*pool)(rift_ctx *ctx);
+	/* rift_devices: describe up to max devices in out; returns how many
+	 * the machine has, or RIFT_E* with err filled (rift.h). */
+	int (*devices)(rift_device_info *out, int max, char *err,
+		       size_t errlen);
 };
 
-/*
- * Listeners (tcp.c): accept4 failed with err.  Out of descriptors or memory
- * the listener watched by io stops for a while (the pause timer, set up
- * with rift__accept_pause_init, watches it again) instead of spinning.
- * Returns true when the next accept may be tried at once.
- */
-/* A non-blocking listening TCP socket bound to sa (what: "" or a note
- * for errors, e.g. " (cm=tcp side channel)"); fd and *port, or RIFT_E*
- * with the context's error set. */
-int rift__listen_socket(rift_ctx *ctx, const struct sockaddr *sa,
-			socklen_t len, const char *what, int *port);
-void rift__accept_pause_init(rift_ctx *ctx, rift_timer *t, rift__io *io);
-bool rift__accept_failed(rift_ctx *ctx, rift__io *io, rift_timer *pause,
-			 int err);
+/* ---- the registry of transports (transports/transport.c) ---- */
+
+/* The transport a URL scheme names; auto://: the one it tries first. */
+const struct rift__transport_ops *rift__transport_by_scheme(rift__scheme s);
+/* auto://: the transport to fall back to when ops cannot be used (not
+ * available, or every attempt failed), or NULL when there is none. */
+const struct rift__transport_ops *
+rift__transport_fallback(const struct rift__transport_ops *ops);
+/* Each registered transport's context hook, in turn (see above). */
+int rift__transports_poll(rift_ctx *ctx);
+int rift__transports_arm(rift_ctx *ctx);
+void rift__transports_ctx_destroy(rift_ctx *ctx);
+/* rift_devices through the transport that lists devices (0 and an
+ * explanation in err when none does). */
+int rift__transports_devices(rift_device_info *out, int max, char *err,
+			     size_t errlen);
+/* The context's registered pool, made on first use by the transport that
+ * registers memory (rift__ctx_pool, below), or NULL. */
+struct rift__pool *rift__ctx_pool_make(rift_ctx *ctx);
 
 /* Tests: cut the connection's current path; 0 or RIFT_ENOTCONN. */
 int rift__conn_cut(rift_conn *conn);
-
-extern const struct rift__transport_ops rift__tcp_ops;
-extern const struct rift__transport_ops rift__rdma_ops;
 
 /* Control frames a path owes its peer; sent before more data. */
 enum rift__path_pending {
@@ -386,6 +436,8 @@ struct rift_ctx {
 	uint64_t coarse_ns;    /* busy polling: coarse clock at the last full round */
 	uint32_t fast_rounds;  /* busy polling: CQ-only rounds since then */
 	uint32_t n_sock_paths; /* paths carrying data over a socket (TCP) */
+	uint32_t n_polled_paths; /* paths whose completions a transport's
+				    poll hook takes (verbs: on a shared CQ) */
 	struct rift__buf *small_bufs; /* cache of small send buffers */
 	uint32_t n_small_bufs;
 	struct rift__buf *buf_hdrs; /* cache of registered buffers' headers */
@@ -405,24 +457,27 @@ struct rift_ctx {
 	rift_ctx_stats stats;
 	struct rift__hist ack_hist;      /* enqueue to cumulative ack, us */
 	struct rift__hist reattach_hist; /* PATH_DOWN to PATH_CHANGED, us */
-	struct rift__rdma_ctx *rdma; /* verbs transport state, lazily made */
+	/* Each transport's state of this context, by its kind (opaque here;
+	 * made by the transport on first use, freed by its ctx_destroy). */
+	void *transport_state[RIFT__TRANSPORT_KINDS];
+	/* The process's registered block pool: a reference a transport's
+	 * pool hook took (rift__ctx_pool), dropped by its ctx_destroy. */
+	struct rift__pool *pool;
 	char errmsg[RIFT_ERRMSG_LEN];
 };
 
-void rift__rdma_ctx_destroy(rift_ctx *ctx);
 /* The process's registered block pool for this context (a reference is
  * taken on first use and dropped with the context), or NULL. */
-struct rift__pool *rift__ctx_pool(rift_ctx *ctx);
+static inline struct rift__pool *rift__ctx_pool(rift_ctx *ctx)
+{
+	return ctx->pool ? ctx->pool : rift__ctx_pool_make(ctx);
+}
 /* The pool this context holds a reference on already, or NULL (never
  * makes one). */
-struct rift__pool *rift__ctx_pool_held(const rift_ctx *ctx);
-/* Busy/adaptive polling: completions taken from every CQ this round. */
-int rift__rdma_poll(rift_ctx *ctx);
-/* True when the context has CQs for rift__rdma_poll to look at. */
-bool rift__rdma_polled(const rift_ctx *ctx);
-/* Busy/adaptive polling, before sleeping: arm every CQ; returns how many
- * were armed just now (poll once more before sleeping if any). */
-int rift__rdma_arm(rift_ctx *ctx);
+static inline struct rift__pool *rift__ctx_pool_held(const rift_ctx *ctx)
+{
+	return ctx->pool;
+}
 
 /* Ask for a flush of p at the end of this progress round (batched
  * writes).  Once per message sent or received: inline. */
@@ -447,7 +502,7 @@ static inline void rift__ctx_deferred(rift_ctx *ctx)
 		rift__ctx_deferred_run(ctx);
 }
 /* Free the context's caches of small send buffers and of buffer
- * headers (buf.c). */
+ * headers (session/buf.c). */
 void rift__ctx_free_small_bufs(rift_ctx *ctx);
 
 /* ---- listener ---- */
@@ -471,7 +526,11 @@ struct rift_listener {
 	struct rift__list node; /* ctx->listeners, then closing_listeners */
 };
 
-/* A transport accepted a new path for l: start its handshake. */
-void rift__listener_path(rift_listener *l, rift__path *p);
+/* A transport accepted a new path for l: the listener the user holds
+ * (an auto:// twin's main one) is the one its session goes to. */
+static inline void rift__listener_path(rift_listener *l, rift__path *p)
+{
+	p->lst = l->main ? l->main : l;
+}
 
 #endif /* RIFT_INTERNAL_H */

@@ -14,55 +14,7 @@
 
 #include "session/session.h"
 
-static void race_timer_cb(rift_timer *t, void *user);
 static void race_arm(rift_conn *conn);
-
-static rift_conn *conn_alloc(rift_ctx *ctx, const rift_conn_callbacks *cbs,
-			     void *user, bool is_client)
-{
-	rift_conn *conn = calloc(1, sizeof(*conn));
-
-	if (!conn)
-		return NULL;
-	conn->ctx = ctx;
-	if (cbs)
-		conn->cbs = *cbs;
-	conn->user = user;
-	conn->is_client = is_client;
-	rift_conn_stats_init(&conn->stats);
-	rift__timer_init(ctx, &conn->retry_timer, NULL, conn);
-	rift__timer_init(ctx, &conn->race_timer, race_timer_cb, conn);
-	rift__timer_init(ctx, &conn->ack_timer, NULL, conn);
-	rift__list_init(&conn->drain_node);
-	rift__list_add_tail(&ctx->conns, &conn->node);
-	ctx->stats.conns_active++;
-	ctx->stats.conns_opened++;
-	return conn;
-}
-
-static void ack_timer_cb(rift_timer *t, void *user)
-{
-	rift_conn *conn = user;
-
-	RIFT_UNUSED(t);
-	if (conn->ack_sent != conn->recv_seq && conn->path &&
-	    conn->path->state == RIFT_PATH_ATTACHED) {
-		conn->path->pending |= RIFT_PEND_ACK;
-		rift__path_kick(conn->path);
-	}
-}
-
-rift_conn *rift__conn_new_server(rift_listener *l, uint64_t session_id)
-{
-	rift_conn *conn = conn_alloc(l->ctx, &l->cbs, l->user, false);
-
-	if (!conn)
-		return NULL;
-	conn->session_id = session_id;
-	conn->ops = l->ops;
-	conn->ack_timer.cb = ack_timer_cb;
-	return conn;
-}
 
 static void retry_timer_cb(rift_timer *t, void *user)
 {
@@ -238,33 +190,26 @@ static int conn_setup_client(rift_ctx *ctx, rift_conn *conn,
 			     const struct rift__url *url)
 {
 	char err[RIFT_ERRMSG_LEN];
+	const struct rift__transport_ops *ops, *fb;
 	rift_fallback_reason why;
 
-	switch (url->scheme) {
-	case RIFT_SCHEME_TCP:
-		conn->ops = &rift__tcp_ops;
-		break;
-	case RIFT_SCHEME_RDMA:
-		why = rift__rdma_ops.available(ctx);
-		if (why != RIFT_FALLBACK_NONE)
+	/* The scheme's transport; auto:// the one it prefers, and the next
+	 * when that one cannot be used here. */
+	ops = rift__transport_by_scheme(url->scheme);
+	conn->auto_scheme = url->scheme == RIFT_SCHEME_AUTO;
+	why = ops->available(ctx);
+	if (why != RIFT_FALLBACK_NONE) {
+		fb = conn->auto_scheme ? rift__transport_fallback(ops) : NULL;
+		if (!fb)
 			return rift__ctx_fail(ctx, RIFT_ENOTSUP,
-					      "rdma:// unavailable: %s",
+					      "%s:// unavailable: %s", ops->name,
 					      rift_fallback_reason_str(why));
-		conn->ops = &rift__rdma_ops;
-		break;
-	case RIFT_SCHEME_AUTO:
-		conn->auto_scheme = true;
-		why = rift__rdma_ops.available(ctx);
-		if (why == RIFT_FALLBACK_NONE) {
-			conn->ops = &rift__rdma_ops;
-		} else {
-			/* Recorded and counted once, never a silent switch. */
-			conn->ops = &rift__tcp_ops;
-			conn->fallback = why;
-			ctx->stats.fallbacks[why]++;
-		}
-		break;
+		/* Recorded and counted once, never a silent switch. */
+		ops = fb;
+		conn->fallback = why;
+		ctx->stats.fallbacks[why]++;
 	}
+	conn->ops = ops;
 	for (unsigned i = 0; i < url->n_addrs; i++) {
 		int n, room = (int)RIFT_ARRAY_SIZE(conn->addrs) - (int)conn->n_addrs;
 
@@ -299,7 +244,7 @@ int rift_connect(rift_ctx *ctx, const char *url, const rift_conn_callbacks *cbs,
 		return rift__ctx_fail(ctx, RIFT_EINVAL,
 				      "url '%s': unknown option '%s'", url,
 				      u.opts[0].key);
-	conn = conn_alloc(ctx, cbs, user, true);
+	conn = rift__conn_alloc(ctx, cbs, user, true);
 	if (!conn)
 		return rift__ctx_fail(ctx, RIFT_ENOMEM, "rift_connect: out of memory");
 	rc = conn_setup_client(ctx, conn, &u);
@@ -314,7 +259,7 @@ int rift_connect(rift_ctx *ctx, const char *url, const rift_conn_callbacks *cbs,
 	} while (conn->session_id == 0);
 	conn->state = RIFT_CONN_CONNECTING;
 	conn->retry_timer.cb = retry_timer_cb;
-	conn->ack_timer.cb = ack_timer_cb;
+	conn->race_timer.cb = race_timer_cb;
 	/* First attempt from the loop, so failures arrive as events. */
 	rc = rift_timer_start(&conn->retry_timer, 0, 0);
 	if (rc)
@@ -356,6 +301,16 @@ static inline void copy_small(uint8_t *d, const uint8_t *s, size_t n)
 		d[i] = s[i];
 }
 
+/* Whether the transport carrying conn's messages wants large ones in
+ * registered memory: the attached path's, else the one its attempts use
+ * (a detached session's next path). */
+static inline bool send_registered(const rift_conn *conn)
+{
+	if (conn->transport != RIFT_TRANSPORT_NONE && conn->path)
+		return conn->path->ops->registered_sends;
+	return conn->ops->registered_sends;
+}
+
 static inline int send_check(rift_conn *conn, size_t len)
 {
 	rift_ctx *ctx = conn->ctx;
@@ -385,14 +340,12 @@ int rift_conn_send(rift_conn *conn, const void *data, size_t len)
 
 	if (rc)
 		return rc;
-	/* The copy is made anyway: over RDMA, a message that will go by
-	 * rendezvous is copied into registered memory, so the peer can READ
-	 * it from there; small ones come from the context's cache, the rest
-	 * (TCP) from malloc. */
-	if ((conn->transport == RIFT_TRANSPORT_RDMA ||
-	     (conn->transport == RIFT_TRANSPORT_NONE &&
-	      conn->ops == &rift__rdma_ops)) &&
-	    conn->ctx->cfg.rndv_threshold && len >= conn->ctx->cfg.rndv_threshold)
+	/* The copy is made anyway: over a transport whose peer READs large
+	 * messages (rendezvous), one that will go that way is copied into
+	 * registered memory; small ones come from the context's cache, the
+	 * rest from malloc. */
+	if (conn->ctx->cfg.rndv_threshold &&
+	    len >= conn->ctx->cfg.rndv_threshold && send_registered(conn))
 		b = rift__buf_new_registered(conn->ctx, len);
 	else if (len <= RIFT_SMALL_BUF)
 		b = rift__buf_new_small(conn->ctx, len);

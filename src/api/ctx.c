@@ -1,11 +1,13 @@
 /*
- * ctx.c - the event loop: one epoll fd for sockets, one timerfd for the
- * earliest timer, one eventfd for wake-ups; a binary heap of timers;
- * deferred work (batched flushes, close callbacks) run at the end of each
- * round so that many sends made from callbacks leave in one writev.
+ * ctx.c - the context and its event loop: one epoll fd for sockets, one
+ * timerfd for the earliest timer, one eventfd for wake-ups (watchers and
+ * the timer heap: core/loop.c); each round dispatches them, polls the
+ * transports' completion queues in busy and adaptive modes (through the
+ * registry, transports/transport.c), and runs deferred work (batched
+ * flushes, close callbacks) at its end, so that many sends made from
+ * callbacks leave in one writev.
  */
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -17,30 +19,6 @@
 #include "internal.h"
 
 #define MAX_EVENTS 256
-
-static __thread char create_err[RIFT_ERRMSG_LEN];
-
-int rift__log_level;
-
-void rift__log(const char *fmt, ...)
-{
-	char line[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "rift[%d] %.6f %s\n", (int)getpid(),
-		(double)rift__clock_us() / 1e6, line);
-}
-
-uint64_t rift__clock_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
 
 void rift__config_init(rift_config *cfg, size_t size)
 {
@@ -103,18 +81,17 @@ static int cfg_range(const char *key, uint64_t v, uint64_t lo, uint64_t hi)
 {
 	if (v >= lo && v <= hi)
 		return 0;
-	snprintf(create_err, sizeof(create_err),
-		 "config %s = %llu is out of range %llu..%llu", key,
-		 (unsigned long long)v, (unsigned long long)lo,
-		 (unsigned long long)hi);
-	return RIFT_EINVAL;
+	return rift__ctx_fail(NULL, RIFT_EINVAL,
+			      "config %s = %llu is out of range %llu..%llu",
+			      key, (unsigned long long)v,
+			      (unsigned long long)lo, (unsigned long long)hi);
 }
 
 int rift_config_check(const rift_config *cfg)
 {
 	rift_config full;
 
-	create_err[0] = '\0';
+	rift__ctx_fail(NULL, 0, "%s", ""); /* no creation error yet */
 	if (!cfg || cfg->size < offsetof(rift_config, busy_poll_us) ||
 	    cfg->size > sizeof(full))
 		return rift__ctx_fail(NULL, RIFT_EINVAL,
@@ -174,57 +151,40 @@ static int cfg_check(const rift_config *c)
 	R(rndv_threshold, 0, 1u << 30);
 #undef R
 	if (!rc && (c->gid_index < -1 || c->gid_index > 4095)) {
-		snprintf(create_err, sizeof(create_err),
-			 "config gid_index = %d is out of range -1..4095",
-			 c->gid_index);
-		rc = RIFT_EINVAL;
+		rc = rift__ctx_fail(NULL, RIFT_EINVAL,
+				    "config gid_index = %d is out of range "
+				    "-1..4095",
+				    c->gid_index);
 	}
 	if (!rc && memchr(c->device, '\0', sizeof(c->device)) == NULL) {
-		snprintf(create_err, sizeof(create_err),
-			 "config device is not NUL-terminated (at most %d "
-			 "characters)",
-			 RIFT_DEVICE_NAME_MAX - 1);
-		rc = RIFT_EINVAL;
+		rc = rift__ctx_fail(NULL, RIFT_EINVAL,
+				    "config device is not NUL-terminated (at "
+				    "most %d characters)",
+				    RIFT_DEVICE_NAME_MAX - 1);
 	}
 	for (int i = 1; !rc && i < RIFT_BLOCK_CLASSES; i++)
 		if (c->block_size[i] <= c->block_size[i - 1]) {
-			snprintf(create_err, sizeof(create_err),
-				 "config block_size[%d] (%u) must be larger than "
-				 "block_size[%d] (%u)",
-				 i, c->block_size[i], i - 1, c->block_size[i - 1]);
-			rc = RIFT_EINVAL;
+			rc = rift__ctx_fail(NULL, RIFT_EINVAL,
+					    "config block_size[%d] (%u) must be "
+					    "larger than block_size[%d] (%u)",
+					    i, c->block_size[i], i - 1,
+					    c->block_size[i - 1]);
 		}
 	if (!rc && c->pool_initial > c->pool_max) {
-		snprintf(create_err, sizeof(create_err),
-			 "config pool_initial (%llu) exceeds pool_max (%llu)",
-			 (unsigned long long)c->pool_initial,
-			 (unsigned long long)c->pool_max);
-		rc = RIFT_EINVAL;
+		rc = rift__ctx_fail(NULL, RIFT_EINVAL,
+				    "config pool_initial (%llu) exceeds "
+				    "pool_max (%llu)",
+				    (unsigned long long)c->pool_initial,
+				    (unsigned long long)c->pool_max);
 	}
 	if (!rc && c->keepalive_timeout_ms <= c->keepalive_interval_ms) {
-		snprintf(create_err, sizeof(create_err),
-			 "config keepalive_timeout_ms (%u) must be greater than "
-			 "keepalive_interval_ms (%u)",
-			 c->keepalive_timeout_ms, c->keepalive_interval_ms);
-		rc = RIFT_EINVAL;
+		rc = rift__ctx_fail(NULL, RIFT_EINVAL,
+				    "config keepalive_timeout_ms (%u) must be "
+				    "greater than keepalive_interval_ms (%u)",
+				    c->keepalive_timeout_ms,
+				    c->keepalive_interval_ms);
 	}
 	return rc;
-}
-
-int rift__ctx_fail(rift_ctx *ctx, int err, const char *fmt, ...)
-{
-	va_list ap;
-	char *buf = ctx ? ctx->errmsg : create_err;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, RIFT_ERRMSG_LEN, fmt, ap);
-	va_end(ap);
-	return err;
-}
-
-const char *rift_ctx_last_error(const rift_ctx *ctx)
-{
-	return ctx ? ctx->errmsg : create_err;
 }
 
 static void evfd_cb(rift__io *io, uint32_t revents)
@@ -253,7 +213,7 @@ int rift_ctx_create(rift_ctx **out, const rift_config *cfg)
 	rift_config def;
 	int rc;
 
-	create_err[0] = '\0';
+	rift__ctx_fail(NULL, 0, "%s", ""); /* no creation error yet */
 	if (getenv("RIFT_LOG") && strcmp(getenv("RIFT_LOG"), "debug") == 0)
 		rift__log_level = 1;
 	if (!out)
@@ -341,7 +301,7 @@ int rift_ctx_destroy(rift_ctx *ctx)
 						 ctx_node);
 		rift__path_destroy(p);
 	}
-	rift__rdma_ctx_destroy(ctx);
+	rift__transports_ctx_destroy(ctx);
 	rift__ctx_free_small_bufs(ctx);
 	close(ctx->tfd);
 	close(ctx->evfd);
@@ -356,206 +316,6 @@ int rift_ctx_fd(const rift_ctx *ctx)
 	return ctx->epfd;
 }
 
-int rift__io_start(rift_ctx *ctx, rift__io *io, int fd, uint32_t events,
-		   rift__io_cb cb)
-{
-	struct epoll_event ev = { .events = events, .data.ptr = io };
-
-	io->fd = fd;
-	io->events = events;
-	io->cb = cb;
-	if (epoll_ctl(ctx->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
-		return rift__from_errno(errno);
-	return 0;
-}
-
-int rift__io_modify(rift_ctx *ctx, rift__io *io, uint32_t events)
-{
-	struct epoll_event ev = { .events = events, .data.ptr = io };
-
-	if (io->events == events)
-		return 0;
-	io->events = events;
-	if (epoll_ctl(ctx->epfd, EPOLL_CTL_MOD, io->fd, &ev) < 0)
-		return rift__from_errno(errno);
-	return 0;
-}
-
-void rift__io_stop(rift_ctx *ctx, rift__io *io)
-{
-	if (io->fd >= 0)
-		epoll_ctl(ctx->epfd, EPOLL_CTL_DEL, io->fd, NULL);
-	io->cb = NULL;
-}
-
-/* ---- timers: a binary min-heap on due_us ---- */
-
-static void heap_swap(rift_ctx *ctx, size_t a, size_t b)
-{
-	rift_timer *t = ctx->heap[a];
-
-	ctx->heap[a] = ctx->heap[b];
-	ctx->heap[b] = t;
-	ctx->heap[a]->heap_idx = a;
-	ctx->heap[b]->heap_idx = b;
-}
-
-static void heap_up(rift_ctx *ctx, size_t i)
-{
-	while (i > 0) {
-		size_t parent = (i - 1) / 2;
-
-		if (ctx->heap[parent]->due_us <= ctx->heap[i]->due_us)
-			break;
-		heap_swap(ctx, i, parent);
-		i = parent;
-	}
-}
-
-static void heap_down(rift_ctx *ctx, size_t i)
-{
-	for (;;) {
-		size_t l = 2 * i + 1, r = l + 1, m = i;
-
-		if (l < ctx->heap_len &&
-		    ctx->heap[l]->due_us < ctx->heap[m]->due_us)
-			m = l;
-		if (r < ctx->heap_len &&
-		    ctx->heap[r]->due_us < ctx->heap[m]->due_us)
-			m = r;
-		if (m == i)
-			return;
-		heap_swap(ctx, i, m);
-		i = m;
-	}
-}
-
-static void heap_remove(rift_ctx *ctx, rift_timer *t)
-{
-	size_t i = t->heap_idx;
-
-	if (i == SIZE_MAX)
-		return;
-	ctx->heap_len--;
-	if (i != ctx->heap_len) {
-		ctx->heap[i] = ctx->heap[ctx->heap_len];
-		ctx->heap[i]->heap_idx = i;
-		heap_down(ctx, i);
-		heap_up(ctx, i);
-	}
-	t->heap_idx = SIZE_MAX;
-}
-
-/*
- * Keep the timerfd no later than the earliest timer.  It is only moved
- * earlier here; a later deadline leaves it armed, and the spurious wake-up
- * re-arms it.  That keeps a syscall off paths that restart timers per
- * message (ack delay).
- */
-static void arm_tfd(rift_ctx *ctx)
-{
-	struct itimerspec its = { 0 };
-	uint64_t due;
-
-	if (ctx->heap_len == 0)
-		return;
-	due = ctx->heap[0]->due_us;
-	if (ctx->tfd_armed_us && ctx->tfd_armed_us <= due)
-		return;
-	if (due == 0)
-		due = 1; /* 0 would disarm */
-	its.it_value.tv_sec = (time_t)(due / 1000000u);
-	its.it_value.tv_nsec = (long)(due % 1000000u) * 1000;
-	if (timerfd_settime(ctx->tfd, TFD_TIMER_ABSTIME, &its, NULL) == 0)
-		ctx->tfd_armed_us = due;
-}
-
-void rift__timer_init(rift_ctx *ctx, rift_timer *t, rift_timer_cb cb,
-		      void *user)
-{
-	memset(t, 0, sizeof(*t));
-	t->ctx = ctx;
-	t->cb = cb;
-	t->user = user;
-	t->heap_idx = SIZE_MAX;
-}
-
-int rift_timer_create(rift_ctx *ctx, rift_timer_cb cb, void *user,
-		      rift_timer **out)
-{
-	rift_timer *t;
-
-	if (!ctx || !cb || !out)
-		return RIFT_EINVAL;
-	t = malloc(sizeof(*t));
-	if (!t)
-		return RIFT_ENOMEM;
-	rift__timer_init(ctx, t, cb, user);
-	t->is_public = true;
-	ctx->n_timers++;
-	*out = t;
-	return 0;
-}
-
-int rift_timer_start(rift_timer *t, uint64_t timeout_ms, uint64_t repeat_ms)
-{
-	rift_ctx *ctx = t->ctx;
-
-	if (t->heap_idx == SIZE_MAX && ctx->heap_len == ctx->heap_cap) {
-		size_t cap = ctx->heap_cap ? ctx->heap_cap * 2 : 64;
-		rift_timer **h = realloc(ctx->heap, cap * sizeof(*h));
-
-		if (!h)
-			return RIFT_ENOMEM;
-		ctx->heap = h;
-		ctx->heap_cap = cap;
-	}
-	heap_remove(ctx, t);
-	t->due_us = ctx->now_us + timeout_ms * 1000u;
-	t->repeat_us = repeat_ms * 1000u;
-	t->heap_idx = ctx->heap_len++;
-	ctx->heap[t->heap_idx] = t;
-	heap_up(ctx, t->heap_idx);
-	arm_tfd(ctx);
-	return 0;
-}
-
-void rift_timer_stop(rift_timer *t)
-{
-	heap_remove(t->ctx, t);
-}
-
-void rift_timer_destroy(rift_timer *t)
-{
-	if (!t)
-		return;
-	heap_remove(t->ctx, t);
-	if (t->is_public)
-		t->ctx->n_timers--;
-	free(t);
-}
-
-static int run_timers(rift_ctx *ctx)
-{
-	int n = 0;
-
-	while (ctx->heap_len && ctx->heap[0]->due_us <= ctx->now_us) {
-		rift_timer *t = ctx->heap[0];
-
-		heap_remove(ctx, t);
-		if (t->repeat_us) {
-			t->due_us = ctx->now_us + t->repeat_us;
-			t->heap_idx = ctx->heap_len++;
-			ctx->heap[t->heap_idx] = t;
-			heap_up(ctx, t->heap_idx);
-		}
-		t->cb(t, t->user); /* may destroy t */
-		n++;
-	}
-	arm_tfd(ctx);
-	return n;
-}
-
 /* rift_ctx_timeout with the time already read. */
 static int timeout_at(rift_ctx *ctx, uint64_t now)
 {
@@ -568,7 +328,7 @@ static int timeout_at(rift_ctx *ctx, uint64_t now)
 	/* Busy and adaptive polling leave the CQs unarmed while they spin;
 	 * whoever asks how long to sleep is about to: arm them now, and
 	 * have one more round pick up what completed before. */
-	if (ctx->cfg.polling != RIFT_POLL_EVENT && rift__rdma_arm(ctx) > 0)
+	if (ctx->cfg.polling != RIFT_POLL_EVENT && rift__transports_arm(ctx) > 0)
 		return 0;
 	if (ctx->heap_len == 0)
 		return -1;
@@ -606,7 +366,7 @@ static bool fast_round(rift_ctx *ctx, int timeout_ms)
 	uint32_t every;
 
 	if (timeout_ms != 0 || ctx->cfg.polling == RIFT_POLL_EVENT ||
-	    !rift__rdma_polled(ctx))
+	    !ctx->n_polled_paths)
 		return false;
 	/* Even the vDSO costs a fast round much (0.3 us under TCG): look at
 	 * the coarse clock every COARSE_EVERY rounds only. */
@@ -632,7 +392,7 @@ static int loop_round(rift_ctx *ctx, int timeout_ms)
 	rift__ctx_deferred(ctx);
 	if (fast_round(ctx, timeout_ms)) {
 		ctx->stats.progress_calls++;
-		handled = rift__rdma_poll(ctx);
+		handled = rift__transports_poll(ctx);
 		if (handled)
 			rift__ctx_deferred(ctx);
 		return handled;
@@ -653,9 +413,9 @@ static int loop_round(rift_ctx *ctx, int timeout_ms)
 			io->cb(io, evs[i].events);
 	}
 	handled += n;
-	if (ctx->cfg.polling != RIFT_POLL_EVENT && ctx->rdma)
-		handled += rift__rdma_poll(ctx);
-	handled += run_timers(ctx);
+	if (ctx->cfg.polling != RIFT_POLL_EVENT)
+		handled += rift__transports_poll(ctx);
+	handled += rift__timers_run(ctx);
 	rift__ctx_deferred(ctx);
 	return handled;
 }
@@ -742,38 +502,3 @@ int rift_ctx_stats_get(rift_ctx *ctx, rift_ctx_stats *st)
 	st->size = size;
 	return 0;
 }
-
-/* ---- fault points ---- */
-#ifdef RIFT_FAULT_INJECTION
-static struct {
-	uint64_t hits, nth, count, fired;
-} faults[RIFT_FAULT__COUNT];
-
-void rift__fault_arm(rift__fault_point p, uint64_t nth, uint64_t count)
-{
-	faults[p].hits = 0;
-	faults[p].nth = nth;
-	faults[p].count = count;
-}
-
-void rift__fault_clear(void)
-{
-	memset(faults, 0, sizeof(faults));
-}
-
-bool rift__fault_hit(rift__fault_point p)
-{
-	if (!faults[p].count)
-		return false;
-	if (++faults[p].hits < faults[p].nth)
-		return false;
-	faults[p].count--;
-	faults[p].fired++;
-	return true;
-}
-
-uint64_t rift__fault_fired(rift__fault_point p)
-{
-	return faults[p].fired;
-}
-#endif

@@ -1,18 +1,19 @@
 /*
  * listener.c - the public listener calls: rift_listen (an auto:// RDMA
  * listener has a TCP twin at the same port), its port and user pointer,
- * and rift_listener_close; and rift__listener_path, which gives a path a
- * transport accepted to the listener the user holds.  Nothing here calls
- * a user callback synchronously from an API call: callbacks only run
- * inside progress.
+ * and rift_listener_close.  (rift__listener_path, internal.h, gives a
+ * path a transport accepted to the listener the user holds.)  Nothing
+ * here calls a user callback synchronously from an API call: callbacks
+ * only run inside progress.
  */
 #include <stdlib.h>
 
 #include "internal.h"
 
-/* The TCP listener that stands beside an auto:// RDMA listener. */
-static int listen_twin(rift_listener *l, struct sockaddr_storage *sa,
-		       socklen_t len)
+/* The listener of the transport auto:// falls back to (TCP), beside l
+ * (RDMA) at the same port, so that clients that fell back find it. */
+static int listen_twin(rift_listener *l, const struct rift__transport_ops *ops,
+		       struct sockaddr_storage *sa, socklen_t len)
 {
 	rift_listener *t = calloc(1, sizeof(*t));
 	int rc;
@@ -22,7 +23,7 @@ static int listen_twin(rift_listener *l, struct sockaddr_storage *sa,
 	*t = *l;
 	t->fd = -1;
 	t->transport_state = NULL;
-	t->ops = &rift__tcp_ops;
+	t->ops = ops;
 	t->main = l;
 	rift__list_init(&t->node);
 	rift__sockaddr_set_port(sa, l->port);
@@ -43,6 +44,8 @@ int rift_listen(rift_ctx *ctx, const char *url, const rift_conn_callbacks *cbs,
 	socklen_t len;
 	char err[RIFT_ERRMSG_LEN];
 	rift_listener *l;
+	const struct rift__transport_ops *ops, *fb;
+	rift_fallback_reason why;
 	int rc;
 
 	if (!ctx || !out || !on_accept)
@@ -67,21 +70,22 @@ int rift_listen(rift_ctx *ctx, const char *url, const rift_conn_callbacks *cbs,
 	l->on_accept = on_accept;
 	l->fd = -1;
 	/* rdma:// listens on RDMA only, tcp:// on TCP only; auto:// on both,
-	 * at the same port number, so clients that fell back find it. */
-	l->ops = &rift__tcp_ops;
+	 * at the same port number, so clients that fell back find it (on
+	 * TCP only when RDMA cannot be used here). */
+	ops = rift__transport_by_scheme(u.scheme);
 	l->auto_scheme = u.scheme == RIFT_SCHEME_AUTO;
-	if (u.scheme != RIFT_SCHEME_TCP) {
-		rift_fallback_reason why = rift__rdma_ops.available(ctx);
-
-		if (why == RIFT_FALLBACK_NONE)
-			l->ops = &rift__rdma_ops;
-		else if (u.scheme == RIFT_SCHEME_RDMA) {
+	why = ops->available(ctx);
+	if (why != RIFT_FALLBACK_NONE) {
+		fb = l->auto_scheme ? rift__transport_fallback(ops) : NULL;
+		if (!fb) {
 			free(l);
 			return rift__ctx_fail(ctx, RIFT_ENOTSUP,
-					      "rdma:// unavailable: %s",
+					      "%s:// unavailable: %s", ops->name,
 					      rift_fallback_reason_str(why));
 		}
+		ops = fb;
 	}
+	l->ops = ops;
 	rc = l->ops->listen(l, (struct sockaddr *)&sa, len);
 	if (rc) {
 		free(l);
@@ -90,9 +94,9 @@ int rift_listen(rift_ctx *ctx, const char *url, const rift_conn_callbacks *cbs,
 	/* With rdma.cm = tcp the side channel's socket already serves TCP
 	 * sessions on that port (it tells them apart by their first bytes):
 	 * a twin could not bind it. */
-	if (u.scheme == RIFT_SCHEME_AUTO && l->ops == &rift__rdma_ops &&
-	    !l->tcp_shared) {
-		rc = listen_twin(l, &sa, len);
+	fb = l->auto_scheme ? rift__transport_fallback(l->ops) : NULL;
+	if (fb && !l->tcp_shared) {
+		rc = listen_twin(l, fb, &sa, len);
 		if (rc) {
 			l->ops->listen_close(l);
 			free(l);
@@ -113,11 +117,6 @@ int rift_listener_port(const rift_listener *l)
 void *rift_listener_user(const rift_listener *l)
 {
 	return l->user;
-}
-
-void rift__listener_path(rift_listener *l, rift__path *p)
-{
-	p->lst = l->main ? l->main : l;
 }
 
 void rift_listener_close(rift_listener *l, void (*close_cb)(rift_listener *l))

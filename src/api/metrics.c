@@ -1,7 +1,8 @@
 /*
- * metrics.c - the metrics hooks the layers call, latency queries, and two
- * renderings of it all: the Prometheus text exposition format 0.0.4 and a
- * Redis-INFO-like dump.
+ * metrics.c - latency queries and two renderings of the metrics: the
+ * Prometheus text exposition format 0.0.4 and a Redis-INFO-like dump.
+ * The hooks that record them, which the session and the transports call,
+ * are session/stats.c's.
  *
  * Counters live in ctx->stats and conn->stats (the public stats structs),
  * so rift_*_stats_get and the renderers read the same numbers.  Latency
@@ -9,8 +10,9 @@
  * are only written when cfg.metrics is set.  Nothing here allocates: the
  * renderers write into the caller's buffer and count what did not fit.
  *
- * This file knows the ibv_wc_status numbering but does not include the
- * verbs headers: the transport passes the status as an int.
+ * This file knows the numbering of verbs work completion statuses (as
+ * rift.h's wc_errors does) but includes no verbs header: the transport
+ * passes the status as an int.
  */
 #include <inttypes.h>
 #include <limits.h>
@@ -23,130 +25,6 @@
 _Static_assert(sizeof(((rift_ctx_stats *)0)->wc_errors) ==
 		       (RIFT_WC_STATUS_OTHER + 1) * sizeof(uint64_t),
 	       "wc_errors has a slot per status 0..31 and one for others");
-
-/* ---- hooks ---- */
-
-void rift__metrics_enqueue(rift_conn *conn, struct rift__omsg *m)
-{
-	rift_ctx *ctx = conn->ctx;
-
-	m->enq_us = ctx->now_us;
-	ctx->stats.msgs_sent++;
-	ctx->stats.bytes_sent += m->len;
-}
-
-void rift__metrics_acked(rift_conn *conn, const struct rift__omsg *m)
-{
-	rift_ctx *ctx = conn->ctx;
-	uint64_t us;
-
-	if (!ctx->cfg.metrics)
-		return;
-	us = ctx->now_us > m->enq_us ? ctx->now_us - m->enq_us : 0;
-	rift__hist_record(&conn->ack_hist, us);
-	rift__hist_record(&ctx->ack_hist, us);
-}
-
-void rift__metrics_recv(rift_conn *conn, uint64_t len)
-{
-	conn->ctx->stats.msgs_recv++;
-	conn->ctx->stats.bytes_recv += len;
-}
-
-void rift__metrics_connect_attempt(rift_conn *conn)
-{
-	rift_ctx *ctx = conn->ctx;
-
-	ctx->stats.connect_attempts++;
-	conn->stats.connect_attempts++;
-	/* total_attempts counts failures since the last attach. */
-	if (conn->total_attempts) {
-		ctx->stats.connect_retries++;
-		conn->stats.connect_retries++;
-	}
-}
-
-void rift__metrics_path_down(rift_conn *conn)
-{
-	conn->ctx->stats.path_downs++;
-	conn->stats.path_downs++;
-	conn->down_us = conn->ctx->now_us;
-	conn->credit_stalled = false;
-}
-
-void rift__metrics_path_changed(rift_conn *conn)
-{
-	rift_ctx *ctx = conn->ctx;
-	uint64_t us;
-
-	ctx->stats.failovers++;
-	conn->credit_stalled = false;
-	/* A server may see the RESUME before it noticed the old path die:
-	 * no PATH_DOWN, so no re-attach time either. */
-	if (!conn->down_us)
-		return;
-	us = ctx->now_us > conn->down_us ? ctx->now_us - conn->down_us : 0;
-	conn->down_us = 0;
-	if (!ctx->cfg.metrics)
-		return;
-	rift__hist_record(&conn->reattach_hist, us);
-	rift__hist_record(&ctx->reattach_hist, us);
-}
-
-void rift__metrics_keepalive_timeout(rift__path *p)
-{
-	p->ctx->stats.keepalive_timeouts++;
-	if (p->conn)
-		p->conn->stats.keepalive_timeouts++;
-}
-
-void rift__metrics_wc_error(rift__path *p, int status)
-{
-	unsigned i = status >= 0 && status < RIFT_WC_STATUS_OTHER
-			     ? (unsigned)status
-			     : RIFT_WC_STATUS_OTHER;
-
-	p->ctx->stats.wc_errors[i]++;
-	if (p->conn)
-		p->conn->stats.wc_errors++;
-}
-
-void rift__metrics_credit_stall(rift__path *p, bool stalled)
-{
-	rift_conn *conn = p->conn;
-
-	if (!conn)
-		return;
-	if (stalled && !conn->credit_stalled) {
-		p->ctx->stats.credit_stalls++;
-		conn->stats.credit_stalls++;
-	}
-	conn->credit_stalled = stalled;
-}
-
-void rift__metrics_failback(rift_conn *conn)
-{
-	conn->ctx->stats.failbacks++;
-	conn->stats.failbacks++;
-}
-
-void rift__metrics_one_sided(rift_conn *conn, bool write, uint64_t bytes)
-{
-	rift_ctx_stats *c = &conn->ctx->stats;
-	rift_conn_stats *s = &conn->stats;
-
-	if (write) {
-		c->rdma_writes++;
-		c->rdma_write_bytes += bytes;
-		s->rdma_writes++;
-		s->rdma_write_bytes += bytes;
-	} else {
-		c->rdma_reads++;
-		c->rdma_read_bytes += bytes;
-		s->rdma_reads++;
-		s->rdma_read_bytes += bytes;
-	}
-}
 
 /* ---- queries ---- */
 
@@ -289,7 +167,8 @@ static void lower(char *dst, size_t cap, const char *src)
 	dst[i] = '\0';
 }
 
-/* ibv_wc_status values, without the IBV_WC_ prefix, lower case. */
+/* Work completion status names (libibverbs' enum without its prefix),
+ * lower case. */
 static const char *const wc_names[] = {
 	"success",         "loc_len_err",       "loc_qp_op_err",
 	"loc_eec_op_err",  "loc_prot_err",      "wr_flush_err",
@@ -775,8 +654,8 @@ int rift_metrics_prometheus(rift_ctx *ctx, char *buf, size_t len)
 	}
 
 	family(&o, "rift_completion_errors_total", "counter",
-	       "RDMA work completions that failed, by ibv_wc_status (a status "
-	       "appears once it has been seen).");
+	       "RDMA work completions that failed, by work completion status "
+	       "(a status appears once it has been seen).");
 	for (unsigned i = 0; i <= RIFT_WC_STATUS_OTHER; i++) {
 		char name[32];
 

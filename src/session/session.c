@@ -95,6 +95,54 @@ void rift__conn_abandon_path(rift_conn *conn)
 
 /* ---- connection helpers ---- */
 
+/* Nothing acknowledged the last messages received by the end of the
+ * round after them (rift__sess_after_flush armed this): an ACK frame. */
+static void ack_timer_cb(rift_timer *t, void *user)
+{
+	rift_conn *conn = user;
+
+	RIFT_UNUSED(t);
+	if (conn->ack_sent != conn->recv_seq && conn->path &&
+	    conn->path->state == RIFT_PATH_ATTACHED) {
+		conn->path->pending |= RIFT_PEND_ACK;
+		rift__path_kick(conn->path);
+	}
+}
+
+rift_conn *rift__conn_alloc(rift_ctx *ctx, const rift_conn_callbacks *cbs,
+			    void *user, bool is_client)
+{
+	rift_conn *conn = calloc(1, sizeof(*conn));
+
+	if (!conn)
+		return NULL;
+	conn->ctx = ctx;
+	if (cbs)
+		conn->cbs = *cbs;
+	conn->user = user;
+	conn->is_client = is_client;
+	conn->stats.size = sizeof(conn->stats); /* calloc zeroed the rest */
+	rift__timer_init(ctx, &conn->retry_timer, NULL, conn);
+	rift__timer_init(ctx, &conn->race_timer, NULL, conn);
+	rift__timer_init(ctx, &conn->ack_timer, ack_timer_cb, conn);
+	rift__list_init(&conn->drain_node);
+	rift__list_add_tail(&ctx->conns, &conn->node);
+	ctx->stats.conns_active++;
+	ctx->stats.conns_opened++;
+	return conn;
+}
+
+rift_conn *rift__conn_new_server(rift_listener *l, uint64_t session_id)
+{
+	rift_conn *conn = rift__conn_alloc(l->ctx, &l->cbs, l->user, false);
+
+	if (!conn)
+		return NULL;
+	conn->session_id = session_id;
+	conn->ops = l->ops;
+	return conn;
+}
+
 void rift__conn_error(rift_conn *conn, const char *fmt, ...)
 {
 	va_list ap;
@@ -285,17 +333,21 @@ static void grace_expired(rift_timer *t, void *user)
 
 /* An attempt of a client conn failed: try again, next address, or give up. */
 /*
- * auto://: every RDMA attempt failed, so continue over TCP.  An explicit
+ * auto://: every attempt of the preferred transport (RDMA) failed, so
+ * continue over the one after it in the registry (TCP).  An explicit
  * state change with a reason, counted once, never a silent switch.
  */
 static bool fall_back(rift_conn *conn, rift_fallback_reason why)
 {
 	rift_ctx *ctx = conn->ctx;
+	const struct rift__transport_ops *fb;
 
-	if (!conn->auto_scheme || conn->ops != &rift__rdma_ops ||
-	    !ctx->cfg.fallback)
+	if (!conn->auto_scheme || !ctx->cfg.fallback)
 		return false;
-	conn->ops = &rift__tcp_ops;
+	fb = rift__transport_fallback(conn->ops);
+	if (!fb)
+		return false;
+	conn->ops = fb;
 	conn->fallback = why;
 	ctx->stats.fallbacks[why]++;
 	conn->addr_idx = 0;

@@ -99,6 +99,42 @@ struct rift_conn {
 	bool credit_stalled;    /* rdma: last flush stopped for credits */
 };
 
+/* ---- metrics hooks (session/stats.c) ----
+ *
+ * One call per event, each one line at its call site.  Counters are kept
+ * always (they back rift_ctx_stats and rift_conn_stats); histograms only
+ * when cfg.metrics is set.
+ */
+/* rift__conn_enqueue: m->len is set; stamps m with the loop time. */
+void rift__metrics_enqueue(rift_conn *conn, struct rift__omsg *m);
+/* conn_ack, once per message the cumulative ack releases. */
+void rift__metrics_acked(rift_conn *conn, const struct rift__omsg *m);
+/* A message of len bytes was delivered to on_recv. */
+void rift__metrics_recv(rift_conn *conn, uint64_t len);
+/* A client connect attempt (first or retry) is about to start. */
+void rift__metrics_connect_attempt(rift_conn *conn);
+/* PATH_DOWN is about to be delivered. */
+void rift__metrics_path_down(rift_conn *conn);
+/* The session re-attached (PATH_CHANGED); counts a failover. */
+void rift__metrics_path_changed(rift_conn *conn);
+/* A path is failing because its peer went silent. */
+void rift__metrics_keepalive_timeout(rift__path *p);
+/*
+ * verbs: a work completion that failed (status is its numeric status, the
+ * index of rift_ctx_stats.wc_errors; anything outside 0..31 counts as
+ * "other").
+ */
+void rift__metrics_wc_error(rift__path *p, int status);
+/*
+ * verbs: after each flush, whether it stopped with data waiting for peer
+ * credits.  Counts the transitions into that state (stall episodes).
+ */
+void rift__metrics_credit_stall(rift__path *p, bool stalled);
+/* Reserved: a fallen-back session returned to RDMA. */
+void rift__metrics_failback(rift_conn *conn);
+/* Reserved: a one-sided RDMA READ (write = false) or WRITE of bytes. */
+void rift__metrics_one_sided(rift_conn *conn, bool write, uint64_t bytes);
+
 /* A DATA frame received while receiving was stopped. */
 struct rift__held {
 	struct rift__held *next;
@@ -205,26 +241,13 @@ void rift__conn_drain(rift_conn *conn);
 /* Free the held messages (the session is over). */
 void rift__conn_drop_held(rift_conn *conn);
 
+/* A new connection object on ctx, counted open, with its timers ready
+ * (the caller sets the client's retry and race callbacks); NULL when out
+ * of memory.  Freed by deferred work after rift_conn_close. */
+rift_conn *rift__conn_alloc(rift_ctx *ctx, const rift_conn_callbacks *cbs,
+			    void *user, bool is_client);
+/* A server session for a HELLO that reached l; NULL when out of memory. */
 rift_conn *rift__conn_new_server(rift_listener *l, uint64_t session_id);
-/* Tests: a figure of the current verbs path (0 on another transport). */
-enum rift__rdma_figure {
-	RIFT__RDMA_ZC_SENDS,	  /* messages sent without a copy */
-	RIFT__RDMA_NOW_SENDS,	  /* replies sent from inside on_recv, before
-				   * the rest of the delivery's work
-				   * (rift__transport_ops.send_now) */
-	RIFT__RDMA_BARE_SENDS,	  /* DATA frames sent bare (no header) */
-	RIFT__RDMA_INPLACE_BYTES, /* bytes delivered from receive buffers */
-	RIFT__RDMA_RNDV_INFLIGHT, /* rendezvous messages being fetched (READs
-				   * posted or waiting) or held for delivery */
-};
-uint64_t rift__conn_rdma_figure(const rift_conn *conn,
-				enum rift__rdma_figure f);
-/* Tests: ibv_query_qp of the current verbs path's QP (RTS, else RIFT_EIO):
- * ack timeout, retry counts, and whether the QP is rift's own rather than
- * one librdmacm made (rdma_create_qp).  RIFT_EINVAL without a QP. */
-int rift__conn_qp_attrs(const rift_conn *conn, uint8_t *timeout,
-			uint8_t *retry, uint8_t *rnr_retry, bool *user_qp);
-
 /* True when the path owes control frames or has unsent data (asked for
  * every SEND a transport builds: inline). */
 static inline bool rift__sess_has_output(const rift__path *p)

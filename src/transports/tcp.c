@@ -20,7 +20,7 @@
 
 #include "session/session.h"
 #include "session/stream.h"
-#include "transports/verbs/cm_tcp.h"
+#include "transports/tcp.h"
 
 #define BATCH_IOV 128
 #define BATCH_BYTES (4u << 20)
@@ -529,9 +529,13 @@ static rift_fallback_reason tcp_available(rift_ctx *ctx)
 	return RIFT_FALLBACK_NONE;
 }
 
+/* No context hooks: sockets are watched by the loop's epoll, and a TCP
+ * path keeps no state in the context. */
 const struct rift__transport_ops rift__tcp_ops = {
 	.name = "tcp",
 	.kind = RIFT_TRANSPORT_TCP,
+	.scheme = RIFT_SCHEME_TCP,
+	.registered_sends = false,
 	.available = tcp_available,
 	.connect = tcp_connect,
 	.listen = tcp_listen,

@@ -1,6 +1,6 @@
 /*
- * hist.h - log-linear histograms for latencies, and the metrics hooks that
- * the session layer and the transports call (defined in api/metrics.c).
+ * hist.h - log-linear histograms for latencies (the metrics hooks that
+ * record them are session/session.h's).
  *
  * A histogram counts non-negative integers (rift records microseconds).
  * Buckets are HdrHistogram-like: exact below 32, then every power-of-two
@@ -81,43 +81,5 @@ uint64_t rift__hist_quantile(const struct rift__hist *h, double q);
 /* dst += src (dst may already hold values). */
 void rift__hist_merge(struct rift__hist *dst, const struct rift__hist *src);
 void rift__hist_reset(struct rift__hist *h);
-
-/* ---- metrics hooks (api/metrics.c) ----
- *
- * One call per event, each one line at its call site.  Counters are kept
- * always (they back rift_ctx_stats and rift_conn_stats); histograms only
- * when cfg.metrics is set.
- */
-struct rift__path;
-struct rift__omsg;
-
-/* rift__conn_enqueue: m->len is set; stamps m with the loop time. */
-void rift__metrics_enqueue(rift_conn *conn, struct rift__omsg *m);
-/* conn_ack, once per message the cumulative ack releases. */
-void rift__metrics_acked(rift_conn *conn, const struct rift__omsg *m);
-/* A message of len bytes was delivered to on_recv. */
-void rift__metrics_recv(rift_conn *conn, uint64_t len);
-/* A client connect attempt (first or retry) is about to start. */
-void rift__metrics_connect_attempt(rift_conn *conn);
-/* PATH_DOWN is about to be delivered. */
-void rift__metrics_path_down(rift_conn *conn);
-/* The session re-attached (PATH_CHANGED); counts a failover. */
-void rift__metrics_path_changed(rift_conn *conn);
-/* A path is failing because its peer went silent. */
-void rift__metrics_keepalive_timeout(struct rift__path *p);
-/*
- * verbs: a work completion with status != IBV_WC_SUCCESS (status is the
- * ibv_wc_status value; anything outside 0..31 counts as "other").
- */
-void rift__metrics_wc_error(struct rift__path *p, int status);
-/*
- * verbs: after each flush, whether it stopped with data waiting for peer
- * credits.  Counts the transitions into that state (stall episodes).
- */
-void rift__metrics_credit_stall(struct rift__path *p, bool stalled);
-/* Reserved: a fallen-back session returned to RDMA. */
-void rift__metrics_failback(rift_conn *conn);
-/* Reserved: a one-sided RDMA READ (write = false) or WRITE of bytes. */
-void rift__metrics_one_sided(rift_conn *conn, bool write, uint64_t bytes);
 
 #endif

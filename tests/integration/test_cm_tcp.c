@@ -18,6 +18,7 @@
 #include "internal.h"
 #include "session/session.h"
 #include "transports/verbs/cm_tcp.h"
+#include "transports/verbs/rdma.h"
 #include "transports/verbs/verbs.h"
 #include "harness.h"
 

@@ -14,6 +14,7 @@
 #include "internal.h"
 #include "memory/pool.h"
 #include "session/session.h"
+#include "transports/verbs/rdma.h"
 #include "transports/verbs/verbs.h"
 #include "harness.h"
 

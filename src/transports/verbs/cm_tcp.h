@@ -26,7 +26,7 @@
 #ifndef RIFT_VERBS_CM_TCP_H
 #define RIFT_VERBS_CM_TCP_H
 
-#include "internal.h"
+#include "transports/tcp.h"
 
 #define RIFT_BOOT_MAGIC 0x52564254u /* "RVBT": never "RF" (a session frame) */
 #define RIFT_BOOT_VERSION 1u
@@ -116,10 +116,5 @@ void rift__rdma_boot_closed(rift__path *p, int err, const char *why);
 extern uint64_t rift__rdma_accepts, rift__rdma_accept_us;
 #define RIFT_ACCEPT_SAMPLES 64 /* the last accepts' times, us, a ring */
 extern uint32_t rift__rdma_accept_samples[RIFT_ACCEPT_SAMPLES];
-
-/* ---- implemented by tcp.c ---- */
-
-/* Take over an accepted socket as a TCP path of l (auto:// + cm=tcp). */
-int rift__tcp_adopt(rift_listener *l, int fd, const struct sockaddr *sa);
 
 #endif

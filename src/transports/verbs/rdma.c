@@ -48,12 +48,14 @@
  *
  * The files, one concern each, share rdma_int.h: rdma_dev.c (devices,
  * their PDs and the pool's registration, context state), rdma_cq.c
- * (shared completion queues), rdma_wc.c (completions, the QP table),
- * rdma_qp.c (path resources, the prepared-QP pool), rdma_rx.c (receive
- * side), rdma_tx.c (send side), rdma_rndv.c (rendezvous), rdma_cm.c (the
- * hello, rdma_cm events), rdma_boot.c (cm=tcp bring-up), rdma_reap.c
- * (teardown) and this one (connecting, listening, the ops table).
- * verbs.h wraps every libibverbs and librdmacm call.
+ * (shared completion queues), rdma_wc.c (completions, the QP table,
+ * busy polling), rdma_qp.c (path resources, the prepared-QP pool),
+ * rdma_rx.c (receive side), rdma_tx.c (send side), rdma_rndv.c
+ * (rendezvous), rdma_cm.c (the hello, rdma_cm events), rdma_boot.c
+ * (cm=tcp bring-up), rdma_reap.c (teardown), rdma_devices.c
+ * (rift_devices) and this one (connecting, listening, the ops table and
+ * its context hooks).  verbs.h wraps every libibverbs and librdmacm
+ * call; rdma.h is all the rest of rift sees (the registry, tests).
  */
 #include <arpa/inet.h>
 #include <stdlib.h>
@@ -184,7 +186,7 @@ static int listen_tcp(struct rdma_listener *rl, const struct sockaddr *sa,
 	l->tcp_shared = l->auto_scheme;
 	memcpy(&ss, sa, len);
 	rift__sockaddr_set_port(&ss, l->port);
-	if (rift__vb_id_create(ctx->rdma->ch, &rl->kind, &rl->id, verr) ||
+	if (rift__vb_id_create(rctx_of(ctx)->ch, &rl->kind, &rl->id, verr) ||
 	    rift__vb_bind(rl->id, (struct sockaddr *)&ss, verr) ||
 	    rift__vb_listen(rl->id, (int)ctx->cfg.listen_backlog, verr)) {
 		RIFT_DEBUG("cm=tcp listener: no rdma_cm id to refuse rdma_cm "
@@ -366,9 +368,17 @@ int rift__conn_qp_attrs(const rift_conn *conn, uint8_t *timeout,
 	return a.qp_state == IBV_QPS_RTS ? 0 : RIFT_EIO;
 }
 
+/*
+ * Context hooks: unlike sockets, completion queues are not in the loop's
+ * epoll when busy or adaptive polling spins on them (rift__rdma_poll,
+ * rdma_wc.c), and must be armed before the loop sleeps; registered memory
+ * (the pool) and rdma_cm's channel are context state to free at its end.
+ */
 const struct rift__transport_ops rift__rdma_ops = {
 	.name = "rdma",
 	.kind = RIFT_TRANSPORT_RDMA,
+	.scheme = RIFT_SCHEME_RDMA,
+	.registered_sends = true,
 	.available = rift__rdma_available,
 	.connect = rdma_connect_op,
 	.alt = rdma_alt,
@@ -379,4 +389,9 @@ const struct rift__transport_ops rift__rdma_ops = {
 	.send_now = rift__rdma_send_now,
 	.destroy = rift__rdma_destroy,
 	.cut = rdma_cut,
+	.poll = rift__rdma_poll,
+	.arm = rift__rdma_arm,
+	.ctx_destroy = rift__rdma_ctx_destroy,
+	.pool = rift__rdma_ctx_pool,
+	.devices = rift__rdma_devices,
 };

@@ -198,7 +198,7 @@ static int tcp_select(struct rdma_path *rp)
 	struct sockaddr_storage ss;
 	struct dev_sel s;
 	char err[RIFT_ERRMSG_LEN];
-	struct rift__rdma_ctx *r = p->ctx->rdma;
+	struct rift__rdma_ctx *r = rctx_of(p->ctx);
 	int rc;
 
 	memset(&ss, 0, sizeof(ss));
@@ -422,7 +422,7 @@ void rift__rdma_boot_closed(rift__path *p, int err, const char *why)
 	/* What the QP already holds (the peer's last messages, its CLOSE)
 	 * goes first: the socket closing can overtake it. */
 	if (rp->established && rp->scq)
-		rift__rdma_cq_poll(p->ctx->rdma, rp->scq);
+		rift__rdma_cq_poll(rctx_of(p->ctx), rp->scq);
 	if (p->state != RIFT_PATH_DEAD)
 		rift__path_failed(p, err, "%s", why);
 }

@@ -235,7 +235,7 @@ static void path_cm_event(struct rdma_path *rp, struct rdma_cm_event *ev)
 		 * CLOSE) goes first: this event comes on another fd and can
 		 * overtake it. */
 		if (rp->established && rp->scq)
-			rift__rdma_cq_poll(p->ctx->rdma, rp->scq);
+			rift__rdma_cq_poll(rctx_of(p->ctx), rp->scq);
 		rift__path_failed(p, RIFT_ECONNRESET, "peer disconnected");
 		break;
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:

@@ -247,7 +247,7 @@ int rift__rdma_cq_reserve(rift_ctx *ctx, struct ibv_context *verbs,
 			  uint32_t need, struct shared_cq **out, char *err,
 			  size_t errlen)
 {
-	struct rift__rdma_ctx *r = ctx->rdma;
+	struct rift__rdma_ctx *r = rctx_of(ctx);
 	struct rift__list *it;
 	struct shared_cq *s = NULL;
 	struct cq_dev *d = cq_dev_get(r, verbs, err, errlen);

@@ -136,35 +136,33 @@ static struct rift__rdma_ctx *rdma_ctx_new(rift_ctx *ctx)
 	rift__list_init(&r->cqs);
 	r->ctx = ctx;
 	r->note_fd = -1;
-	ctx->rdma = r;
+	ctx->transport_state[RIFT_TRANSPORT_RDMA] = r;
 	return r;
 }
 
-struct rift__pool *rift__ctx_pool(rift_ctx *ctx)
+/*
+ * The pool hook (rift__ctx_pool): the process pool, registered with the
+ * devices' protection domains, and this context's reference on it in
+ * ctx->pool, which rift__rdma_ctx_destroy drops.  NULL when it cannot be
+ * had (the context's error says why, but for memory for the state).
+ */
+struct rift__pool *rift__rdma_ctx_pool(rift_ctx *ctx)
 {
-	struct rift__rdma_ctx *r = ctx->rdma;
 	char err[RIFT_ERRMSG_LEN];
 
-	if (r && r->pool)
-		return r->pool;
-	if (!r) {
-		r = rdma_ctx_new(ctx);
-		if (!r)
-			return NULL;
-	}
-	if (rift__pool_get(&ctx->cfg, &pool_reg, &r->pool, err, sizeof(err))) {
+	if (ctx->pool)
+		return ctx->pool;
+	if (!rctx_of(ctx) && !rdma_ctx_new(ctx))
+		return NULL;
+	if (rift__pool_get(&ctx->cfg, &pool_reg, &ctx->pool, err,
+			   sizeof(err))) {
 		rift__ctx_fail(ctx, RIFT_ENOMEM, "%s", err);
 		return NULL;
 	}
 	pthread_mutex_lock(&rift__rdma_dev_mu);
 	dev_users++;
 	pthread_mutex_unlock(&rift__rdma_dev_mu);
-	return r->pool;
-}
-
-struct rift__pool *rift__ctx_pool_held(const rift_ctx *ctx)
-{
-	return ctx->rdma ? ctx->rdma->pool : NULL;
+	return ctx->pool;
 }
 
 /*
@@ -192,7 +190,7 @@ static void warm_devices(rift_ctx *ctx)
 	for (int i = 0; i < n; i++) {
 		struct shared_cq *s;
 
-		if (rift__rdma_dev_pd(ctx->rdma->pool, list[i], &d, err,
+		if (rift__rdma_dev_pd(ctx->pool, list[i], &d, err,
 				      sizeof(err)) ||
 		    rift__rdma_cq_reserve(ctx, list[i], 0, &s, err,
 					  sizeof(err))) {
@@ -209,7 +207,7 @@ static void warm_devices(rift_ctx *ctx)
 
 struct rift__rdma_ctx *rift__rdma_rctx(rift_ctx *ctx, rift__vb_err err)
 {
-	struct rift__rdma_ctx *r = ctx->rdma;
+	struct rift__rdma_ctx *r = rctx_of(ctx);
 
 	if (r && r->ch)
 		return r;
@@ -220,7 +218,7 @@ struct rift__rdma_ctx *rift__rdma_rctx(rift_ctx *ctx, rift__vb_err err)
 			return NULL;
 		}
 	}
-	if (!rift__ctx_pool(ctx)) {
+	if (!rift__rdma_ctx_pool(ctx)) {
 		snprintf(err, sizeof(rift__vb_err), "%s", ctx->errmsg);
 		return NULL;
 	}
@@ -240,7 +238,7 @@ struct rift__rdma_ctx *rift__rdma_rctx(rift_ctx *ctx, rift__vb_err err)
 
 void rift__rdma_ctx_destroy(rift_ctx *ctx)
 {
-	struct rift__rdma_ctx *r = ctx->rdma;
+	struct rift__rdma_ctx *r = rctx_of(ctx);
 
 	if (!r)
 		return;
@@ -258,18 +256,19 @@ void rift__rdma_ctx_destroy(rift_ctx *ctx)
 		rift__vb_device_close(r->watch[i]->c);
 		free(r->watch[i]);
 	}
-	if (r->pool) {
+	if (ctx->pool) {
 		/* Last user: the pool deregisters before the PDs go. */
-		rift__pool_put(r->pool);
+		rift__pool_put(ctx->pool);
+		ctx->pool = NULL;
 		dev_users_put();
 	}
 	free(r);
-	ctx->rdma = NULL;
+	ctx->transport_state[RIFT_TRANSPORT_RDMA] = NULL;
 }
 
 rift_fallback_reason rift__rdma_available(rift_ctx *ctx)
 {
-	struct rift__rdma_ctx *r = ctx->rdma;
+	struct rift__rdma_ctx *r = rctx_of(ctx);
 
 	if (!r) {
 		r = rdma_ctx_new(ctx);
@@ -291,7 +290,7 @@ rift_fallback_reason rift__rdma_available(rift_ctx *ctx)
 static void watch_cb(rift__io *io, uint32_t revents)
 {
 	struct dev_watch *w = rift__container_of(io, struct dev_watch, io);
-	struct rift__rdma_ctx *r = w->ctx->rdma;
+	struct rift__rdma_ctx *r = rctx_of(w->ctx);
 	enum ibv_event_type type = IBV_EVENT_DEVICE_FATAL;
 	int port = 0; /* set by rift__vb_async_get (LTO cannot tell) */
 
@@ -330,7 +329,7 @@ static void watch_cb(rift__io *io, uint32_t revents)
 /* Listen for the device's events on this context (once per device). */
 void rift__rdma_watch_device(rift_ctx *ctx, struct ibv_device *dev)
 {
-	struct rift__rdma_ctx *r = ctx->rdma;
+	struct rift__rdma_ctx *r = rctx_of(ctx);
 	struct dev_watch *w;
 	rift__vb_err err;
 

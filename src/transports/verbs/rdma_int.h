@@ -14,6 +14,7 @@
 #include "memory/pool.h"
 #include "session/stream.h"
 #include "transports/verbs/cm_tcp.h"
+#include "transports/verbs/rdma.h"
 #include "transports/verbs/verbs.h"
 
 #define HELLO_MAGIC 0x52494654u /* "RIFT" */
@@ -184,18 +185,18 @@ struct dev_watch {
 	rift__io io;
 };
 
-/* Per-context state: one CM event channel for every id of the context. */
+/* Per-context state: one CM event channel for every id of the context.
+ * The context's reference on the process pool is ctx->pool (rdma_dev.c
+ * takes it, as the transport that registers memory). */
 struct rift__rdma_ctx {
 	rift_ctx *ctx;
 	struct rdma_event_channel *ch;
 	rift__io io;
-	struct rift__pool *pool; /* reference on the process pool */
 	struct rift__list paths; /* paths with a CQ share (port events) */
 	/* shared completion queues (rdma_cq.c) */
 	struct cq_dev *cqdev[RIFT_POOL_MAX_DEVICES];
 	int n_cqdev;
 	struct rift__list cqs;   /* struct shared_cq */
-	uint32_t cq_paths;       /* paths holding a CQ share */
 	struct rdma_path **qpt;  /* (device, QP number) -> path, chained */
 	uint32_t qpt_mask, qpt_n;
 	uint32_t next_tag;
@@ -214,6 +215,13 @@ struct rift__rdma_ctx {
 	bool probe_done;
 	char device[RIFT_DEVICE_NAME_MAX];
 };
+
+/* The context's verbs state (in its transport slot), or NULL before the
+ * first use (rdma_dev.c makes it). */
+static inline struct rift__rdma_ctx *rctx_of(const rift_ctx *ctx)
+{
+	return ctx->transport_state[RIFT_TRANSPORT_RDMA];
+}
 
 struct send_slot {
 	uint32_t covers; /* slots freed when this signaled send completes */
@@ -376,6 +384,15 @@ void rift__rdma_dev_atoms(struct ibv_context *verbs, uint8_t *rd,
 struct rift__rdma_ctx *rift__rdma_rctx(rift_ctx *ctx, rift__vb_err err);
 rift_fallback_reason rift__rdma_available(rift_ctx *ctx);
 void rift__rdma_watch_device(rift_ctx *ctx, struct ibv_device *dev);
+/* Context hooks (rift__transport_ops): the pool and the end of the
+ * context's verbs state. */
+struct rift__pool *rift__rdma_ctx_pool(rift_ctx *ctx);
+void rift__rdma_ctx_destroy(rift_ctx *ctx);
+
+/* ---- rdma_devices.c: rift_devices ---- */
+
+int rift__rdma_devices(rift_device_info *out, int max, char *err,
+		       size_t errlen);
 
 /* ---- rdma_cq.c: shared completion queues ---- */
 
@@ -393,6 +410,9 @@ int rift__rdma_qpt_add(struct rift__rdma_ctx *r, struct rdma_path *rp);
 void rift__rdma_qpt_del(struct rift__rdma_ctx *r, struct rdma_path *rp);
 int rift__rdma_cq_poll(struct rift__rdma_ctx *r, struct shared_cq *s);
 void rift__rdma_cq_event_cb(rift__io *io, uint32_t revents);
+/* Context hooks (rift__transport_ops): busy and adaptive polling. */
+int rift__rdma_poll(rift_ctx *ctx);
+int rift__rdma_arm(rift_ctx *ctx);
 
 /* ---- rdma_qp.c: path resources and the prepared-QP pool ---- */
 

@@ -59,11 +59,11 @@ static int take_blocks(struct rift__pool *pool, struct qp_res *r,
 
 static void res_free(rift_ctx *ctx, struct qp_res *r)
 {
-	struct rift__pool *pool = ctx->rdma->pool;
+	struct rift__pool *pool = ctx->pool;
 
 	rift__vb_qp_destroy(r->qp);
 	if (r->scq)
-		rift__rdma_cq_release(ctx->rdma, r->scq, r->need,
+		rift__rdma_cq_release(rctx_of(ctx), r->scq, r->need,
 				      r->qp != NULL);
 	/* The QP is gone, so no DMA touches the blocks any more. */
 	for (uint32_t i = 0; r->rbufs && i < r->rq_depth; i++)
@@ -130,7 +130,7 @@ static int res_make(rift_ctx *ctx, struct ibv_context *verbs, uint8_t port,
 		    char *err, size_t errlen)
 {
 	rift_config *cfg = &ctx->cfg;
-	struct rift__pool *pool = ctx->rdma->pool;
+	struct rift__pool *pool = ctx->pool;
 	struct rift__vb_qp_caps caps = {
 		.sq_depth = cfg->sq_depth,
 		.rq_depth = cfg->rq_depth,
@@ -159,7 +159,7 @@ static int res_make(rift_ctx *ctx, struct ibv_context *verbs, uint8_t port,
 	/* Sends and READs share the send slots: sq_depth + rq_depth is all
 	 * a QP can have completing at once. */
 	r->need = r->sq_depth + r->rq_depth;
-	r->tag = tag_next(ctx->rdma);
+	r->tag = tag_next(rctx_of(ctx));
 	rc = rift__rdma_cq_reserve(ctx, verbs, r->need, &r->scq, err, errlen);
 	if (rc)
 		goto fail;
@@ -365,8 +365,8 @@ int rift__rdma_path_resources(struct rdma_path *rp, struct rdma_listener *rl)
 	rp->cq_need = r.need;
 	rp->tag = r.tag;
 	rift__list_add_tail(&r.scq->users, &rp->cq_node);
-	p->ctx->rdma->cq_paths++;
-	rift__list_add_tail(&p->ctx->rdma->paths, &rp->poll_node);
+	p->ctx->n_polled_paths++; /* busy polling takes its completions */
+	rift__list_add_tail(&rctx_of(p->ctx)->paths, &rp->poll_node);
 	rp->qp = r.qp;
 	rp->user_qp = rp->id && r.qp;
 	rp->rbufs = r.rbufs;
@@ -433,7 +433,7 @@ int rift__rdma_path_resources(struct rdma_path *rp, struct rdma_listener *rl)
 		rp->inline_max = caps.inline_max;
 	}
 	rp->qpn = rp->qp->qp_num;
-	if (rift__rdma_qpt_add(p->ctx->rdma, rp)) {
+	if (rift__rdma_qpt_add(rctx_of(p->ctx), rp)) {
 		rift__path_failed(p, RIFT_ENOMEM, "out of memory for the QP "
 				  "table");
 		return RIFT_ENOMEM;

@@ -261,7 +261,7 @@ void rift__rdma_destroy(rift__path *p)
 	struct rdma_path *rp = rp_of(p);
 
 	/* From here its completions still in the CQ find no path. */
-	rift__rdma_qpt_del(p->ctx->rdma, rp);
+	rift__rdma_qpt_del(rctx_of(p->ctx), rp);
 	rift__list_del(&rp->poll_node);
 	/* The peer READs nothing more here (the messages stay queued in
 	 * the session, and a new path binds new windows over them). */
@@ -279,10 +279,10 @@ void rift__rdma_destroy(rift__path *p)
 	if (rp->id)
 		rp->id->context = NULL; /* its last events find no path */
 	if (rp->park) {
-		path_park(p->ctx->rdma, rp);
+		path_park(rctx_of(p->ctx), rp);
 		return;
 	}
-	reaper_push(p->ctx->rdma, rp);
+	reaper_push(rctx_of(p->ctx), rp);
 }
 
 /* Destroy rp's QP and cm_id on the reaper's thread, or here if there is
@@ -315,8 +315,8 @@ static void reap_finish(struct rdma_path *rp)
 	/* After the QP: the CQ may go with its last holder. */
 	if (rp->scq) {
 		rift__list_del(&rp->cq_node);
-		p->ctx->rdma->cq_paths--;
-		rift__rdma_cq_release(p->ctx->rdma, rp->scq, rp->cq_need,
+		p->ctx->n_polled_paths--;
+		rift__rdma_cq_release(rctx_of(p->ctx), rp->scq, rp->cq_need,
 				      rp->qp != NULL);
 	}
 	for (uint32_t k = 0; k < rp->rndv_n; k++)
@@ -324,11 +324,11 @@ static void reap_finish(struct rdma_path *rp)
 			rp, &rp->rndv[(rp->rndv_head + k) % RNDV_MAX]);
 	for (uint32_t i = 0; rp->rbufs && i < rp->rq_depth; i++)
 		if (rp->rbufs[i])
-			rift__pool_free(p->ctx->rdma->pool, rp->rbufs[i],
+			rift__pool_free(p->ctx->pool, rp->rbufs[i],
 					RIFT_POOL_RECV);
 	for (uint32_t i = 0; rp->sbufs && i < rp->sq_depth; i++)
 		if (rp->sbufs[i])
-			rift__pool_free(p->ctx->rdma->pool, rp->sbufs[i],
+			rift__pool_free(p->ctx->pool, rp->sbufs[i],
 					RIFT_POOL_SEND);
 	free(rp->rbufs);
 	free(rp->sbufs);

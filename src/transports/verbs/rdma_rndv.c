@@ -242,7 +242,7 @@ static void rndv_refuse(struct rdma_path *rp, const char *fmt, ...)
 void rift__rdma_rndv_dst_free(struct rdma_path *rp, struct rndv_op *op)
 {
 	if (op->dst)
-		rift__pool_free(rp->base.ctx->rdma->pool, op->dst,
+		rift__pool_free(rp->base.ctx->pool, op->dst,
 				RIFT_POOL_RECV);
 	op->dst = NULL;
 }
@@ -335,7 +335,7 @@ int rift__rdma_rndv_start(struct rdma_path *rp, uint32_t i, uint32_t len)
 {
 	rift__path *p = &rp->base;
 	rift_ctx *ctx = p->ctx;
-	struct rift__pool *pool = ctx->rdma->pool;
+	struct rift__pool *pool = ctx->pool;
 	const uint8_t *d = recv_buf(rp, i);
 	struct rndv_op *op;
 	struct rift__hdr h;

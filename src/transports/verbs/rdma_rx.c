@@ -21,7 +21,7 @@ bool rift__rdma_lend_take(struct rift__lend *l, size_t len,
 {
 	struct rdma_lend *rl = rift__container_of(l, struct rdma_lend, base);
 	struct rdma_path *rp = rift__container_of(rl, struct rdma_path, lend);
-	struct rift__pool *pl = rp->base.ctx->rdma->pool;
+	struct rift__pool *pl = rp->base.ctx->pool;
 	char err[RIFT_ERRMSG_LEN];
 	uint32_t lkey, rkey;
 	uint8_t *fresh;

@@ -292,7 +292,7 @@ void rift__rdma_cq_event_cb(rift__io *io, uint32_t revents)
  */
 int rift__rdma_arm(rift_ctx *ctx)
 {
-	struct rift__rdma_ctx *r = ctx->rdma;
+	struct rift__rdma_ctx *r = rctx_of(ctx);
 	struct rift__list *it;
 	rift__vb_err err;
 	int n = 0;
@@ -318,16 +318,13 @@ int rift__rdma_arm(rift_ctx *ctx)
 /*
  * Busy and adaptive polling: take completions straight from the context's
  * shared CQs each round, without waiting for the channel's wake-up (which
- * costs a trip through the kernel and, on some hosts, milliseconds).
+ * costs a trip through the kernel and, on some hosts, milliseconds).  The
+ * loop spins on them while ctx->n_polled_paths (paths holding a CQ share)
+ * is not 0.
  */
-bool rift__rdma_polled(const rift_ctx *ctx)
-{
-	return ctx->rdma && ctx->rdma->cq_paths > 0;
-}
-
 int rift__rdma_poll(rift_ctx *ctx)
 {
-	struct rift__rdma_ctx *r = ctx->rdma;
+	struct rift__rdma_ctx *r = rctx_of(ctx);
 	struct rift__list *it;
 	int total = 0;
 

@@ -1,5 +1,8 @@
 /*
- * error.c - the error table, version and enum names.
+ * error.c - the error table, version and enum names, and where error
+ * messages go: a caller's buffer (rift__set_err) or a context's last
+ * error (rift__ctx_fail).  Every layer reports through these, the pool
+ * included, so they sit below all of them.
  */
 #include <stdio.h>
 
@@ -112,4 +115,24 @@ void rift__set_err(char *err, size_t errlen, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
+}
+
+/* The last error of rift_ctx_create and rift_config_check, which have no
+ * context to keep it in (rift_ctx_last_error(NULL)). */
+static __thread char create_err[RIFT_ERRMSG_LEN];
+
+int rift__ctx_fail(rift_ctx *ctx, int err, const char *fmt, ...)
+{
+	va_list ap;
+	char *buf = ctx ? ctx->errmsg : create_err;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, RIFT_ERRMSG_LEN, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+const char *rift_ctx_last_error(const rift_ctx *ctx)
+{
+	return ctx ? ctx->errmsg : create_err;
 }
