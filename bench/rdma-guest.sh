@@ -32,7 +32,7 @@ ROUNDS=${BENCH_ROUNDS:-7}
 LAT_N=${BENCH_LAT_ITERS:-2000}
 BW_N=${BENCH_BW_ITERS:-1000}
 RATE_N=${BENCH_RATE_ITERS:-20000}
-PERF=build/bin/rift-perf
+PERF=${RIFT_PERF:-build/bin/rift-perf} # RIFT_PERF: another build, for A/B runs
 T=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$T"' EXIT INT TERM
 
