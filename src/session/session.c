@@ -1,6 +1,7 @@
 /*
  * session.c - sequence numbers, cumulative acks, the resend queue,
- * keepalives and the HELLO / RESUME handshakes.  Transport independent:
+ * keepalives and the HELLO / RESUME handshakes (a path's failure, the
+ * re-attach and the fallback: failover.c).  Transport independent:
  * transports call the rift__path_* upcalls and pull data with
  * rift__sess_next / rift__sess_written.
  */
@@ -39,7 +40,7 @@ void rift__path_destroy(rift__path *p)
 }
 
 /* Mark p dead and queue its destruction; no upcall. */
-static void path_kill(rift__path *p)
+void rift__path_kill(rift__path *p)
 {
 	if (p->state == RIFT_PATH_DEAD)
 		return;
@@ -53,44 +54,12 @@ static void path_kill(rift__path *p)
 }
 
 /* p leaves its conn and is destroyed later; no upcall. */
-static void path_release(rift__path *p)
+void rift__path_release(rift__path *p)
 {
 	if (!p)
 		return;
 	p->conn = NULL;
-	path_kill(p);
-}
-
-/* An attempt racing conn's current one (conn.c, "racing") ends. */
-static void drop_racer(rift_conn *conn)
-{
-	rift__path *p = conn->racer;
-
-	rift_timer_stop(&conn->race_timer);
-	conn->racer = NULL;
-	path_release(p);
-}
-
-/* The racing attempt takes the place of the current one, which ends. */
-static void racer_wins(rift_conn *conn)
-{
-	rift__path *slow = conn->path;
-
-	conn->path = conn->racer;
-	conn->addr_idx = conn->racer_idx;
-	conn->attempt_us = conn->racer_us;
-	conn->racer = NULL;
-	path_release(slow);
-}
-
-/* The current path or attempt ends, and any attempt racing it. */
-void rift__conn_abandon_path(rift_conn *conn)
-{
-	rift__path *p = conn->path;
-
-	drop_racer(conn);
-	conn->path = NULL;
-	path_release(p);
+	rift__path_kill(p);
 }
 
 /* ---- connection helpers ---- */
@@ -169,7 +138,7 @@ void rift__conn_emit(rift_conn *conn, rift_event_type type, int status,
 }
 
 /* The session is over: tell the application once. */
-static void conn_die(rift_conn *conn, rift_event_type type, int status)
+void rift__conn_die(rift_conn *conn, rift_event_type type, int status)
 {
 	if (conn->state == RIFT_CONN_DEAD)
 		return;
@@ -314,200 +283,6 @@ static void hello_fill(rift_conn *conn, struct rift__hello *h)
 	h->window = conn->ctx->cfg.send_window;
 }
 
-/* ---- path failure and re-attach ---- */
-
-static void grace_expired(rift_timer *t, void *user)
-{
-	rift_conn *conn = user;
-
-	RIFT_UNUSED(t);
-	char last[RIFT_ERRMSG_LEN];
-
-	memcpy(last, conn->last_error, sizeof(last));
-	rift__conn_error(conn,
-			 "session not re-attached within session_grace_ms "
-			 "(%u ms); last path error: %s",
-			 conn->ctx->cfg.session_grace_ms, last);
-	conn_die(conn, RIFT_EVENT_DISCONNECTED, RIFT_ETIMEDOUT);
-}
-
-/* An attempt of a client conn failed: try again, next address, or give up. */
-/*
- * auto://: every attempt of the preferred transport (RDMA) failed, so
- * continue over the one after it in the registry (TCP).  An explicit
- * state change with a reason, counted once, never a silent switch.
- */
-static bool fall_back(rift_conn *conn, rift_fallback_reason why)
-{
-	rift_ctx *ctx = conn->ctx;
-	const struct rift__transport_ops *fb;
-
-	if (!conn->auto_scheme || !ctx->cfg.fallback)
-		return false;
-	fb = rift__transport_fallback(conn->ops);
-	if (!fb)
-		return false;
-	conn->ops = fb;
-	conn->fallback = why;
-	ctx->stats.fallbacks[why]++;
-	conn->addr_idx = 0;
-	conn->attempts = 0;
-	rift_timer_start(&conn->retry_timer, 0, 0);
-	return true;
-}
-
-void rift__conn_attempt_failed(rift_conn *conn, int err)
-{
-	rift_ctx *ctx = conn->ctx;
-	uint64_t delay = ctx->cfg.retry_delay_ms;
-
-	conn->attempts++;
-	conn->total_attempts++;
-	if (conn->state == RIFT_CONN_CONNECTING) {
-		if (conn->attempts > ctx->cfg.retries) {
-			conn->attempts = 0;
-			conn->addr_idx++;
-			delay = 0;
-		}
-		if (conn->addr_idx >= conn->n_addrs &&
-		    fall_back(conn, conn->setup_fb != RIFT_FALLBACK_NONE
-					    ? conn->setup_fb
-					    : RIFT_FALLBACK_TIMEOUT))
-			return;
-		if (conn->addr_idx >= conn->n_addrs) {
-			char msg[RIFT_ERRMSG_LEN];
-
-			snprintf(msg, sizeof(msg), "%s (%u attempts)",
-				 conn->last_error, conn->total_attempts);
-			memcpy(conn->last_error, msg, sizeof(msg));
-			conn_die(conn, RIFT_EVENT_ERROR, err);
-			return;
-		}
-	} else {
-		/* Re-attaching: rotate through every address until grace ends. */
-		uint64_t elapsed = ctx->now_us - conn->detached_us;
-
-		if (elapsed >= (uint64_t)ctx->cfg.session_grace_ms * 1000u) {
-			grace_expired(&conn->retry_timer, conn);
-			return;
-		}
-		conn->addr_idx = (conn->addr_idx + 1) % conn->n_addrs;
-		/* Every RDMA address failed once: a live auto:// session
-		 * moves to TCP rather than wait out its grace on RDMA. */
-		if (conn->addr_idx == 0 &&
-		    fall_back(conn, RIFT_FALLBACK_PATH_LOST))
-			return;
-		if (conn->addr_idx != 0)
-			delay = 0;
-	}
-	rift_timer_start(&conn->retry_timer, delay, 0);
-}
-
-/*
- * A client attempt to address idx failed before the transport connected.
- * No answer at all (its bound ran out) may mean the way it was set up
- * is what is broken, not the address (rdma_connect_alt_op): the next
- * attempt there goes the other way, and back again after a silence that
- * way.  The other way failing for any other reason (a peer that does not
- * take it) ends its use there.  (One that connects keeps it:
- * rift__path_connected.)
- */
-static void boot_learn(rift_conn *conn, const rift__path *p, unsigned idx,
-		       int err)
-{
-	uint32_t bit = 1u << idx;
-
-	if (!rift__conn_alt(conn) || p->state != RIFT_PATH_CONNECTING)
-		return;
-	if (err == RIFT_ETIMEDOUT && !p->alt)
-		conn->alt_addrs |= bit;
-	else if (p->alt)
-		conn->alt_addrs &= ~bit;
-}
-
-static void path_lost(rift_conn *conn, rift__path *p, int err)
-{
-	rift_ctx *ctx = conn->ctx;
-
-	if (conn->is_client && (p == conn->racer || p == conn->path))
-		boot_learn(conn, p, p == conn->racer ? conn->racer_idx
-						     : conn->addr_idx, err);
-
-	if (p == conn->racer) {
-		/* The racing attempt failed: the other one goes on. */
-		RIFT_DEBUG("%s: racing attempt failed", p->peer);
-		drop_racer(conn);
-		return;
-	}
-	if (p->state != RIFT_PATH_ATTACHED || conn->state != RIFT_CONN_ESTABLISHED) {
-		/* A client attempt (connecting or handshaking) failed. */
-		if (conn->racer && err != RIFT_EPROTO && err != RIFT_ESESSION) {
-			/* The attempt racing it goes on in its place. */
-			racer_wins(conn);
-			return;
-		}
-		rift__conn_abandon_path(conn);
-		if (err == RIFT_EPROTO || err == RIFT_ESESSION) {
-			conn_die(conn, conn->state == RIFT_CONN_CONNECTING
-					       ? RIFT_EVENT_ERROR
-					       : RIFT_EVENT_DISCONNECTED,
-				 err);
-			return;
-		}
-		rift__conn_attempt_failed(conn, err);
-		return;
-	}
-	rift__conn_abandon_path(conn);
-	if (err == RIFT_EPROTO || err == RIFT_EOF || err == RIFT_ESESSION) {
-		/* The peer broke the protocol or ended the session. */
-		conn_die(conn, RIFT_EVENT_DISCONNECTED, err == RIFT_EOF ? 0 : err);
-		return;
-	}
-	conn->state = RIFT_CONN_DETACHED;
-	conn->transport = RIFT_TRANSPORT_NONE;
-	conn->detached_us = ctx->now_us;
-	rift__metrics_path_down(conn);
-	rift__conn_emit(conn, RIFT_EVENT_PATH_DOWN, err, conn->last_error);
-	if (conn->state != RIFT_CONN_DETACHED)
-		return; /* closed from the callback */
-	if (conn->is_client) {
-		/* Start with the next address: the one whose path just broke
-		 * is the least likely to work now (another port, another
-		 * link), and the rotation comes back to it. */
-		conn->attempts = 0;
-		conn->addr_idx = (conn->addr_idx + 1) % conn->n_addrs;
-		rift_timer_start(&conn->retry_timer, 0, 0);
-	} else {
-		conn->retry_timer.cb = grace_expired;
-		rift_timer_start(&conn->retry_timer, ctx->cfg.session_grace_ms, 0);
-	}
-}
-
-void rift__path_failed(rift__path *p, int err, const char *fmt, ...)
-{
-	rift_conn *conn = p->conn;
-	char msg[RIFT_ERRMSG_LEN];
-	va_list ap;
-
-	if (p->state == RIFT_PATH_DEAD)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	RIFT_DEBUG("%s: path failed: %s: %s", p->peer, rift_err_name(err), msg);
-	if (err == RIFT_EPROTO)
-		p->ctx->stats.protocol_errors++;
-	if (!conn) {
-		path_kill(p); /* server handshake path: nobody to tell */
-		return;
-	}
-	snprintf(conn->last_error, sizeof(conn->last_error), "%s: %s", p->peer,
-		 msg);
-	if (p->fb_reason != RIFT_FALLBACK_NONE)
-		conn->setup_fb = p->fb_reason;
-	path_lost(conn, p, err);
-}
-
 /* Refuse a frame: tell the peer why (best effort), then fail the path. */
 static int path_reject(rift__path *p, int err, const char *why)
 {
@@ -562,28 +337,6 @@ static void keepalive_tick(rift_timer *t, void *user)
 		p->pending |= RIFT_PEND_PING;
 		rift__path_kick(p);
 	}
-}
-
-void rift__path_connected(rift__path *p)
-{
-	rift_conn *conn = p->conn;
-
-	/* The other way reached an address: keep to it there. */
-	if (p->alt)
-		conn->alt_addrs |= 1u << (p == conn->racer ? conn->racer_idx
-							   : conn->addr_idx);
-	/* Racing attempts: the first to connect carries the handshake. */
-	if (p == conn->racer) {
-		RIFT_DEBUG("%s: connected first; %s dropped", p->peer,
-			   conn->path ? conn->path->peer : "-");
-		racer_wins(conn);
-	}
-	drop_racer(conn);
-
-	p->state = RIFT_PATH_HANDSHAKE;
-	p->pending |= conn->state == RIFT_CONN_CONNECTING ? RIFT_PEND_HELLO
-							  : RIFT_PEND_RESUME;
-	rift__path_kick(p);
 }
 
 /* ---- frames ---- */
@@ -654,7 +407,7 @@ static int server_handshake(rift__path *p, const struct rift__hdr *h,
 		/* A peer that lies about what it holds cannot be resumed. */
 		rift__conn_error(conn, "%s: %s", p->peer, why);
 		path_reject(p, RIFT_EPROTO, why);
-		conn_die(conn, RIFT_EVENT_DISCONNECTED, RIFT_EPROTO);
+		rift__conn_die(conn, RIFT_EVENT_DISCONNECTED, RIFT_EPROTO);
 		return RIFT_EPROTO;
 	}
 	p->pending |= RIFT_PEND_RESUME_ACK;
@@ -845,14 +598,14 @@ int rift__path_on_frame(rift__path *p, const struct rift__hdr *h,
 		return p->state == RIFT_PATH_DEAD ? RIFT_ECLOSED : 0;
 	case RIFT_FRAME_CLOSE:
 		rift__conn_error(conn, "%s: peer closed the session", p->peer);
-		conn_die(conn, RIFT_EVENT_DISCONNECTED, 0);
+		rift__conn_die(conn, RIFT_EVENT_DISCONNECTED, 0);
 		return RIFT_ECLOSED;
 	case RIFT_FRAME_ERROR:
 		if (rift__error_decode(payload, h->len, &ef, &why))
 			return path_reject(p, RIFT_EPROTO, why);
 		rift__conn_error(conn, "%s: peer reported %s: %s", p->peer,
 				 rift_err_name(ef.code), ef.text);
-		conn_die(conn, RIFT_EVENT_DISCONNECTED,
+		rift__conn_die(conn, RIFT_EVENT_DISCONNECTED,
 			 ef.code == RIFT_ESESSION ? RIFT_ESESSION : RIFT_EPROTO);
 		return RIFT_ECLOSED;
 	default:

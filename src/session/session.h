@@ -55,7 +55,7 @@ struct rift_conn {
 	uint64_t setup_var_us;  /* its mean deviation */
 	unsigned timeouts;      /* attempts since the last attach that timed out */
 	/* Addresses (bits) whose next attempt uses ops->connect_alt: the
-	 * last attempt there by the other way got no answer (session.c,
+	 * last attempt there by the other way got no answer (failover.c,
 	 * boot_learn). */
 	uint32_t alt_addrs;
 	rift_timer retry_timer; /* client: next attempt; server: grace */
@@ -236,6 +236,12 @@ static inline const char *rift__conn_alt(const rift_conn *conn)
 void rift__conn_drop_queue(rift_conn *conn);
 /* Detach conn from its path without any upcall; path is destroyed later. */
 void rift__conn_abandon_path(rift_conn *conn);
+/* Mark p dead and queue its destruction; no upcall (session.c). */
+void rift__path_kill(rift__path *p);
+/* p leaves its conn and is destroyed later; no upcall (session.c). */
+void rift__path_release(rift__path *p);
+/* The session is over: tell the application once (session.c). */
+void rift__conn_die(rift_conn *conn, rift_event_type type, int status);
 /* Deliver held messages (receiving restarted); from deferred work. */
 void rift__conn_drain(rift_conn *conn);
 /* Free the held messages (the session is over). */
