@@ -18,16 +18,8 @@
  * block's first byte (a 64 KiB message fits a 64 KiB block, not a 2 MiB
  * one).
  *
- * Large buffers (above the largest class, for messages that move by RDMA
- * READ rendezvous) are mappings of their own, registered with every
- * device like a region.  Registering tens of MiB costs milliseconds (the
- * kernel pins every page), so freed ones are kept registered in a small
- * cache and handed out again for a message of about the same size: a
- * registration cache that can never go stale, because rift owns these
- * mappings and only unmaps them after deregistering.  (Registering the
- * caller's own memory on demand would need an rcache that watches munmap,
- * as UCX does; every message rift moves is already copied into, or
- * allocated from, rift's memory, so that is not needed.)
+ * Large buffers (above the largest class) are mappings of their own, in
+ * pool_large.c; the pool's state is in pool_int.h.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -39,80 +31,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "memory/pool.h"
-
-#define MAX_BUCKETS 256
-#define LARGE_CACHE_N 4                 /* freed large buffers kept */
-#define LARGE_CACHE_BYTES (128u << 20)  /* and at most this much */
-#define GROW_AHEAD_MAX 8                /* spare regions kept, at most */
-#define GROW_AHEAD_US 1000000u          /* ... as many as carved in this */
-
-struct region {
-	uint8_t *base;
-	int cls; /* block class, -1 until carved; read with acquire */
-	void **slots; /* a pointer per block, from carving on */
-	void *mr[RIFT_POOL_MAX_DEVICES];
-	uint32_t lkey[RIFT_POOL_MAX_DEVICES];
-	uint32_t rkey[RIFT_POOL_MAX_DEVICES];
-};
-
-/* A large buffer: one mapping, registered with every device. */
-struct large {
-	struct large *next;
-	uint8_t *base;
-	size_t len;      /* mapped bytes */
-	bool used;
-	void *slot;      /* the user's pointer (see rift__pool_slot) */
-	enum rift__pool_use use;
-	void *mr[RIFT_POOL_MAX_DEVICES];
-	uint32_t lkey[RIFT_POOL_MAX_DEVICES];
-	uint32_t rkey[RIFT_POOL_MAX_DEVICES];
-};
-
-struct bucket {
-	pthread_mutex_t mu;
-	void *head[RIFT_BLOCK_CLASSES];
-	uint64_t n[RIFT_BLOCK_CLASSES];
-} __attribute__((aligned(64)));
-
-struct rift__pool {
-	pthread_mutex_t mu; /* growth, devices, refs */
-	int refs;
-	uint64_t gen;
-	struct rift__pool_reg ops;
-	uint32_t block[RIFT_BLOCK_CLASSES];
-	size_t region;       /* bytes per region */
-	size_t max_regions;
-	size_t n_regions;    /* committed; read with acquire */
-	uint64_t limit[2];   /* bytes each use may hold */
-	uint64_t in_use[2];  /* bytes held, atomic */
-	uint64_t blocks_in_use[RIFT_BLOCK_CLASSES]; /* atomic */
-	uint32_t thread_cache;
-	uint32_t n_buckets;
-	bool huge;
-	uint8_t *base;       /* reserved address space */
-	size_t reserved;
-	struct region *regions;
-	void *devs[RIFT_POOL_MAX_DEVICES];
-	int n_devs;          /* read with acquire */
-	struct bucket *buckets;
-	struct large *large; /* large buffers, used and cached; under mu */
-	uintptr_t large_lo, large_hi; /* every large buffer ever mapped lies
-					 in [lo, hi); atomic, only widens */
-	uint64_t large_bytes[2]; /* mapped by use (cached ones count as
-				    the use they were freed from), bytes */
-	/* The grower (grow_ahead): a thread that commits regions ahead of
-	 * the carving.  Under mu. */
-	pthread_t grower;
-	pthread_cond_t grow_cv;
-	bool grower_started, grow_want, grow_stop;
-	/* One region at a time is committed, outside mu (commit_region);
-	 * who needs it waits on commit_cv.  Under mu. */
-	bool committing;
-	pthread_cond_t commit_cv;
-	uint64_t carved_us[GROW_AHEAD_MAX]; /* the last carves, a ring */
-	unsigned n_carved;
-};
+#include "memory/pool_int.h"
 
 static pthread_mutex_t global_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct rift__pool *global_pool;
@@ -147,7 +66,7 @@ uint64_t rift__locked_bytes(void)
 }
 
 /* Say what is needed, what the limit is and how to raise it. */
-static int memlock_check(size_t need, char *err, size_t errlen)
+int rift__pool_memlock_check(size_t need, char *err, size_t errlen)
 {
 	struct rlimit rl;
 	uint64_t have;
@@ -190,7 +109,7 @@ static struct region *region_of(struct rift__pool *pool, const void *ptr)
 static int reg_region(struct rift__pool *pool, struct region *r, int d,
 		      char *err, size_t errlen)
 {
-	int rc = memlock_check(pool->region, err, errlen);
+	int rc = rift__pool_memlock_check(pool->region, err, errlen);
 
 	if (rc)
 		return rc;
@@ -391,143 +310,6 @@ static int carve(struct rift__pool *pool, size_t i, int c, struct bucket *b)
 	return 0;
 }
 
-/* ---- large buffers ---- */
-
-/* Deregister and unmap (the entry is already off the list). */
-static void large_unmap(struct rift__pool *pool, struct large *lg)
-{
-	for (int d = 0; d < pool->n_devs; d++)
-		if (lg->mr[d])
-			pool->ops.dereg(lg->mr[d]);
-	munmap(lg->base, lg->len);
-	free(lg);
-}
-
-void *rift__pool_alloc_large(struct rift__pool *pool, size_t len,
-			     enum rift__pool_use use, int *rc, char *err,
-			     size_t errlen)
-{
-	size_t step = pool->block[RIFT_BLOCK_CLASSES - 1];
-	size_t need = (len + step - 1) / step * step;
-	struct large *lg, *best = NULL;
-	void *m;
-
-	if (len == 0 || need < len) {
-		*rc = RIFT_EINVAL;
-		snprintf(err, errlen, "large buffer of %zu bytes", len);
-		return NULL;
-	}
-	pthread_mutex_lock(&pool->mu);
-	/* A cached one that fits without wasting more than half of it. */
-	for (lg = pool->large; lg; lg = lg->next)
-		if (!lg->used && lg->len >= need && lg->len / 2 <= need &&
-		    (!best || lg->len < best->len))
-			best = lg;
-	if (best) {
-		best->used = true;
-		pool->large_bytes[best->use] -= best->len;
-		best->use = use;
-		pool->large_bytes[use] += best->len;
-		pthread_mutex_unlock(&pool->mu);
-		*rc = 0;
-		return best->base;
-	}
-	/* Registering under mu keeps the device list still; large buffers
-	 * are rare enough that this lock is never contended. */
-	*rc = memlock_check(need * (size_t)(pool->n_devs ? pool->n_devs : 1),
-			    err, errlen);
-	if (*rc)
-		goto fail;
-	lg = calloc(1, sizeof(*lg));
-	m = mmap(NULL, need, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (!lg || m == MAP_FAILED) {
-		*rc = RIFT_ENOMEM;
-		snprintf(err, errlen, "no memory for a %zu MiB buffer",
-			 need >> 20);
-		if (m != MAP_FAILED)
-			munmap(m, need);
-		free(lg);
-		goto fail;
-	}
-	lg->base = m;
-	lg->len = need;
-	for (int d = 0; d < pool->n_devs; d++) {
-		*rc = pool->ops.reg(pool->devs[d], lg->base, lg->len, &lg->mr[d],
-				    &lg->lkey[d], &lg->rkey[d], err, errlen);
-		if (*rc) {
-			large_unmap(pool, lg);
-			goto fail;
-		}
-	}
-	lg->used = true;
-	lg->use = use;
-	if (!pool->large_lo || (uintptr_t)lg->base < pool->large_lo)
-		__atomic_store_n(&pool->large_lo, (uintptr_t)lg->base,
-				 __ATOMIC_RELAXED);
-	if ((uintptr_t)lg->base + lg->len > pool->large_hi)
-		__atomic_store_n(&pool->large_hi, (uintptr_t)lg->base + lg->len,
-				 __ATOMIC_RELAXED);
-	lg->next = pool->large;
-	pool->large = lg;
-	pool->large_bytes[use] += need;
-	pthread_mutex_unlock(&pool->mu);
-	return lg->base;
-
-fail:
-	pthread_mutex_unlock(&pool->mu);
-	return NULL;
-}
-
-/* Back to the cache; the cache keeps the newest LARGE_CACHE_N buffers
- * within LARGE_CACHE_BYTES and unmaps the rest. */
-static void large_free(struct rift__pool *pool, void *block,
-		       enum rift__pool_use use)
-{
-	struct large **pp, *lg, *drop = NULL;
-	size_t kept = 0, kept_bytes = 0;
-
-	pthread_mutex_lock(&pool->mu);
-	for (pp = &pool->large; *pp; pp = &(*pp)->next)
-		if ((*pp)->base == block && (*pp)->used)
-			break;
-	lg = *pp;
-	if (!lg)
-		abort(); /* not ours: a caller bug that must not go unnoticed */
-	RIFT_UNUSED(use);
-	lg->used = false;
-	lg->slot = NULL;
-	/* Most recently freed first: the next large message likely has
-	 * the same size as the last one. */
-	*pp = lg->next;
-	lg->next = pool->large;
-	pool->large = lg;
-	for (pp = &pool->large; *pp;) {
-		struct large *e = *pp;
-
-		if (e->used) {
-			pp = &e->next;
-			continue;
-		}
-		if (kept < LARGE_CACHE_N && kept_bytes + e->len <= LARGE_CACHE_BYTES) {
-			kept++;
-			kept_bytes += e->len;
-			pp = &e->next;
-			continue;
-		}
-		*pp = e->next;
-		pool->large_bytes[e->use] -= e->len;
-		e->next = drop;
-		drop = e;
-	}
-	pthread_mutex_unlock(&pool->mu);
-	while (drop) {
-		lg = drop;
-		drop = lg->next;
-		large_unmap(pool, lg);
-	}
-}
-
 void rift__pool_geometry(const rift_config *cfg, struct rift__pool_geometry *g)
 {
 	size_t big = cfg->block_size[RIFT_BLOCK_CLASSES - 1];
@@ -654,7 +436,7 @@ void rift__pool_put(struct rift__pool *pool)
 		struct large *lg = pool->large;
 
 		pool->large = lg->next;
-		large_unmap(pool, lg);
+		rift__pool_large_unmap(pool, lg);
 	}
 	for (uint32_t b = 0; b < pool->n_buckets; b++)
 		pthread_mutex_destroy(&pool->buckets[b].mu);
@@ -827,7 +609,7 @@ void rift__pool_free(struct rift__pool *pool, void *block,
 	int c;
 
 	if (!r) {
-		large_free(pool, block, use);
+		rift__pool_large_free(pool, block, use);
 		return;
 	}
 	if (r->cls < 0)

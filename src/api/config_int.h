@@ -1,0 +1,116 @@
+/*
+ * config_int.h - what the files behind rift_config_load, rift_config_env
+ * and rift_config_dump share: the table of keys and the helpers that read
+ * it (config_keys.c), the origins of values (config_origin.c) and the
+ * names of the environment variables (config_env.c); each function is
+ * under the file that defines it.  config_keys.c has the overview.
+ */
+#ifndef RIFT_API_CONFIG_INT_H
+#define RIFT_API_CONFIG_INT_H
+
+#include <pthread.h>
+
+#include "internal.h"
+
+enum kind {
+	K_UINT,   /* unsigned integer */
+	K_INT,    /* signed integer (int32_t member) */
+	K_SIZE,   /* bytes: integer or "64KiB" */
+	K_BOOL,   /* true/false (int member) */
+	K_ENUM,   /* one of names[] (enum member, value = index) */
+	K_STRING, /* char array */
+	K_SIZES,  /* array of RIFT_BLOCK_CLASSES sizes (uint32_t[]) */
+};
+
+struct key {
+	const char *section;
+	const char *name;
+	const char *alias;        /* also accepted, or NULL */
+	const char *field;        /* rift_config member, as rift_config_check
+				     names it in its messages */
+	size_t off, width;        /* of the member */
+	enum kind kind;
+	int64_t min, max;         /* integer kinds, per element */
+	const char *const *names; /* K_ENUM: by value, NULL-terminated */
+	const char *help;
+};
+
+#define N_KEYS 39    /* rows of rift__cfg_keys (config_keys.c checks it) */
+#define N_SECTIONS 7 /* entries of rift__cfg_sections */
+
+/*
+ * A converted value, before it is stored: integers for the numeric kinds
+ * (one per element for K_SIZES), the text for K_STRING.
+ */
+struct setting {
+	int64_t v[RIFT_BLOCK_CLASSES];
+	const char *s;
+};
+
+/* ---- origins ---- */
+
+enum { FROM_DEFAULT = 0, FROM_FILE, FROM_ENV };
+
+#define ORIGIN_SLOTS 16
+#define ORIGIN_FILES 4
+#define ORIGIN_PATH 256
+#define NO_FILE 0xff
+
+struct origin {
+	uint8_t from;  /* FROM_* */
+	uint8_t file;  /* FROM_FILE: index in slot files, or NO_FILE */
+	uint8_t alias; /* the alias name (or its variable) was used */
+	unsigned line, col;
+};
+
+struct origin_slot {
+	const rift_config *cfg; /* whose origins; NULL = free */
+	uint64_t used;          /* last use, for eviction */
+	rift_config snap;       /* values when the origins were recorded */
+	struct origin o[N_KEYS];
+	char files[ORIGIN_FILES][ORIGIN_PATH];
+};
+
+/* ---- config_keys.c: the key table, values, messages, conversions ---- */
+
+extern const struct key rift__cfg_keys[];
+extern const char *const rift__cfg_sections[];
+
+bool rift__cfg_size_ok(const rift_config *cfg);
+size_t rift__cfg_elems(const struct key *k);
+int64_t rift__cfg_get_int(const rift_config *c, const struct key *k, size_t i);
+bool rift__cfg_same(const rift_config *a, const rift_config *b,
+		    const struct key *k);
+void rift__cfg_show(const struct key *k, int64_t v, char *buf, size_t len);
+bool rift__cfg_close_to(const char *typed, const char *known);
+const char *rift__cfg_section_of(const char *name);
+const struct key *rift__cfg_find_key(const char *section, const char *name,
+				     bool *alias);
+void rift__cfg_suggest(const char *section, const char *name, char *buf,
+		       size_t len);
+void rift__cfg_choices(const struct key *k, char *buf, size_t len);
+int rift__cfg_check_range(const struct key *k, const char *as,
+			  const struct setting *st, long *at, char *m,
+			  size_t len);
+void rift__cfg_store(rift_config *c, const struct key *k,
+		     const struct setting *st);
+int rift__cfg_cross_check(const rift_config *c, const struct origin *got,
+			  long *at, char *m, size_t len);
+
+/* ---- config_origin.c: where each value came from ---- */
+
+extern pthread_mutex_t rift__cfg_origin_lock;
+
+struct origin_slot *rift__cfg_slot_find(const rift_config *cfg,
+					const rift_config *values);
+void rift__cfg_origin_record(const rift_config *cfg,
+			     const rift_config *before,
+			     const rift_config *after,
+			     const struct origin *got, const char *path);
+
+/* ---- config_env.c: rift_config_env ---- */
+
+void rift__cfg_env_name(const char *section, const char *name, char *buf,
+			size_t len);
+
+#endif

@@ -1,0 +1,97 @@
+/*
+ * pool_int.h - what the files of the block pool share: its state (the
+ * pool, its regions, large buffers and buckets) and the functions one
+ * file calls in the other, each under the file that defines it.  pool.c
+ * has the overview; the rest of rift uses pool.h only.
+ */
+#ifndef RIFT_MEMORY_POOL_INT_H
+#define RIFT_MEMORY_POOL_INT_H
+
+#include <pthread.h>
+
+#include "memory/pool.h"
+
+#define MAX_BUCKETS 256
+#define LARGE_CACHE_N 4                 /* freed large buffers kept */
+#define LARGE_CACHE_BYTES (128u << 20)  /* and at most this much */
+#define GROW_AHEAD_MAX 8                /* spare regions kept, at most */
+#define GROW_AHEAD_US 1000000u          /* ... as many as carved in this */
+
+struct region {
+	uint8_t *base;
+	int cls; /* block class, -1 until carved; read with acquire */
+	void **slots; /* a pointer per block, from carving on */
+	void *mr[RIFT_POOL_MAX_DEVICES];
+	uint32_t lkey[RIFT_POOL_MAX_DEVICES];
+	uint32_t rkey[RIFT_POOL_MAX_DEVICES];
+};
+
+/* A large buffer: one mapping, registered with every device. */
+struct large {
+	struct large *next;
+	uint8_t *base;
+	size_t len;      /* mapped bytes */
+	bool used;
+	void *slot;      /* the user's pointer (see rift__pool_slot) */
+	enum rift__pool_use use;
+	void *mr[RIFT_POOL_MAX_DEVICES];
+	uint32_t lkey[RIFT_POOL_MAX_DEVICES];
+	uint32_t rkey[RIFT_POOL_MAX_DEVICES];
+};
+
+struct bucket {
+	pthread_mutex_t mu;
+	void *head[RIFT_BLOCK_CLASSES];
+	uint64_t n[RIFT_BLOCK_CLASSES];
+} __attribute__((aligned(64)));
+
+struct rift__pool {
+	pthread_mutex_t mu; /* growth, devices, refs */
+	int refs;
+	uint64_t gen;
+	struct rift__pool_reg ops;
+	uint32_t block[RIFT_BLOCK_CLASSES];
+	size_t region;       /* bytes per region */
+	size_t max_regions;
+	size_t n_regions;    /* committed; read with acquire */
+	uint64_t limit[2];   /* bytes each use may hold */
+	uint64_t in_use[2];  /* bytes held, atomic */
+	uint64_t blocks_in_use[RIFT_BLOCK_CLASSES]; /* atomic */
+	uint32_t thread_cache;
+	uint32_t n_buckets;
+	bool huge;
+	uint8_t *base;       /* reserved address space */
+	size_t reserved;
+	struct region *regions;
+	void *devs[RIFT_POOL_MAX_DEVICES];
+	int n_devs;          /* read with acquire */
+	struct bucket *buckets;
+	struct large *large; /* large buffers, used and cached; under mu */
+	uintptr_t large_lo, large_hi; /* every large buffer ever mapped lies
+					 in [lo, hi); atomic, only widens */
+	uint64_t large_bytes[2]; /* mapped by use (cached ones count as
+				    the use they were freed from), bytes */
+	/* The grower (grow_ahead): a thread that commits regions ahead of
+	 * the carving.  Under mu. */
+	pthread_t grower;
+	pthread_cond_t grow_cv;
+	bool grower_started, grow_want, grow_stop;
+	/* One region at a time is committed, outside mu (commit_region);
+	 * who needs it waits on commit_cv.  Under mu. */
+	bool committing;
+	pthread_cond_t commit_cv;
+	uint64_t carved_us[GROW_AHEAD_MAX]; /* the last carves, a ring */
+	unsigned n_carved;
+};
+
+/* ---- pool.c ---- */
+
+int rift__pool_memlock_check(size_t need, char *err, size_t errlen);
+
+/* ---- pool_large.c: large buffers ---- */
+
+void rift__pool_large_unmap(struct rift__pool *pool, struct large *lg);
+void rift__pool_large_free(struct rift__pool *pool, void *block,
+			   enum rift__pool_use use);
+
+#endif

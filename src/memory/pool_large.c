@@ -1,0 +1,157 @@
+/*
+ * pool_large.c - the block pool's large buffers; see pool.h.
+ *
+ * Large buffers (above the largest class, for messages that move by RDMA
+ * READ rendezvous) are mappings of their own, registered with every
+ * device like a region.  Registering tens of MiB costs milliseconds (the
+ * kernel pins every page), so freed ones are kept registered in a small
+ * cache and handed out again for a message of about the same size: a
+ * registration cache that can never go stale, because rift owns these
+ * mappings and only unmaps them after deregistering.  (Registering the
+ * caller's own memory on demand would need an rcache that watches munmap,
+ * as UCX does; every message rift moves is already copied into, or
+ * allocated from, rift's memory, so that is not needed.)
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+
+#include "memory/pool_int.h"
+
+/* ---- large buffers ---- */
+
+/* Deregister and unmap (the entry is already off the list). */
+void rift__pool_large_unmap(struct rift__pool *pool, struct large *lg)
+{
+	for (int d = 0; d < pool->n_devs; d++)
+		if (lg->mr[d])
+			pool->ops.dereg(lg->mr[d]);
+	munmap(lg->base, lg->len);
+	free(lg);
+}
+
+void *rift__pool_alloc_large(struct rift__pool *pool, size_t len,
+			     enum rift__pool_use use, int *rc, char *err,
+			     size_t errlen)
+{
+	size_t step = pool->block[RIFT_BLOCK_CLASSES - 1];
+	size_t need = (len + step - 1) / step * step;
+	struct large *lg, *best = NULL;
+	void *m;
+
+	if (len == 0 || need < len) {
+		*rc = RIFT_EINVAL;
+		snprintf(err, errlen, "large buffer of %zu bytes", len);
+		return NULL;
+	}
+	pthread_mutex_lock(&pool->mu);
+	/* A cached one that fits without wasting more than half of it. */
+	for (lg = pool->large; lg; lg = lg->next)
+		if (!lg->used && lg->len >= need && lg->len / 2 <= need &&
+		    (!best || lg->len < best->len))
+			best = lg;
+	if (best) {
+		best->used = true;
+		pool->large_bytes[best->use] -= best->len;
+		best->use = use;
+		pool->large_bytes[use] += best->len;
+		pthread_mutex_unlock(&pool->mu);
+		*rc = 0;
+		return best->base;
+	}
+	/* Registering under mu keeps the device list still; large buffers
+	 * are rare enough that this lock is never contended. */
+	*rc = rift__pool_memlock_check(
+		need * (size_t)(pool->n_devs ? pool->n_devs : 1), err, errlen);
+	if (*rc)
+		goto fail;
+	lg = calloc(1, sizeof(*lg));
+	m = mmap(NULL, need, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (!lg || m == MAP_FAILED) {
+		*rc = RIFT_ENOMEM;
+		snprintf(err, errlen, "no memory for a %zu MiB buffer",
+			 need >> 20);
+		if (m != MAP_FAILED)
+			munmap(m, need);
+		free(lg);
+		goto fail;
+	}
+	lg->base = m;
+	lg->len = need;
+	for (int d = 0; d < pool->n_devs; d++) {
+		*rc = pool->ops.reg(pool->devs[d], lg->base, lg->len, &lg->mr[d],
+				    &lg->lkey[d], &lg->rkey[d], err, errlen);
+		if (*rc) {
+			rift__pool_large_unmap(pool, lg);
+			goto fail;
+		}
+	}
+	lg->used = true;
+	lg->use = use;
+	if (!pool->large_lo || (uintptr_t)lg->base < pool->large_lo)
+		__atomic_store_n(&pool->large_lo, (uintptr_t)lg->base,
+				 __ATOMIC_RELAXED);
+	if ((uintptr_t)lg->base + lg->len > pool->large_hi)
+		__atomic_store_n(&pool->large_hi, (uintptr_t)lg->base + lg->len,
+				 __ATOMIC_RELAXED);
+	lg->next = pool->large;
+	pool->large = lg;
+	pool->large_bytes[use] += need;
+	pthread_mutex_unlock(&pool->mu);
+	return lg->base;
+
+fail:
+	pthread_mutex_unlock(&pool->mu);
+	return NULL;
+}
+
+/* Back to the cache; the cache keeps the newest LARGE_CACHE_N buffers
+ * within LARGE_CACHE_BYTES and unmaps the rest. */
+void rift__pool_large_free(struct rift__pool *pool, void *block,
+			   enum rift__pool_use use)
+{
+	struct large **pp, *lg, *drop = NULL;
+	size_t kept = 0, kept_bytes = 0;
+
+	pthread_mutex_lock(&pool->mu);
+	for (pp = &pool->large; *pp; pp = &(*pp)->next)
+		if ((*pp)->base == block && (*pp)->used)
+			break;
+	lg = *pp;
+	if (!lg)
+		abort(); /* not ours: a caller bug that must not go unnoticed */
+	RIFT_UNUSED(use);
+	lg->used = false;
+	lg->slot = NULL;
+	/* Most recently freed first: the next large message likely has
+	 * the same size as the last one. */
+	*pp = lg->next;
+	lg->next = pool->large;
+	pool->large = lg;
+	for (pp = &pool->large; *pp;) {
+		struct large *e = *pp;
+
+		if (e->used) {
+			pp = &e->next;
+			continue;
+		}
+		if (kept < LARGE_CACHE_N && kept_bytes + e->len <= LARGE_CACHE_BYTES) {
+			kept++;
+			kept_bytes += e->len;
+			pp = &e->next;
+			continue;
+		}
+		*pp = e->next;
+		pool->large_bytes[e->use] -= e->len;
+		e->next = drop;
+		drop = e;
+	}
+	pthread_mutex_unlock(&pool->mu);
+	while (drop) {
+		lg = drop;
+		drop = lg->next;
+		rift__pool_large_unmap(pool, lg);
+	}
+}
