@@ -192,12 +192,9 @@ int rift_config_env(rift_config *cfg, char *err, size_t errlen)
 	long at;
 	int rc;
 
-	rift__set_err(err, errlen, "%s", "");
-	if (!rift__cfg_size_ok(cfg)) {
-		rift__set_err(err, errlen,
-			"config: size is not from rift_config_init");
-		return RIFT_EINVAL;
-	}
+	rc = rift__cfg_start(cfg, err, errlen);
+	if (rc)
+		return rc;
 	/* set-user-ID: the environment is the caller's, not the owner's */
 	if (getauxval(AT_SECURE))
 		return 0;

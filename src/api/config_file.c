@@ -339,12 +339,9 @@ int rift_config_load(rift_config *cfg, const char *path, char *err,
 	size_t len = 0;
 	int rc;
 
-	rift__set_err(err, errlen, "%s", "");
-	if (!rift__cfg_size_ok(cfg)) {
-		rift__set_err(err, errlen,
-			"config: size is not from rift_config_init");
-		return RIFT_EINVAL;
-	}
+	rc = rift__cfg_start(cfg, err, errlen);
+	if (rc)
+		return rc;
 	if (!path) {
 		rift__set_err(err, errlen, "config: no file name");
 		return RIFT_EINVAL;

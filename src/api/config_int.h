@@ -77,6 +77,9 @@ extern const struct key rift__cfg_keys[];
 extern const char *const rift__cfg_sections[];
 
 bool rift__cfg_size_ok(const rift_config *cfg);
+/* What rift_config_load and rift_config_env do first: clear err, check
+ * cfg came from rift_config_init.  0 or RIFT_EINVAL with err set. */
+int rift__cfg_start(const rift_config *cfg, char *err, size_t errlen);
 size_t rift__cfg_elems(const struct key *k);
 int64_t rift__cfg_get_int(const rift_config *c, const struct key *k, size_t i);
 bool rift__cfg_same(const rift_config *a, const rift_config *b,

@@ -150,6 +150,17 @@ bool rift__cfg_size_ok(const rift_config *cfg)
 	       cfg->size <= sizeof(rift_config);
 }
 
+int rift__cfg_start(const rift_config *cfg, char *err, size_t errlen)
+{
+	rift__set_err(err, errlen, "%s", "");
+	if (!rift__cfg_size_ok(cfg)) {
+		rift__set_err(err, errlen,
+			"config: size is not from rift_config_init");
+		return RIFT_EINVAL;
+	}
+	return 0;
+}
+
 static bool is_signed(const struct key *k)
 {
 	return k->kind == K_INT || k->kind == K_BOOL || k->kind == K_ENUM;
