@@ -81,6 +81,10 @@ struct rift__url {
  */
 int rift__url_parse(const char *url, struct rift__url *out, char *err,
 		    size_t errlen);
+/* rift_connect's and rift_listen's URL: parsed, and refused when it
+ * carries an option (none is known yet).  0, or the error with ctx's
+ * message set. */
+int rift__url_take(rift_ctx *ctx, const char *url, struct rift__url *out);
 
 /*
  * Resolve host:port (host "" = wildcard when passive).  Fills up to max

@@ -237,13 +237,9 @@ int rift_connect(rift_ctx *ctx, const char *url, const rift_conn_callbacks *cbs,
 
 	if (!ctx || !out)
 		return RIFT_EINVAL;
-	rc = rift__url_parse(url, &u, ctx->errmsg, sizeof(ctx->errmsg));
+	rc = rift__url_take(ctx, url, &u);
 	if (rc)
 		return rc;
-	if (u.n_opts)
-		return rift__ctx_fail(ctx, RIFT_EINVAL,
-				      "url '%s': unknown option '%s'", url,
-				      u.opts[0].key);
 	conn = rift__conn_alloc(ctx, cbs, user, true);
 	if (!conn)
 		return rift__ctx_fail(ctx, RIFT_ENOMEM, "rift_connect: out of memory");

@@ -50,13 +50,9 @@ int rift_listen(rift_ctx *ctx, const char *url, const rift_conn_callbacks *cbs,
 
 	if (!ctx || !out || !on_accept)
 		return RIFT_EINVAL;
-	rc = rift__url_parse(url, &u, ctx->errmsg, sizeof(ctx->errmsg));
+	rc = rift__url_take(ctx, url, &u);
 	if (rc)
 		return rc;
-	if (u.n_opts)
-		return rift__ctx_fail(ctx, RIFT_EINVAL,
-				      "url '%s': unknown option '%s'", url,
-				      u.opts[0].key);
 	rc = rift__resolve(&u.addrs[0], true, &sa, &len, 1, err, sizeof(err));
 	if (rc < 0)
 		return rift__ctx_fail(ctx, rc, "%s", err);

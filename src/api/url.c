@@ -237,3 +237,16 @@ int rift__resolve(const struct rift__hostport *hp, bool passive,
 	}
 	return n;
 }
+
+int rift__url_take(rift_ctx *ctx, const char *url, struct rift__url *out)
+{
+	int rc = rift__url_parse(url, out, ctx->errmsg, sizeof(ctx->errmsg));
+
+	if (rc)
+		return rc;
+	if (out->n_opts)
+		return rift__ctx_fail(ctx, RIFT_EINVAL,
+				      "url '%s': unknown option '%s'", url,
+				      out->opts[0].key);
+	return 0;
+}
