@@ -180,10 +180,28 @@ static int commit_region(struct rift__pool *pool, char *err, size_t errlen)
 		goto out;
 	}
 	__atomic_store_n(&pool->n_regions, i + 1, __ATOMIC_RELEASE);
-	RIFT_DEBUG("pool: region %zu (%zu MiB) registered with %d devices in "
-		   "%.1f ms",
-		   i, pool->region >> 20, pool->n_devs,
-		   (rift__clock_us() - t0) / 1e3);
+	if (rift__log_level) {
+		/* What the pool is spent on: regions per class, blocks held. */
+		unsigned per[RIFT_BLOCK_CLASSES] = { 0 };
+
+		for (size_t k = 0; k < i; k++)
+			if (pool->regions[k].cls >= 0)
+				per[pool->regions[k].cls]++;
+		RIFT_DEBUG("pool: region %zu (%zu MiB) registered with %d "
+			   "devices in %.1f ms; regions per class %u/%u/%u/%u/%u, "
+			   "blocks held %llu/%llu/%llu/%llu/%llu, send %llu KiB "
+			   "recv %llu KiB",
+			   i, pool->region >> 20, pool->n_devs,
+			   (rift__clock_us() - t0) / 1e3, per[0], per[1], per[2],
+			   per[3], per[4],
+			   (unsigned long long)pool->blocks_in_use[0],
+			   (unsigned long long)pool->blocks_in_use[1],
+			   (unsigned long long)pool->blocks_in_use[2],
+			   (unsigned long long)pool->blocks_in_use[3],
+			   (unsigned long long)pool->blocks_in_use[4],
+			   (unsigned long long)pool->in_use[0] >> 10,
+			   (unsigned long long)pool->in_use[1] >> 10);
+	}
 out:
 	pool->committing = false;
 	pthread_cond_broadcast(&pool->commit_cv);
