@@ -332,6 +332,11 @@ struct rift__path {
 	rift_fallback_reason fb_reason; /* why setup failed, for auto:// */
 	uint32_t limit_ms;      /* bound of its connect and handshake, ms */
 	bool alt;               /* client: set up by ops->connect_alt */
+	/* Client: the attempt reached its peer's network and asked to
+	 * connect (verbs: address and route resolved, connect request
+	 * sent), so no answer now points at the way of setting up, not at
+	 * the address (conn.c, racing). */
+	bool reached;
 	uint64_t last_rx_us;    /* last byte received */
 	uint64_t last_tx_us;    /* last byte sent */
 	/* The last DATA frame encoded for this path (sender: wire order is

@@ -119,9 +119,11 @@ void rift__conn_attempt(rift_conn *conn)
  * for a second with a healthy link at hand.  So the next address gets an
  * attempt of its own, and whichever transport connects first carries the
  * handshake; the other is dropped before it sent any frame, so the peer
- * sees one HELLO or RESUME.  With no other address to try (one address,
- * or the next one's link is down) a re-attach races the same address the
- * transport's other way (ops->connect_alt).  The delay is twice the
+ * sees one HELLO or RESUME.  A re-attach races the same address the
+ * transport's other way (ops->connect_alt) instead when its attempt has
+ * reached the peer's network and got no answer (path->reached), or when
+ * there is no other address to try (one address, or the next one's link
+ * is down).  The delay is twice the
  * session's measured setup time (RACE_MIN_MS..RACE_MAX_MS), RACE_MAX_MS
  * before any attach.
  */
@@ -165,8 +167,19 @@ static void race_timer_cb(rift_timer *t, void *user)
 	    (conn->state != RIFT_CONN_CONNECTING &&
 	     conn->state != RIFT_CONN_DETACHED))
 		return;
-	if (conn->n_addrs < 2 ||
-	    attempt_start(conn, i, attempt_limit(conn), false, &p)) {
+	/* The attempt asked its peer and got no answer: its address is
+	 * reachable, and it is the way of setting up that gets none (a
+	 * connect request or reply lost, rdma_cm fallen silent on the
+	 * device: rdma_connect_alt_op), so the same address the other way
+	 * goes first.  The next address may be no better: without its
+	 * link's carrier it keeps its route, and an attempt there starts
+	 * and then waits for an ARP answer that never comes. */
+	if (conn->path->reached && race_alt(conn) && !conn->path->alt &&
+	    !attempt_start(conn, conn->addr_idx % conn->n_addrs,
+			   attempt_limit(conn), true, &p)) {
+		i = conn->addr_idx % conn->n_addrs;
+	} else if (conn->n_addrs < 2 ||
+		   attempt_start(conn, i, attempt_limit(conn), false, &p)) {
 		if (conn->n_addrs >= 2)
 			RIFT_DEBUG("race: %s", conn->last_error);
 		/* No other address to try now (one address, or the next

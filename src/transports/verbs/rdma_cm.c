@@ -168,6 +168,8 @@ static void path_cm_event(struct rdma_path *rp, struct rdma_cm_event *ev)
 		rc = rift__vb_connect(rp->id, &param, err);
 		if (rc)
 			rift__path_failed(p, rc, "%s", err);
+		else
+			p->reached = true; /* the request is on its way */
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
 		if (p->is_client) {
