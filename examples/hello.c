@@ -41,13 +41,17 @@ int main(void)
 	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d", rift_listener_port(l));
 	if ((rc = rift_connect(ctx, url, &cbs, "client", &c)))
 		goto fail;
-	/* Sending before CONNECTED is refused: wait for the session first. */
+	/* Sending before CONNECTED is refused: wait for the session first.
+	 * RIFT_RUN_ONCE returns as soon as the loop did some work (the reply
+	 * is not kept waiting for a timeout), or after 5 s without any. */
 	while ((rc = rift_conn_send(c, "ping", 4)) == RIFT_ENOTCONN)
-		rift_ctx_run(ctx, 1);
+		if ((rc = rift_ctx_run_mode(ctx, RIFT_RUN_ONCE, 5000)) < 0)
+			goto fail;
 	if (rc)
 		goto fail;
 	while (!done)
-		rift_ctx_run(ctx, 10);
+		if ((rc = rift_ctx_run_mode(ctx, RIFT_RUN_ONCE, 5000)) < 0)
+			goto fail;
 	printf("librift %s\n", rift_version_string());
 	return 0;
 fail:

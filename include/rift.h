@@ -19,8 +19,8 @@
  *    (rift_conn_stats, rift_ctx_stats) start with a size field set by their
  *    init macro, so they can grow in later versions without breaking callers.
  *  - One rift_ctx per thread.  Nothing is thread-safe except rift_ctx_wake()
- *    and rift_ctx_stop().  All callbacks run inside rift_ctx_progress() or
- *    rift_ctx_run() on the thread that called it.
+ *    and rift_ctx_stop().  All callbacks run inside rift_ctx_progress(),
+ *    rift_ctx_run() or rift_ctx_run_mode() on the thread that called it.
  *  - Closing a handle cancels what is pending on it and then runs its close
  *    callback exactly once, from a later progress call (never from inside
  *    the close call itself).
@@ -514,15 +514,64 @@ int rift_ctx_progress(rift_ctx *ctx);
 
 /*
  * Run the loop until rift_ctx_stop() is called or timeout_ms passes
- * (timeout_ms < 0: no timeout).  Waits according to the polling mode.
- * Returns 0 when stopped, RIFT_ETIMEDOUT when the timeout passed.
+ * (timeout_ms < 0: no timeout), even when there was work long before:
+ * rift_ctx_run_mode(ctx, RIFT_RUN_DEFAULT, timeout_ms).  Waits according to
+ * the polling mode.  Returns 0 when stopped, RIFT_ETIMEDOUT when the
+ * timeout passed.  To wait until something happened, use RIFT_RUN_ONCE.
  */
 int rift_ctx_run(rift_ctx *ctx, int timeout_ms);
 
-/* Make rift_ctx_run return.  Thread-safe. */
+/* How rift_ctx_run_mode runs the loop: the modes of libuv's uv_run(). */
+typedef enum rift_run_mode {
+	RIFT_RUN_DEFAULT = 0, /* until rift_ctx_stop or the timeout */
+	RIFT_RUN_ONCE = 1,    /* until a round did work, stop or the timeout */
+	RIFT_RUN_NOWAIT = 2,  /* one round that never waits */
+} rift_run_mode;
+
+/*
+ * Run the loop in one of the modes above.  Rounds wait according to the
+ * polling mode (event: asleep in the kernel; busy: spinning; adaptive:
+ * spinning busy_poll_us after the last work, then asleep); timeout_ms < 0
+ * means no timeout.
+ *
+ *  RIFT_RUN_DEFAULT  as rift_ctx_run: rounds until rift_ctx_stop() or
+ *                    timeout_ms.  Returns 0 when stopped, RIFT_ETIMEDOUT.
+ *  RIFT_RUN_ONCE     rounds until one did work, and returns right after it
+ *                    with the number of events handled (> 0), however long
+ *                    timeout_ms is.  Work is whatever a round dispatches:
+ *                    I/O, RDMA completions, timers (rift's own too, such as
+ *                    keepalives), a rift_ctx_wake(), held messages
+ *                    delivered, close callbacks.  So a callback of yours
+ *                    may not have run: test your own condition and call
+ *                    again, the fast way to wait for something:
+ *                        int rc = 0;
+ *                        while (!done && rc >= 0)   (rc < 0: 5 s idle)
+ *                                rc = rift_ctx_run_mode(ctx, RIFT_RUN_ONCE,
+ *                                                       5000);
+ *                    Returns 0 when rift_ctx_stop() came before any work,
+ *                    RIFT_ETIMEDOUT when timeout_ms passed with none.  At
+ *                    least one round runs, also with timeout_ms 0.
+ *  RIFT_RUN_NOWAIT   one round that never waits, whatever the polling mode;
+ *                    timeout_ms is ignored.  The same as rift_ctx_progress():
+ *                    returns the number of events handled, 0 when nothing
+ *                    was ready.
+ *
+ * A rift_ctx_stop(), from another thread or from a callback, makes a
+ * DEFAULT or ONCE call return, the one running or else the next; that call
+ * uses it up (a RIFT_RUN_ONCE call whose round did work returns its count,
+ * and the stop is used up all the same).  NOWAIT leaves a stop pending.
+ * Returns RIFT_EINVAL for an unknown mode, or a negative RIFT_E* code for a
+ * context-level failure, as rift_ctx_progress.  Call it on ctx's thread,
+ * not from inside one of ctx's callbacks.
+ */
+int rift_ctx_run_mode(rift_ctx *ctx, rift_run_mode mode, int timeout_ms);
+
+/* Make rift_ctx_run, or rift_ctx_run_mode in DEFAULT or ONCE mode, return.
+ * Thread-safe. */
 void rift_ctx_stop(rift_ctx *ctx);
 
-/* Make rift_ctx_fd readable and rift_ctx_run wake up.  Thread-safe. */
+/* Make rift_ctx_fd readable and a waiting rift_ctx_run or
+ * rift_ctx_run_mode wake up (RIFT_RUN_ONCE then returns).  Thread-safe. */
 int rift_ctx_wake(rift_ctx *ctx);
 
 /*

@@ -498,17 +498,21 @@ static inline void rift__path_kick(rift__path *p)
 	rift__list_add_tail(&p->ctx->flushq, &p->flush_node);
 }
 
-/* Run deferred work: flushes, close callbacks, dead paths. */
-void rift__ctx_deferred_run(rift_ctx *ctx);
+/* Run deferred work: flushes, close callbacks, dead paths.  Returns how
+ * many connections had held messages delivered plus how many close
+ * callbacks were due: the work a round of RIFT_RUN_ONCE returns for
+ * (flushes are not: they answer the caller's own sends). */
+int rift__ctx_deferred_run(rift_ctx *ctx);
 /* The same, but only a look at the queues when there is nothing to do
  * (most rounds of a busy loop): inline. */
-static inline void rift__ctx_deferred(rift_ctx *ctx)
+static inline int rift__ctx_deferred(rift_ctx *ctx)
 {
 	if (!rift__list_empty(&ctx->flushq) || !rift__list_empty(&ctx->drainq) ||
 	    !rift__list_empty(&ctx->dead_paths) ||
 	    !rift__list_empty(&ctx->closing_conns) ||
 	    !rift__list_empty(&ctx->closing_listeners))
-		rift__ctx_deferred_run(ctx);
+		return rift__ctx_deferred_run(ctx);
+	return 0;
 }
 /* Free the context's caches of small send buffers and of buffer
  * headers (session/buf.c). */

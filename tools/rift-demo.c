@@ -132,7 +132,7 @@ static void wait_for(rift_ctx *ctx, int *flag)
 	double end = now_us() + 10e6;
 
 	while (!*flag && !failed && now_us() < end)
-		rift_ctx_run(ctx, 1);
+		rift_ctx_run_mode(ctx, RIFT_RUN_ONCE, 100);
 	if (!*flag) {
 		fprintf(stderr, "rift-demo: %s\n",
 			failed ? fail_msg : "timed out");
@@ -236,7 +236,7 @@ int main(int argc, char **argv)
 		if (!b)
 			die("rift_buf_alloc", RIFT_ENOMEM, ctx);
 		while ((rc = rift_conn_send_buf(c, b, BIG)) == RIFT_EAGAIN)
-			rift_ctx_run(ctx, 1);
+			rift_ctx_run_mode(ctx, RIFT_RUN_ONCE, 100);
 		if (rc)
 			die("send", rc, ctx);
 		sent += BIG;
@@ -244,7 +244,7 @@ int main(int argc, char **argv)
 	}
 	got = 0;
 	while ((rc = rift_conn_send(c, "F", 1)) == RIFT_EAGAIN)
-		rift_ctx_run(ctx, 1);
+		rift_ctx_run_mode(ctx, RIFT_RUN_ONCE, 100);
 	if (rc)
 		die("send", rc, ctx);
 	wait_for(ctx, &got);

@@ -5,7 +5,9 @@
  * transports' completion queues in busy and adaptive modes (through the
  * registry, transports/transport.c), and runs deferred work (batched
  * flushes, close callbacks) at its end, so that many sends made from
- * callbacks leave in one writev.
+ * callbacks leave in one writev.  rift_ctx_run_mode runs rounds until a
+ * stop or its timeout (DEFAULT), until one did work (ONCE), or one round
+ * without waiting (NOWAIT).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -389,12 +391,13 @@ static int loop_round(rift_ctx *ctx, int timeout_ms)
 	int n, handled = 0;
 
 	/* Work queued by API calls since the last round goes out first. */
-	rift__ctx_deferred(ctx);
+	handled = rift__ctx_deferred(ctx);
 	if (fast_round(ctx, timeout_ms)) {
+		int polled = rift__transports_poll(ctx);
+
 		ctx->stats.progress_calls++;
-		handled = rift__transports_poll(ctx);
-		if (handled)
-			rift__ctx_deferred(ctx);
+		if (polled)
+			handled += polled + rift__ctx_deferred(ctx);
 		return handled;
 	}
 	n = epoll_wait(ctx->epfd, evs, MAX_EVENTS, timeout_ms);
@@ -411,12 +414,16 @@ static int loop_round(rift_ctx *ctx, int timeout_ms)
 		/* An earlier callback of this round may have stopped io. */
 		if (io->cb)
 			io->cb(io, evs[i].events);
+		/* The timer fd only says that a timer may be due: the timers
+		 * that run count (rift__timers_run), it does not, so that a
+		 * timer already run by the clock is no work (RIFT_RUN_ONCE). */
+		if (io != &ctx->t_io)
+			handled++;
 	}
-	handled += n;
 	if (ctx->cfg.polling != RIFT_POLL_EVENT)
 		handled += rift__transports_poll(ctx);
 	handled += rift__timers_run(ctx);
-	rift__ctx_deferred(ctx);
+	handled += rift__ctx_deferred(ctx);
 	return handled;
 }
 
@@ -427,12 +434,19 @@ int rift_ctx_progress(rift_ctx *ctx)
 
 int rift_ctx_run(rift_ctx *ctx, int timeout_ms)
 {
+	return rift_ctx_run_mode(ctx, RIFT_RUN_DEFAULT, timeout_ms);
+}
+
+/* Rounds of DEFAULT and ONCE: a round waits as the polling mode says, at
+ * most until the next timer and the end of the call. */
+static int run_rounds(rift_ctx *ctx, bool once, int timeout_ms)
+{
 	uint64_t start = rift__clock_us();
 	uint64_t end = timeout_ms < 0 ? UINT64_MAX
 				      : start + (uint64_t)timeout_ms * 1000u;
 	uint64_t last_work = start;
 
-	for (;;) {
+	for (bool first = true;; first = false) {
 		uint64_t now;
 		int wait, t, rc;
 
@@ -442,7 +456,8 @@ int rift_ctx_run(rift_ctx *ctx, int timeout_ms)
 		 * within a tick (fast_round), not by a system call a round. */
 		now = ctx->cfg.polling == RIFT_POLL_BUSY ? ctx->now_us
 							 : rift__clock_us();
-		if (now >= end)
+		/* ONCE looks at least once, even with no time to wait. */
+		if (now >= end && !(once && first))
 			return RIFT_ETIMEDOUT;
 		switch (ctx->cfg.polling) {
 		case RIFT_POLL_BUSY:
@@ -458,7 +473,8 @@ int rift_ctx_run(rift_ctx *ctx, int timeout_ms)
 		default:
 			t = timeout_at(ctx, now);
 			wait = end == UINT64_MAX ? t
-			       : (int)((end - now + 999) / 1000);
+			       : now >= end	 ? 0
+						 : (int)((end - now + 999) / 1000);
 			if (t >= 0 && t < wait)
 				wait = t;
 			break;
@@ -466,9 +482,33 @@ int rift_ctx_run(rift_ctx *ctx, int timeout_ms)
 		rc = loop_round(ctx, wait);
 		if (rc < 0)
 			return rc;
-		if (rc > 0)
+		if (rc > 0) {
 			last_work = now; /* spin busy_poll_us from here */
+			if (once) {
+				/* This return answers a stop made meanwhile
+				 * (a callback's, most likely) as well. */
+				__atomic_store_n(&ctx->stop, 0,
+						 __ATOMIC_RELEASE);
+				return rc;
+			}
+		}
 	}
+}
+
+int rift_ctx_run_mode(rift_ctx *ctx, rift_run_mode mode, int timeout_ms)
+{
+	if (!ctx)
+		return RIFT_EINVAL;
+	switch (mode) {
+	case RIFT_RUN_DEFAULT:
+		return run_rounds(ctx, false, timeout_ms);
+	case RIFT_RUN_ONCE:
+		return run_rounds(ctx, true, timeout_ms);
+	case RIFT_RUN_NOWAIT:
+		return loop_round(ctx, 0);
+	}
+	return rift__ctx_fail(ctx, RIFT_EINVAL,
+			      "rift_ctx_run_mode: unknown mode %d", (int)mode);
 }
 
 void rift_ctx_stop(rift_ctx *ctx)

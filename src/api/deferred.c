@@ -10,8 +10,10 @@
 
 #include "session/session.h"
 
-void rift__ctx_deferred_run(rift_ctx *ctx)
+int rift__ctx_deferred_run(rift_ctx *ctx)
 {
+	int done = 0;
+
 	/* Delivering held messages queues acks, and flushing may fail
 	 * paths and queue more work: loop until quiet. */
 	while (!rift__list_empty(&ctx->drainq) ||
@@ -22,6 +24,7 @@ void rift__ctx_deferred_run(rift_ctx *ctx)
 
 			rift__list_del(&conn->drain_node);
 			rift__conn_drain(conn);
+			done++;
 			continue;
 		}
 		rift__path *p = rift__list_entry(ctx->flushq.next, rift__path,
@@ -49,6 +52,7 @@ void rift__ctx_deferred_run(rift_ctx *ctx)
 		if (conn->close_cb)
 			conn->close_cb(conn);
 		free(conn);
+		done++;
 	}
 	while (!rift__list_empty(&ctx->closing_listeners)) {
 		rift_listener *l = rift__list_entry(ctx->closing_listeners.next,
@@ -58,5 +62,7 @@ void rift__ctx_deferred_run(rift_ctx *ctx)
 		if (l->close_cb)
 			l->close_cb(l);
 		free(l);
+		done++;
 	}
+	return done;
 }
