@@ -3,11 +3,18 @@
 #   make demo     install what is missing, build, run the demo
 #   make test     install what is missing, build, run the whole suite
 #   make bench    rift over TCP against plain C sockets, printed as ratios
-#   make install  PREFIX=/usr/local
+#   make install  PREFIX=/usr/local DESTDIR=
 .DEFAULT_GOAL := all
 
 CC      ?= cc
+# Where `make install` puts things (DESTDIR=STAGE stages them under STAGE).
+# Each may be set on its own, as the GNU conventions name them.
 PREFIX  ?= /usr/local
+BINDIR  ?= $(PREFIX)/bin
+LIBDIR  ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR  ?= $(PREFIX)/share/man
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 BUILD   := build
 VERSION := 0.1.0
 SOVER   := 0
@@ -38,9 +45,9 @@ rel_objs  = $(LIB_SRCS:%.c=$(BUILD)/rel/%.o)
 tst_objs  = $(LIB_SRCS:%.c=$(BUILD)/tst/%.o) $(TEST_SRCS:%.c=$(BUILD)/tst/%.o)
 asan_objs = $(LIB_SRCS:%.c=$(BUILD)/asan/%.o) $(TEST_SRCS:%.c=$(BUILD)/asan/%.o)
 
-.PHONY: all deps lib tools test check-layers test-unit test-asan test-install test-lab fuzz demo bench bench-rdma install clean
+.PHONY: all deps lib tools man test check-layers test-unit test-asan test-install test-lab fuzz demo bench bench-rdma install clean FORCE
 
-all: lib tools
+all: lib tools man
 
 deps:
 	@sh scripts/setup.sh
@@ -69,9 +76,19 @@ $(BUILD)/lib/librift.so: $(rel_objs) src/rift.map
 	  -o $@.$(VERSION) $(filter %.o,$^) $(LIBS)
 	ln -sf librift.so.$(VERSION) $@.$(SOVER)
 	ln -sf librift.so.$(VERSION) $@
-$(BUILD)/lib/rift.pc: rift.pc.in Makefile
+# rift.pc names where it is installed, so it is made again whenever the
+# directories differ from the ones it was made for: they are kept in a
+# file that changes only then.  Paths under PREFIX are written relative to
+# ${prefix}, as pkg-config's --define-prefix expects.
+PC_DIRS := $(PREFIX)|$(LIBDIR)|$(INCLUDEDIR)
+$(BUILD)/lib/rift.pc.dirs: FORCE
 	@mkdir -p $(dir $@)
-	sed -e 's|@PREFIX@|$(PREFIX)|; s|@VERSION@|$(VERSION)|' $< > $@
+	@echo '$(PC_DIRS)' | cmp -s - $@ || echo '$(PC_DIRS)' > $@
+pc_rel = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
+$(BUILD)/lib/rift.pc: rift.pc.in Makefile $(BUILD)/lib/rift.pc.dirs
+	@mkdir -p $(dir $@)
+	sed -e 's|@PREFIX@|$(PREFIX)|; s|@VERSION@|$(VERSION)|' \
+	  -e 's|@LIBDIR@|$(call pc_rel,$(LIBDIR))|; s|@INCLUDEDIR@|$(call pc_rel,$(INCLUDEDIR))|' $< > $@
 
 # Tools use only rift.h, like any user, and link the static library.  A
 # tool is tools/NAME.c, or the files of tools/NAME/ (rift-perf); the ones
@@ -85,6 +102,15 @@ $(BUILD)/bin/%: tools/%.c $(wildcard tools/*.h) $(BUILD)/lib/librift.a
 $(BUILD)/bin/rift-perf: $(PERF_SRCS) $(wildcard tools/rift-perf/*.h tools/*.h) $(BUILD)/lib/librift.a
 	@mkdir -p $(dir $@)
 	$(CC) $(TOOL_CF) $(PERF_SRCS) -o $@ $(TOOL_LIBS)
+
+# Man pages, each generated from the one source of its text
+# (scripts/man.sh): the tools' and the config file's from docs/, the
+# API's from include/rift.h.
+man: $(BUILD)/man/.stamp
+$(BUILD)/man/.stamp: include/rift.h rift.pc.in docs/rift-info.md docs/rift-perf.md \
+  docs/config.md scripts/man.sh scripts/md2man.awk scripts/h2man.awk Makefile | deps
+	sh scripts/man.sh $(VERSION) $(BUILD)/man
+	@touch $@
 
 $(BUILD)/tst/rift-tests: $(tst_objs)
 	$(CC) -o $@ $^ $(LIBS) -lm
@@ -166,15 +192,12 @@ test-lab: $(BUILD)/tst/rift-tests
 	tests/lab/lab run --topo pair --timeout 600 -- \
 	  sh -c 'build/tst/rift-tests --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 silent_rdma_cm'
 
-# Install into a staging dir and build an example the way users will:
-# pkg-config and the shared library, nothing from the source tree.
+# Install into staging dirs, twice with two prefixes, and build every
+# example the way users will: pkg-config and the shared library, nothing
+# from the source tree (tests/install.sh).
 STAGE := $(abspath $(BUILD)/stage)
-test-install: lib
-	@rm -rf $(STAGE)
-	$(MAKE) --no-print-directory install DESTDIR=$(STAGE) PREFIX=/usr/local >/dev/null
-	PKG_CONFIG_SYSROOT_DIR=$(STAGE) PKG_CONFIG_PATH=$(STAGE)/usr/local/lib/pkgconfig \
-	  sh -c 'cc -std=c11 -Wall -Wextra -Werror examples/hello.c -o $(BUILD)/hello $$(pkg-config --cflags --libs rift)'
-	LD_LIBRARY_PATH=$(STAGE)/usr/local/lib $(BUILD)/hello
+test-install: all
+	MAKE='$(MAKE)' sh tests/install.sh $(STAGE)
 
 # The whole suite: the layering check, install check, plain build,
 # sanitizer build, bounded fuzzing, and the soft-RoCE lab.
@@ -204,14 +227,23 @@ bench-rdma: all
 	tests/lab/lab run --topo loop --timeout 2400 -- \
 	  env BENCH_LAT_ROUNDS=$(BENCH_LAT_ROUNDS) BENCH_ROUNDS=$(BENCH_ROUNDS) sh bench/rdma-guest.sh
 
-install: lib
-	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
-	install -m 644 include/rift.h $(DESTDIR)$(PREFIX)/include/
-	install -m 644 $(BUILD)/lib/librift.a $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 $(BUILD)/lib/librift.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/
-	ln -sf librift.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/librift.so.$(SOVER)
-	ln -sf librift.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/librift.so
-	install -m 644 $(BUILD)/lib/rift.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+# The library, its header and rift.pc, the tools users run (rift-info,
+# rift-perf; rift-demo is the demo's), and the man pages.
+INSTALL_TOOLS := rift-info rift-perf
+install: lib tools man
+	install -d $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGCONFIGDIR) \
+	  $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man5
+	install -m 644 include/rift.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 644 $(BUILD)/lib/librift.a $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(BUILD)/lib/librift.so.$(VERSION) $(DESTDIR)$(LIBDIR)/
+	ln -sf librift.so.$(VERSION) $(DESTDIR)$(LIBDIR)/librift.so.$(SOVER)
+	ln -sf librift.so.$(VERSION) $(DESTDIR)$(LIBDIR)/librift.so
+	install -m 644 $(BUILD)/lib/rift.pc $(DESTDIR)$(PKGCONFIGDIR)/
+	install -m 755 $(INSTALL_TOOLS:%=$(BUILD)/bin/%) $(DESTDIR)$(BINDIR)/
+	install -m 644 $(BUILD)/man/man1/*.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 644 $(BUILD)/man/man5/*.5 $(DESTDIR)$(MANDIR)/man5/
+	install -m 644 $(BUILD)/man/man3/rift.3 $(DESTDIR)$(MANDIR)/man3/
+	cp -P $$(find $(BUILD)/man/man3 -type l) $(DESTDIR)$(MANDIR)/man3/
 
 clean:
 	rm -rf $(BUILD)

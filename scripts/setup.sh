@@ -1,10 +1,13 @@
 #!/bin/sh
 # Install what building and testing rift needs, from Debian's packages only.
 # Idempotent: asks apt only for what is missing, and does nothing when all
-# is there.  Usage: scripts/setup.sh [extra-package...]
+# is there; waits for another apt-get's lock (scripts/apt-install.sh).
+# Usage: scripts/setup.sh [extra-package...]
 set -eu
 
-pkgs="gcc make pkg-config clang libclang-rt-14-dev libibverbs-dev librdmacm-dev rdma-core ibverbs-providers libmicrohttpd-dev gnuplot-nox $*"
+# groff-base (preconv) makes the man pages ASCII; man-db checks them
+# (make test-install).
+pkgs="gcc make pkg-config clang libclang-rt-14-dev libibverbs-dev librdmacm-dev rdma-core ibverbs-providers libmicrohttpd-dev gnuplot-nox groff-base man-db $*"
 missing=""
 for p in $pkgs; do
 	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
@@ -19,7 +22,5 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 1
 fi
 echo "setup: installing$missing"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
 # shellcheck disable=SC2086
-apt-get install -y -qq --no-install-recommends $missing >/dev/null
+sh "$(dirname "$0")/apt-install.sh" $missing >/dev/null

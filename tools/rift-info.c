@@ -1036,7 +1036,8 @@ static void usage(FILE *f)
 		"(plus RIFT_* variables)\n"
 		"      --check=FILE     check FILE and exit: 0 if it loads, "
 		"1 if not\n"
-		"  -h, --help           this text\n");
+		"  -h, --help           this text\n"
+		"  -V, --version        the version of rift\n");
 }
 
 static int parse_opts(int argc, char **argv, struct opts *o)
@@ -1051,12 +1052,13 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{"config", required_argument, NULL, OPT_CONFIG},
 		{"check", required_argument, NULL, OPT_CHECK},
 		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
 	};
 	int c;
 
 	memset(o, 0, sizeof(*o));
-	while ((c = getopt_long(argc, argv, "d:i:lvh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "d:i:lvhV", longopts, NULL)) != -1) {
 		char *end;
 		unsigned long v;
 
@@ -1094,6 +1096,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 'h':
 			usage(stdout);
+			exit(0);
+		case 'V':
+			/* as rift-perf -V: the library is the package */
+			printf("rift-info (rift %s)\n", rift_version_string());
 			exit(0);
 		default:
 			/* getopt has named the option on stderr. */

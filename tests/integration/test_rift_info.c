@@ -194,6 +194,21 @@ TEST(rift_info_bad_option_exits_2_naming_it)
 	free(out);
 }
 
+TEST(rift_info_prints_its_version)
+{
+	char *out, want[64];
+
+	/* as rift-perf -V: the library's version, which is the package's */
+	snprintf(want, sizeof(want), "rift-info (rift %s)\n",
+		 rift_version_string());
+	CHECK_EQ(run(TOOL " -V", &out), 0);
+	CHECK_STR(out, want);
+	free(out);
+	CHECK_EQ(run(TOOL " --version", &out), 0);
+	CHECK_STR(out, want);
+	free(out);
+}
+
 TEST(rift_info_warns_when_memlock_is_below_the_pool)
 {
 	char path[64], cmd[160], *out;
