@@ -789,8 +789,9 @@ void rift_listener_close(rift_listener *l, void (*close_cb)(rift_listener *l));
  * is the time from a completion to the reply's doorbell).  No callback
  * runs from inside the call either way.
  * Returns 0, RIFT_EAGAIN (the send window is full: wait for WRITABLE),
- * RIFT_EMSGSIZE, RIFT_ENOTCONN (not yet connected or already disconnected),
- * RIFT_ECLOSED (closing).
+ * RIFT_EMSGSIZE (longer than this side's max_msg_size, or than the peer's,
+ * which its handshake told; rift_conn_last_error says which), RIFT_ENOTCONN
+ * (not yet connected or already disconnected), RIFT_ECLOSED (closing).
  */
 int rift_conn_send(rift_conn *conn, const void *data, size_t len);
 

@@ -70,7 +70,8 @@ const struct key rift__cfg_keys[] = {
 	{ "session", "send_window", NULL, M(send_window), K_SIZE, 4 * KiB, TiB,
 	  NULL, "unacknowledged bytes per connection" },
 	{ "session", "max_msg_size", NULL, M(max_msg_size), K_SIZE, 1,
-	  4 * GiB, NULL, "largest message accepted, bytes" },
+	  4 * GiB - 1, NULL, "largest message accepted, bytes (a frame's "
+	  "length has 32 bits)" },
 	/* [tcp] */
 	{ "tcp", "read_buffer", NULL, M(tcp_read_buffer), K_SIZE, 4 * KiB,
 	  64 * MiB, NULL, "receive buffer per TCP path, bytes" },

@@ -330,6 +330,15 @@ static inline int send_check(rift_conn *conn, size_t len)
 		return RIFT_ENOTCONN;
 	if (len > ctx->cfg.max_msg_size)
 		return RIFT_EMSGSIZE;
+	/* The peer's limit, from the handshake: its decoder would end the
+	 * session over a longer message. */
+	if (conn->peer_max_msg && len > conn->peer_max_msg) {
+		rift__conn_error(conn,
+				 "message of %zu bytes exceeds the peer's "
+				 "max_msg_size (%llu bytes)",
+				 len, (unsigned long long)conn->peer_max_msg);
+		return RIFT_EMSGSIZE;
+	}
 	/* One message may exceed the window alone; otherwise the window
 	 * bounds what is held for replay, and what a stopped receiver holds.
 	 * Headers count: zero-length messages are not free. */

@@ -120,7 +120,8 @@ static int cfg_check(const rift_config *c)
 	R(session_grace_ms, 0, 3600000);
 	R(ack_delay_ms, 0, 10000);
 	R(send_window, 4096, 1ull << 40);
-	R(max_msg_size, 1, 1ull << 32);
+	/* A frame's length field has 32 bits. */
+	R(max_msg_size, 1, UINT32_MAX);
 	R(tcp_read_buffer, 4096, 64u << 20);
 	R(listen_backlog, 1, 65535);
 	R(port, 0, 255);

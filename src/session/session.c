@@ -385,6 +385,7 @@ static int server_handshake(rift__path *p, const struct rift__hdr *h,
 			return path_reject(p, RIFT_ENOMEM,
 					   "out of memory for a new session");
 		conn->peer_window = hello.window;
+		conn->peer_max_msg = hello.max_msg_size;
 		p->pending |= RIFT_PEND_HELLO_ACK;
 		attach(conn, p);
 		p->lst->on_accept(p->lst, conn);
@@ -410,6 +411,7 @@ static int server_handshake(rift__path *p, const struct rift__hdr *h,
 		rift__conn_die(conn, RIFT_EVENT_DISCONNECTED, RIFT_EPROTO);
 		return RIFT_EPROTO;
 	}
+	conn->peer_max_msg = hello.max_msg_size;
 	p->pending |= RIFT_PEND_RESUME_ACK;
 	attach(conn, p);
 	conn->stats.path_changes++;
@@ -451,6 +453,7 @@ static int client_handshake(rift__path *p, const struct rift__hdr *h,
 	if (conn_rewind(conn, &hello, &why))
 		return path_reject(p, RIFT_EPROTO, why);
 	conn->peer_window = hello.window;
+	conn->peer_max_msg = hello.max_msg_size;
 	attach(conn, p);
 	if (resume) {
 		conn->stats.path_changes++;

@@ -88,6 +88,7 @@ struct rift_conn {
 	uint64_t ack_sent;      /* last ack value put on the wire */
 	uint64_t rx_unacked;    /* bytes received since ack_sent */
 	uint64_t peer_window;   /* peer's send window, bytes */
+	uint64_t peer_max_msg;  /* peer's max_msg_size, bytes; 0 before */
 
 	rift_transport transport;
 	rift_fallback_reason fallback;

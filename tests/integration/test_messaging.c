@@ -537,3 +537,59 @@ TEST(ipv6_loopback_session)
 	conns[1] = srv.conn;
 	h_teardown(ctx, l, conns, 2);
 }
+
+/*
+ * Each side's max_msg_size travels in the handshake: a message larger than
+ * the peer accepts is refused by rift_conn_send and rift_conn_send_buf
+ * (RIFT_EMSGSIZE, the peer's limit in the connection's last error), and
+ * the session goes on.  Before, the send returned 0 and the peer's
+ * decoder ended the session with RIFT_EPROTO (client 256 MiB, server
+ * 1 MiB, a 2 MiB send).
+ */
+TEST_T(send_above_the_peers_max_msg_size_is_refused_at_once)
+{
+	rift_config scfg = h_config();
+	struct side srv = { 0 }, cli = { 0 };
+	rift_ctx *sctx, *cctx;
+	rift_listener *l;
+	rift_conn *conns[1];
+	static uint8_t big[(1u << 20) + 1];
+	uint8_t *b;
+	uint64_t end;
+
+	scfg.max_msg_size = 1u << 20;
+	sctx = h_ctx(&scfg);
+	cctx = h_ctx(NULL);
+	l = h_listen(sctx, &srv);
+	h_connect(cctx, rift_listener_port(l), &cli);
+	for (end = h_now_us() + 10000000u;
+	     (!cli.connected || !srv.conn) && !cli.errors && h_now_us() < end;) {
+		rift_ctx_run(sctx, 1);
+		rift_ctx_run(cctx, 1);
+	}
+	if (!cli.connected)
+		FAIL("not connected: %s", rift_conn_last_error(cli.conn));
+	CHECK_EQ(rift_conn_send(cli.conn, big, sizeof(big)), RIFT_EMSGSIZE);
+	CHECK_CONTAINS(rift_conn_last_error(cli.conn), "peer's max_msg_size");
+	CHECK_CONTAINS(rift_conn_last_error(cli.conn), "1048576");
+	b = rift_buf_alloc(cctx, sizeof(big));
+	CHECK(b != NULL);
+	CHECK_EQ(rift_conn_send_buf(cli.conn, b, sizeof(big)), RIFT_EMSGSIZE);
+	rift_buf_free(cctx, b);
+	/* At the limit, and after: delivered, the session whole. */
+	CHECK_EQ(rift_conn_send(cli.conn, big, sizeof(big) - 1), 0);
+	CHECK_EQ(rift_conn_send(cli.conn, big, 100), 0);
+	for (end = h_now_us() + 10000000u;
+	     srv.recv_count < 2 && !srv.disconnected && !cli.disconnected &&
+	     h_now_us() < end;) {
+		rift_ctx_run(sctx, 1);
+		rift_ctx_run(cctx, 1);
+	}
+	CHECK_EQ(srv.recv_count, 2u);
+	CHECK_EQ(srv.recv_bytes, (uint64_t)(1u << 20) + 100);
+	CHECK(!srv.disconnected && !cli.disconnected && !srv.errors);
+	conns[0] = cli.conn;
+	h_teardown(cctx, NULL, conns, 1);
+	conns[0] = srv.conn;
+	h_teardown(sctx, l, conns, 1);
+}

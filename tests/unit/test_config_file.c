@@ -1141,7 +1141,7 @@ TEST(config_dump_round_trip)
 	a.session_grace_ms = 0;
 	a.ack_delay_ms = 10000;
 	a.send_window = 5000; /* not a whole KiB: written as an integer */
-	a.max_msg_size = 1ull << 32;
+	a.max_msg_size = (1ull << 32) - 1;
 	a.tcp_read_buffer = 4097;
 	a.listen_backlog = 65535;
 	snprintf(a.device, sizeof(a.device), "we\"ird\\dev\tice");
@@ -1213,4 +1213,26 @@ TEST(config_dump_sizes_its_output_like_snprintf)
 	CHECK_EQ(rift_config_dump(&c, NULL, 10), RIFT_EINVAL);
 	c.size = 3;
 	CHECK_EQ(rift_config_dump(&c, big, sizeof(big)), RIFT_EINVAL);
+}
+
+/*
+ * A message's length travels in 32 bits of its frame header: a limit of
+ * 4 GiB let a 4 GiB message go out with a length of 0.  The largest
+ * max_msg_size is 4 GiB - 1, in a file and through rift_config_check.
+ */
+TEST(max_msg_size_fits_the_frame_length_field)
+{
+	rift_config c;
+	char err[256];
+
+	rift_config_init(&c);
+	c.max_msg_size = 1ull << 32;
+	CHECK_EQ(rift_config_check(&c), RIFT_EINVAL);
+	c.max_msg_size = (1ull << 32) - 1;
+	CHECK_EQ(rift_config_check(&c), 0);
+	rift_config_init(&c);
+	CHECK_EQ(load(&c, "[session]\nmax_msg_size = \"4GiB\"\n", err,
+			   sizeof(err)),
+		 RIFT_EINVAL);
+	CHECK_CONTAINS(err, "max_msg_size");
 }
