@@ -536,9 +536,9 @@ static uint32_t refill(struct bucket *b, int c, uint32_t want)
 	return got;
 }
 
-void *rift__pool_alloc(struct rift__pool *pool, size_t len,
-		       enum rift__pool_use use, int *rc, char *err,
-		       size_t errlen)
+static void *pool_alloc(struct rift__pool *pool, size_t len,
+			enum rift__pool_use use, bool wait, int *rc, char *err,
+			size_t errlen)
 {
 	int c = class_of(pool, len);
 	uint32_t batch;
@@ -576,6 +576,7 @@ void *rift__pool_alloc(struct rift__pool *pool, size_t len,
 	 * threads may take what was just carved before we refill.) */
 	while (!tc.head[c]) {
 		struct bucket *mine = my_bucket(pool);
+		uint64_t t_wait = 0;
 		int i = -1;
 
 		if (refill(mine, c, batch))
@@ -591,12 +592,37 @@ void *rift__pool_alloc(struct rift__pool *pool, size_t len,
 			for (size_t k = 0; k < pool->n_regions && i < 0; k++)
 				if (pool->regions[k].cls < 0)
 					i = (int)k;
-			if (i >= 0 || !pool->committing)
+			if (i >= 0 || !pool->committing || !wait)
 				break;
+			if (!t_wait)
+				t_wait = rift__clock_us();
 			pthread_cond_wait(&pool->commit_cv, &pool->mu);
 		}
-		if (i < 0)
+		if (i < 0 && !wait && pool->n_regions < pool->max_regions) {
+			/* Registering a region takes milliseconds to
+			 * hundreds of them: the grower does it, and the
+			 * caller goes its other way meanwhile.  (At the
+			 * maximum, commit_region below says so at once.) */
+			grow_ahead(pool);
+			pthread_mutex_unlock(&pool->mu);
+			__atomic_sub_fetch(&pool->in_use[use], pool->block[c],
+					   __ATOMIC_RELAXED);
+			*rc = RIFT_EAGAIN;
+			snprintf(err, errlen, "pool growing: a region for "
+					      "%u-byte blocks is being "
+					      "registered",
+				 pool->block[c]);
+			return NULL;
+		}
+		if (i < 0) {
+			if (!t_wait)
+				t_wait = rift__clock_us();
 			i = commit_region(pool, err, errlen);
+		}
+		if (t_wait)
+			RIFT_DEBUG("pool: a %u-byte block waited %.1f ms for a "
+				   "region",
+				   pool->block[c], (rift__clock_us() - t_wait) / 1e3);
 		if (i >= 0 && carve(pool, (size_t)i, c, mine)) {
 			snprintf(err, errlen, "pool: out of memory for the "
 					      "block table of a region");
@@ -618,6 +644,20 @@ void *rift__pool_alloc(struct rift__pool *pool, size_t len,
 	__atomic_add_fetch(&pool->blocks_in_use[c], 1, __ATOMIC_RELAXED);
 	*rc = 0;
 	return blk;
+}
+
+void *rift__pool_alloc(struct rift__pool *pool, size_t len,
+		       enum rift__pool_use use, int *rc, char *err,
+		       size_t errlen)
+{
+	return pool_alloc(pool, len, use, true, rc, err, errlen);
+}
+
+void *rift__pool_try_alloc(struct rift__pool *pool, size_t len,
+			   enum rift__pool_use use, int *rc, char *err,
+			   size_t errlen)
+{
+	return pool_alloc(pool, len, use, false, rc, err, errlen);
 }
 
 void rift__pool_free(struct rift__pool *pool, void *block,

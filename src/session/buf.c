@@ -90,8 +90,9 @@ void rift__ctx_free_small_bufs(rift_ctx *ctx)
  * A buffer in registered memory, so the verbs transport can send it
  * without a copy: a pool block when it fits one, else a large registered
  * buffer when it is big enough to go by rendezvous (RDMA READ from it);
- * malloc'd otherwise, or when registered memory runs out (such a message
- * is streamed through the send slots instead).  The payload fills the
+ * malloc'd otherwise, or when registered memory runs out or is still
+ * being registered (such a message is streamed through the send slots
+ * instead).  The payload fills the
  * block from its first byte, so len bytes need a block of len bytes, not
  * one class up; the header sits in the block's pool slot.
  */
@@ -107,8 +108,11 @@ struct rift__buf *rift__buf_new_registered(rift_ctx *ctx, size_t len)
 	if (!pool)
 		return rift__buf_new(ctx, len);
 	if (len <= big)
-		blk = rift__pool_alloc(pool, len, RIFT_POOL_SEND, &rc, err,
-				       sizeof(err));
+		/* Never waiting for the pool to grow: this runs on the
+		 * loop, whose other paths (a re-attach perhaps) would wait
+		 * with it; meanwhile the message is malloc'd, below. */
+		blk = rift__pool_try_alloc(pool, len, RIFT_POOL_SEND, &rc, err,
+					   sizeof(err));
 	else if (ctx->cfg.rndv_threshold && len >= ctx->cfg.rndv_threshold)
 		blk = rift__pool_alloc_large(pool, len, RIFT_POOL_SEND, &rc, err,
 					     sizeof(err));

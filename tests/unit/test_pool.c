@@ -495,3 +495,65 @@ TEST(pool_registers_regions_without_holding_its_lock)
 	rift__pool_free(p, lg, RIFT_POOL_SEND);
 	rift__pool_put(p);
 }
+
+/*
+ * A loop thread must not wait for a region: registering one took 100-
+ * 300 ms under emulation, and in a session's first second the lab's soak
+ * loops waited up to 655 ms for 64 and 256 KiB send blocks, with every
+ * path of their context (a re-attach among them) standing still.  So
+ * rift__pool_try_alloc, which the data path uses where it has another
+ * way (a malloc'd send buffer streamed through the send slots, a copy of
+ * a received message), says RIFT_EAGAIN while the region it needs is
+ * still being registered, asks the grower for it, and succeeds once the
+ * region is there.
+ */
+TEST(pool_try_alloc_never_waits_for_a_region)
+{
+	static const struct rift__pool_reg gated = { gated_reg, no_dereg };
+	rift_config cfg;
+	struct rift__pool *p = NULL;
+	char err[256];
+	int rc, dev = 1;
+	void *a, *b = NULL;
+
+	reg_main = pthread_self();
+	regs_main = regs_other = 0;
+	gate_open = gate_reached = false;
+	rift_config_init(&cfg);
+	cfg.pool_initial = 0;
+	cfg.pool_increment = 2u << 20;
+	cfg.pool_max = 16u << 20;
+	if (rift__pool_get(&cfg, &gated, &p, err, sizeof(err)))
+		FAIL("pool: %s", err);
+	CHECK_EQ(rift__pool_add_device(p, &dev, err, sizeof(err)), 0);
+	/* The first region, for 8 KiB blocks; the grower's next one waits
+	 * at the gate. */
+	a = rift__pool_alloc(p, 1, RIFT_POOL_SEND, &rc, err, sizeof(err));
+	CHECK(a != NULL);
+	pthread_mutex_lock(&gate_mu);
+	while (!gate_reached)
+		pthread_cond_wait(&gate_cv, &gate_mu);
+	pthread_mutex_unlock(&gate_mu);
+	/* A 64 KiB block needs a region of its own: not there yet. */
+	CHECK(rift__pool_try_alloc(p, 65536, RIFT_POOL_SEND, &rc, err,
+				   sizeof(err)) == NULL);
+	CHECK_EQ(rc, RIFT_EAGAIN);
+	CHECK_CONTAINS(err, "growing");
+	pthread_mutex_lock(&gate_mu);
+	gate_open = true;
+	pthread_cond_broadcast(&gate_cv);
+	pthread_mutex_unlock(&gate_mu);
+	for (int i = 0; i < 10000 && !b; i++) {
+		b = rift__pool_try_alloc(p, 65536, RIFT_POOL_SEND, &rc, err,
+					 sizeof(err));
+		if (!b) {
+			CHECK_EQ(rc, RIFT_EAGAIN);
+			usleep(1000);
+		}
+	}
+	CHECK(b != NULL);
+	CHECK_EQ(rift__pool_block_size(p, b), (size_t)65536);
+	rift__pool_free(p, a, RIFT_POOL_SEND);
+	rift__pool_free(p, b, RIFT_POOL_SEND);
+	rift__pool_put(p);
+}

@@ -40,8 +40,10 @@ bool rift__rdma_lend_take(struct rift__lend *l, size_t len,
 	}
 	if (rp->rbufs[rl->i] != rl->block)
 		return false;
-	fresh = rift__pool_alloc(pl, rp->buf_size, RIFT_POOL_RECV, &rc, err,
-				 sizeof(err));
+	/* Without a block at hand (the pool growing), the message is
+	 * copied: nothing on the loop waits for a registration. */
+	fresh = rift__pool_try_alloc(pl, rp->buf_size, RIFT_POOL_RECV, &rc, err,
+				     sizeof(err));
 	if (!fresh)
 		return false;
 	if (!rift__pool_keys(pl, fresh, rp->dev_slot, &lkey, &rkey)) {
