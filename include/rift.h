@@ -14,18 +14,30 @@
  *
  *  - Every function that can fail returns 0 (or a non-negative count) on
  *    success and a negative RIFT_E* code on failure.  A call that returns an
- *    error never runs a callback for that call.
+ *    error never runs a callback for that call.  A call that makes a handle
+ *    (rift_ctx_create, rift_connect, rift_listen, rift_timer_create) sets
+ *    *out to NULL when it fails.
+ *  - A NULL handle is never dereferenced: a call that returns an error code
+ *    returns RIFT_EINVAL for it, a call that returns nothing does nothing,
+ *    and the other calls return NULL, 0, "" or the NONE value of their
+ *    enum (said with each where it is not plain).
  *  - Handles are opaque.  Structs that users fill (rift_config) or read
  *    (rift_conn_stats, rift_ctx_stats) start with a size field set by their
  *    init macro, so they can grow in later versions without breaking callers.
  *  - One rift_ctx per thread.  Nothing is thread-safe except rift_ctx_wake()
  *    and rift_ctx_stop().  All callbacks run inside rift_ctx_progress(),
  *    rift_ctx_run() or rift_ctx_run_mode() on the thread that called it.
+ *    Contexts on different threads share no counter: each keeps its own
+ *    statistics.  Threads may come and go: what rift keeps per thread (free
+ *    blocks of the registered memory pool, cached for the thread) goes back
+ *    to the process when the thread exits.
  *  - Closing a handle cancels what is pending on it and then runs its close
  *    callback exactly once, from a later progress call (never from inside
  *    the close call itself).
  *  - Destroying a context that still owns connections, listeners or timers
- *    fails with RIFT_EBUSY: every object must be closed first.
+ *    fails with RIFT_EBUSY: every object must be closed first.  Retained
+ *    messages (rift_msg_retain) are not owned by the context: they may be
+ *    released after rift_ctx_destroy.
  */
 #ifndef RIFT_H
 #define RIFT_H
@@ -486,15 +498,17 @@ uint64_t rift_config_memlock_need(const rift_config *cfg, uint64_t *max_bytes);
 
 /*
  * Create a context.  cfg may be NULL for defaults; it is copied.
- * Returns 0 and *out, or RIFT_EINVAL (bad config; see
- * rift_ctx_last_error(NULL)), RIFT_ENOMEM, RIFT_EMFILE.
+ * Returns 0 and *out, or RIFT_EINVAL (bad config, or out NULL; see
+ * rift_ctx_last_error(NULL)), RIFT_ENOMEM, RIFT_EMFILE, with *out set to
+ * NULL.
  */
 int rift_ctx_create(rift_ctx **out, const rift_config *cfg);
 
 /*
  * Destroy a context.  Fails with RIFT_EBUSY, changing nothing, while it
  * still owns connections, listeners or timers (including ones whose close
- * callback has not run yet).
+ * callback has not run yet).  Messages retained from its connections stay
+ * valid, with the memory they lie in, until each is released.
  */
 int rift_ctx_destroy(rift_ctx *ctx);
 
@@ -502,6 +516,7 @@ int rift_ctx_destroy(rift_ctx *ctx);
  * The one fd that becomes readable when the context has work: socket
  * events, timers, wake-ups.  Put it in your own epoll/poll loop and call
  * rift_ctx_progress() when it is readable.  Owned by the context.
+ * RIFT_EINVAL for a NULL ctx.
  */
 int rift_ctx_fd(const rift_ctx *ctx);
 
@@ -575,7 +590,8 @@ void rift_ctx_stop(rift_ctx *ctx);
 int rift_ctx_wake(rift_ctx *ctx);
 
 /*
- * Milliseconds until the next timer (0 if work is pending, -1 if none).
+ * Milliseconds until the next timer (0 if work is pending, -1 if none,
+ * RIFT_EINVAL for a NULL ctx).
  * For external loops that want to sleep exactly as long as rift allows.
  * Under busy and adaptive polling, RDMA completions make rift_ctx_fd()
  * readable only after this call (they are polled without events while
@@ -747,7 +763,8 @@ typedef struct rift_conn_callbacks {
  * Open a connection to url.  Returns 0 with *out set, after which exactly
  * one of CONNECTED or ERROR is delivered.  Returns RIFT_EINVAL for a bad
  * URL, RIFT_ENOTSUP for rdma:// where RDMA is not available (the reason is
- * in rift_ctx_last_error), RIFT_ENOMEM.  user is returned by rift_conn_user.
+ * in rift_ctx_last_error), RIFT_ENOMEM, with *out set to NULL.  cbs may be
+ * NULL (no callbacks).  user is returned by rift_conn_user.
  */
 int rift_connect(rift_ctx *ctx, const char *url,
 		 const rift_conn_callbacks *cbs, void *user, rift_conn **out);
@@ -768,7 +785,7 @@ typedef void (*rift_accept_cb)(rift_listener *l, rift_conn *conn);
 int rift_listen(rift_ctx *ctx, const char *url, const rift_conn_callbacks *cbs,
 		void *user, rift_accept_cb on_accept, rift_listener **out);
 
-/* Bound TCP port of a listener. */
+/* Bound TCP port of a listener; RIFT_EINVAL for NULL. */
 int rift_listener_port(const rift_listener *l);
 void *rift_listener_user(const rift_listener *l);
 
@@ -788,7 +805,8 @@ void rift_listener_close(rift_listener *l, void (*close_cb)(rift_listener *l));
  * alone may leave from inside the call (over RDMA: request/reply latency
  * is the time from a completion to the reply's doorbell).  No callback
  * runs from inside the call either way.
- * Returns 0, RIFT_EAGAIN (the send window is full: wait for WRITABLE),
+ * Returns 0, RIFT_EINVAL (conn NULL, or data NULL with len > 0),
+ * RIFT_EAGAIN (the send window is full: wait for WRITABLE),
  * RIFT_EMSGSIZE (longer than this side's max_msg_size, or than the peer's,
  * which its handshake told; rift_conn_last_error says which), RIFT_ENOTCONN
  * (not yet connected or already disconnected), RIFT_ECLOSED (closing).
@@ -831,6 +849,7 @@ void rift_conn_close(rift_conn *conn, void (*close_cb)(rift_conn *conn));
 
 void *rift_conn_user(const rift_conn *conn);
 void rift_conn_set_user(rift_conn *conn, void *user);
+/* Replace the callbacks (copied); cbs NULL: none from now on. */
 void rift_conn_set_callbacks(rift_conn *conn, const rift_conn_callbacks *cbs);
 rift_ctx *rift_conn_ctx(const rift_conn *conn);
 rift_transport rift_conn_transport(const rift_conn *conn);
@@ -960,9 +979,20 @@ uint64_t rift_msg_seq(const rift_msg *msg);
  * msgs_retained_in_place); others are copied once.  Returns the handle,
  * or NULL when out of memory (msg is then valid until on_recv returns).
  * Retaining a retained message returns it as it is.
+ *
+ * The retained message belongs to the caller, not to its connection or
+ * context: it stays valid after the connection's close callback and
+ * after rift_ctx_destroy, and keeps the memory it lies in (registered
+ * memory too: the process's pool stays until the last such message is
+ * released).
  */
 rift_msg *rift_msg_retain(rift_msg *msg);
-/* Give back a retained message.  Must run on the context's thread. */
+/*
+ * Give back a retained message, once; msg is invalid afterwards.  While
+ * its context exists, call it on the context's thread; after
+ * rift_ctx_destroy, on any one thread.  A message that was not retained
+ * (or NULL) is ignored.
+ */
 void rift_msg_release(rift_msg *msg);
 
 #ifdef __cplusplus

@@ -248,6 +248,8 @@ int rift_connect(rift_ctx *ctx, const char *url, const rift_conn_callbacks *cbs,
 	rift_conn *conn;
 	int rc;
 
+	if (out)
+		*out = NULL;
 	if (!ctx || !out)
 		return RIFT_EINVAL;
 	rc = rift__url_take(ctx, url, &u);
@@ -354,8 +356,11 @@ static inline int send_check(rift_conn *conn, size_t len)
 int rift_conn_send(rift_conn *conn, const void *data, size_t len)
 {
 	struct rift__buf *b;
-	int rc = send_check(conn, len);
+	int rc;
 
+	if (!conn || (!data && len))
+		return RIFT_EINVAL;
+	rc = send_check(conn, len);
 	if (rc)
 		return rc;
 	/* The copy is made anyway: over a transport whose peer READs large
@@ -381,9 +386,12 @@ int rift_conn_send(rift_conn *conn, const void *data, size_t len)
 
 int rift_conn_send_buf(rift_conn *conn, void *buf, size_t len)
 {
-	struct rift__buf *b = rift__buf_from_user(conn->ctx, buf);
+	struct rift__buf *b;
 	int rc;
 
+	if (!conn)
+		return RIFT_EINVAL;
+	b = rift__buf_from_user(conn->ctx, buf);
 	if (!b || !b->om.user_buf || b->ctx != conn->ctx) {
 		rift__conn_error(conn, "rift_conn_send_buf: %p is %s", buf,
 				 !b ? "not the start of a rift_buf_alloc buffer"
@@ -403,6 +411,8 @@ int rift_conn_send_buf(rift_conn *conn, void *buf, size_t len)
 
 int rift_conn_recv_stop(rift_conn *conn)
 {
+	if (!conn)
+		return RIFT_EINVAL;
 	if (conn->closing)
 		return RIFT_ECLOSED;
 	conn->recv_stopped = true;
@@ -411,6 +421,8 @@ int rift_conn_recv_stop(rift_conn *conn)
 
 int rift_conn_recv_start(rift_conn *conn)
 {
+	if (!conn)
+		return RIFT_EINVAL;
 	if (conn->closing)
 		return RIFT_ECLOSED;
 	conn->recv_stopped = false;
@@ -456,50 +468,60 @@ int rift__conn_cut(rift_conn *conn)
 
 void *rift_conn_user(const rift_conn *conn)
 {
-	return conn->user;
+	return conn ? conn->user : NULL;
 }
 
 void rift_conn_set_user(rift_conn *conn, void *user)
 {
-	conn->user = user;
+	if (conn)
+		conn->user = user;
 }
 
 void rift_conn_set_callbacks(rift_conn *conn, const rift_conn_callbacks *cbs)
 {
-	conn->cbs = *cbs;
+	static const rift_conn_callbacks none;
+
+	if (conn)
+		conn->cbs = cbs ? *cbs : none;
 }
 
 rift_ctx *rift_conn_ctx(const rift_conn *conn)
 {
-	return conn->ctx;
+	return conn ? conn->ctx : NULL;
 }
 
 rift_transport rift_conn_transport(const rift_conn *conn)
 {
-	return conn->transport;
+	return conn ? conn->transport : RIFT_TRANSPORT_NONE;
 }
 
 rift_fallback_reason rift_conn_fallback_reason(const rift_conn *conn)
 {
-	return conn->fallback;
+	return conn ? conn->fallback : RIFT_FALLBACK_NONE;
 }
 
 const char *rift_conn_last_error(const rift_conn *conn)
 {
-	return conn->last_error;
+	return conn ? conn->last_error : "";
 }
 
 void rift__conn_stats_init(rift_conn_stats *st, size_t size)
 {
+	if (!st)
+		return;
 	memset(st, 0, size);
 	st->size = (uint32_t)(size < sizeof(*st) ? size : sizeof(*st));
 }
 
 int rift_conn_stats_get(const rift_conn *conn, rift_conn_stats *st)
 {
-	rift_conn_stats now = conn->stats;
-	uint32_t size = st->size;
+	rift_conn_stats now;
+	uint32_t size;
 
+	if (!conn || !st)
+		return RIFT_EINVAL;
+	now = conn->stats;
+	size = st->size;
 	if (size < sizeof(uint32_t) || size > sizeof(*st))
 		return RIFT_EINVAL;
 	now.unacked_msgs = conn->unacked_msgs;

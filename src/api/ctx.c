@@ -74,7 +74,8 @@ void rift__config_init(rift_config *cfg, size_t size)
 		.metrics = 1,
 		.rndv_threshold = 64u << 10,
 	};
-	memcpy(cfg, &d, d.size);
+	if (cfg)
+		memcpy(cfg, &d, d.size);
 }
 
 static int cfg_check(const rift_config *c);
@@ -217,10 +218,13 @@ int rift_ctx_create(rift_ctx **out, const rift_config *cfg)
 	int rc;
 
 	rift__ctx_fail(NULL, 0, "%s", ""); /* no creation error yet */
+	/* Contexts may be made on several threads: a store, never a
+	 * read-modify-write, and only ever of 1. */
 	if (getenv("RIFT_LOG") && strcmp(getenv("RIFT_LOG"), "debug") == 0)
-		rift__log_level = 1;
+		__atomic_store_n(&rift__log_level, 1, __ATOMIC_RELAXED);
 	if (!out)
 		return rift__ctx_fail(NULL, RIFT_EINVAL, "rift_ctx_create: out is NULL");
+	*out = NULL; /* until it succeeds: no stale handle on failure */
 	rift_config_init(&def);
 	if (cfg) {
 		if (cfg->size < offsetof(rift_config, busy_poll_us) ||
@@ -316,7 +320,7 @@ int rift_ctx_destroy(rift_ctx *ctx)
 
 int rift_ctx_fd(const rift_ctx *ctx)
 {
-	return ctx->epfd;
+	return ctx ? ctx->epfd : RIFT_EINVAL;
 }
 
 /* rift_ctx_timeout with the time already read. */
@@ -342,6 +346,8 @@ static int timeout_at(rift_ctx *ctx, uint64_t now)
 
 int rift_ctx_timeout(rift_ctx *ctx)
 {
+	if (!ctx)
+		return RIFT_EINVAL;
 	return timeout_at(ctx, rift__clock_us());
 }
 
@@ -430,6 +436,8 @@ static int loop_round(rift_ctx *ctx, int timeout_ms)
 
 int rift_ctx_progress(rift_ctx *ctx)
 {
+	if (!ctx)
+		return RIFT_EINVAL;
 	return loop_round(ctx, 0);
 }
 
@@ -514,6 +522,8 @@ int rift_ctx_run_mode(rift_ctx *ctx, rift_run_mode mode, int timeout_ms)
 
 void rift_ctx_stop(rift_ctx *ctx)
 {
+	if (!ctx)
+		return;
 	__atomic_store_n(&ctx->stop, 1, __ATOMIC_RELEASE);
 	rift_ctx_wake(ctx);
 }
@@ -522,6 +532,8 @@ int rift_ctx_wake(rift_ctx *ctx)
 {
 	uint64_t one = 1;
 
+	if (!ctx)
+		return RIFT_EINVAL;
 	if (write(ctx->evfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		return rift__from_errno(errno);
 	return 0;
@@ -529,14 +541,19 @@ int rift_ctx_wake(rift_ctx *ctx)
 
 void rift__ctx_stats_init(rift_ctx_stats *st, size_t size)
 {
+	if (!st)
+		return;
 	memset(st, 0, size);
 	st->size = (uint32_t)(size < sizeof(*st) ? size : sizeof(*st));
 }
 
 int rift_ctx_stats_get(rift_ctx *ctx, rift_ctx_stats *st)
 {
-	uint32_t size = st->size;
+	uint32_t size;
 
+	if (!ctx || !st)
+		return RIFT_EINVAL;
+	size = st->size;
 	if (size < sizeof(uint32_t) || size > sizeof(*st))
 		return RIFT_EINVAL;
 	memcpy(st, &ctx->stats, size);

@@ -48,6 +48,8 @@ int rift_listen(rift_ctx *ctx, const char *url, const rift_conn_callbacks *cbs,
 	rift_fallback_reason why;
 	int rc;
 
+	if (out)
+		*out = NULL;
 	if (!ctx || !out || !on_accept)
 		return RIFT_EINVAL;
 	rc = rift__url_take(ctx, url, &u);
@@ -107,12 +109,12 @@ int rift_listen(rift_ctx *ctx, const char *url, const rift_conn_callbacks *cbs,
 
 int rift_listener_port(const rift_listener *l)
 {
-	return l->port;
+	return l ? l->port : RIFT_EINVAL;
 }
 
 void *rift_listener_user(const rift_listener *l)
 {
-	return l->user;
+	return l ? l->user : NULL;
 }
 
 void rift_listener_close(rift_listener *l, void (*close_cb)(rift_listener *l))

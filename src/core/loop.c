@@ -142,6 +142,8 @@ int rift_timer_create(rift_ctx *ctx, rift_timer_cb cb, void *user,
 {
 	rift_timer *t;
 
+	if (out)
+		*out = NULL;
 	if (!ctx || !cb || !out)
 		return RIFT_EINVAL;
 	t = malloc(sizeof(*t));
@@ -156,8 +158,11 @@ int rift_timer_create(rift_ctx *ctx, rift_timer_cb cb, void *user,
 
 int rift_timer_start(rift_timer *t, uint64_t timeout_ms, uint64_t repeat_ms)
 {
-	rift_ctx *ctx = t->ctx;
+	rift_ctx *ctx;
 
+	if (!t)
+		return RIFT_EINVAL;
+	ctx = t->ctx;
 	if (t->heap_idx == SIZE_MAX && ctx->heap_len == ctx->heap_cap) {
 		size_t cap = ctx->heap_cap ? ctx->heap_cap * 2 : 64;
 		rift_timer **h = realloc(ctx->heap, cap * sizeof(*h));
@@ -179,7 +184,8 @@ int rift_timer_start(rift_timer *t, uint64_t timeout_ms, uint64_t repeat_ms)
 
 void rift_timer_stop(rift_timer *t)
 {
-	heap_remove(t->ctx, t);
+	if (t)
+		heap_remove(t->ctx, t);
 }
 
 void rift_timer_destroy(rift_timer *t)

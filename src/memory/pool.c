@@ -9,7 +9,15 @@
  *
  * Free blocks form intrusive singly linked lists (the first word of a free
  * block points at the next).  Allocation tries the thread's cache, then
- * the thread's bucket, then the other buckets, then grows the pool.
+ * the thread's bucket, then the other buckets, then grows the pool.  A
+ * thread's cache goes back to its bucket when the thread exits (a
+ * pthread key's destructor), so threads that come and go strand nothing.
+ *
+ * Lifetime: the pool is the process's, made by the first reference
+ * (rift__pool_get: a context's first registered buffer) and freed with
+ * the last.  Contexts hold one each, and so does every retained message
+ * whose payload stayed in a pool block (rift__pool_hold), which may be
+ * released after its context is destroyed.
  *
  * Each block also has a pointer slot in a side table of its region, made
  * when the region is carved (a large buffer has one in its entry), so a
@@ -44,7 +52,15 @@ static __thread struct {
 	uint32_t n[RIFT_BLOCK_CLASSES];
 	uint32_t bucket;
 	bool bucket_set;
+	bool exit_armed; /* tc_exit.key set: tc_return runs at thread exit */
 } tc;
+
+/* The key whose destructor gives an exiting thread's cache back. */
+static struct {
+	pthread_once_t once;
+	pthread_key_t key;
+	bool made;
+} tc_exit = { .once = PTHREAD_ONCE_INIT };
 
 /*
  * RLIMIT_MEMLOCK covers mlock()ed pages (VmLck) and pages pinned by memory
@@ -425,6 +441,19 @@ out:
 	return rc;
 }
 
+void rift__pool_hold(struct rift__pool *pool)
+{
+	pthread_mutex_lock(&global_mu);
+	pool->refs++;
+	pthread_mutex_unlock(&global_mu);
+}
+
+/*
+ * The last reference frees the pool under global_mu: a pool made
+ * meanwhile would find the devices of this one still there (ops.gone
+ * frees them last), and an exiting thread would give its cache back to a
+ * pool on its way out (tc_return).
+ */
 void rift__pool_put(struct rift__pool *pool)
 {
 	if (!pool)
@@ -435,7 +464,6 @@ void rift__pool_put(struct rift__pool *pool)
 		return;
 	}
 	global_pool = NULL;
-	pthread_mutex_unlock(&global_mu);
 	pthread_mutex_lock(&pool->mu);
 	pool->grow_stop = true;
 	pthread_cond_signal(&pool->grow_cv);
@@ -459,9 +487,12 @@ void rift__pool_put(struct rift__pool *pool)
 	for (uint32_t b = 0; b < pool->n_buckets; b++)
 		pthread_mutex_destroy(&pool->buckets[b].mu);
 	pthread_mutex_destroy(&pool->mu);
+	if (pool->ops.gone)
+		pool->ops.gone();
 	free(pool->buckets);
 	free(pool->regions);
 	free(pool);
+	pthread_mutex_unlock(&global_mu);
 }
 
 int rift__pool_add_device(struct rift__pool *pool, void *dev, char *err,
@@ -516,6 +547,62 @@ static struct bucket *my_bucket(struct rift__pool *pool)
 	return &pool->buckets[tc.bucket % pool->n_buckets];
 }
 
+/*
+ * A thread exits: the blocks in its cache go to its bucket, if the pool
+ * they came from is still there (under global_mu it cannot go).
+ */
+static void tc_return(void *arg)
+{
+	struct rift__pool *pool;
+
+	RIFT_UNUSED(arg);
+	tc.exit_armed = false;
+	pthread_mutex_lock(&global_mu);
+	pool = global_pool;
+	if (pool && pool->gen == tc.gen) {
+		struct bucket *b = my_bucket(pool);
+
+		pthread_mutex_lock(&b->mu);
+		for (int c = 0; c < RIFT_BLOCK_CLASSES; c++) {
+			void *last = tc.head[c];
+
+			if (!last)
+				continue;
+			while (*(void **)last)
+				last = *(void **)last;
+			*(void **)last = b->head[c];
+			b->head[c] = tc.head[c];
+			b->n[c] += tc.n[c];
+		}
+		pthread_mutex_unlock(&b->mu);
+	}
+	pthread_mutex_unlock(&global_mu);
+	memset(tc.head, 0, sizeof(tc.head));
+	memset(tc.n, 0, sizeof(tc.n));
+}
+
+static void tc_exit_make(void)
+{
+	tc_exit.made = pthread_key_create(&tc_exit.key, tc_return) == 0;
+}
+
+/*
+ * The thread's first use of this pool: blocks cached for an earlier pool
+ * are gone with it, and the cache is given back when the thread exits
+ * (unless no pthread key could be made: then it stays stranded).
+ */
+static void tc_adopt(struct rift__pool *pool)
+{
+	memset(tc.head, 0, sizeof(tc.head));
+	memset(tc.n, 0, sizeof(tc.n));
+	tc.gen = pool->gen;
+	if (tc.exit_armed)
+		return;
+	pthread_once(&tc_exit.once, tc_exit_make);
+	tc.exit_armed = tc_exit.made &&
+			pthread_setspecific(tc_exit.key, &tc) == 0;
+}
+
 /* Move up to want blocks of class c from b into the thread cache. */
 static uint32_t refill(struct bucket *b, int c, uint32_t want)
 {
@@ -564,12 +651,8 @@ static void *pool_alloc(struct rift__pool *pool, size_t len,
 			 (unsigned long long)pool->limit[use] >> 20);
 		return NULL;
 	}
-	if (tc.gen != pool->gen) {
-		/* Blocks cached for an earlier pool are gone with it. */
-		memset(tc.head, 0, sizeof(tc.head));
-		memset(tc.n, 0, sizeof(tc.n));
-		tc.gen = pool->gen;
-	}
+	if (tc.gen != pool->gen)
+		tc_adopt(pool);
 	batch = pool->thread_cache / 2 ? pool->thread_cache / 2 : 1;
 	/* Each turn either finds blocks or grows the pool by a region, so
 	 * this ends: with a block, or with the pool at its maximum.  (Other
@@ -676,11 +759,8 @@ void rift__pool_free(struct rift__pool *pool, void *block,
 	r->slots[(size_t)((uint8_t *)block - r->base) / pool->block[c]] = NULL;
 	__atomic_sub_fetch(&pool->in_use[use], pool->block[c], __ATOMIC_RELAXED);
 	__atomic_sub_fetch(&pool->blocks_in_use[c], 1, __ATOMIC_RELAXED);
-	if (tc.gen != pool->gen) {
-		memset(tc.head, 0, sizeof(tc.head));
-		memset(tc.n, 0, sizeof(tc.n));
-		tc.gen = pool->gen;
-	}
+	if (tc.gen != pool->gen)
+		tc_adopt(pool);
 	*(void **)block = tc.head[c];
 	tc.head[c] = block;
 	tc.n[c]++;
@@ -807,7 +887,15 @@ void rift__pool_usage(struct rift__pool *pool, struct rift__pool_usage *u)
 	u->registered = u->regions * pool->region;
 	for (int i = 0; i < 2; i++)
 		u->in_use[i] = __atomic_load_n(&pool->in_use[i], __ATOMIC_RELAXED);
-	for (int c = 0; c < RIFT_BLOCK_CLASSES; c++)
+	for (int c = 0; c < RIFT_BLOCK_CLASSES; c++) {
 		u->blocks_in_use[c] = __atomic_load_n(&pool->blocks_in_use[c],
 						      __ATOMIC_RELAXED);
+		u->blocks_free[c] = 0;
+	}
+	for (uint32_t b = 0; b < pool->n_buckets; b++) {
+		pthread_mutex_lock(&pool->buckets[b].mu);
+		for (int c = 0; c < RIFT_BLOCK_CLASSES; c++)
+			u->blocks_free[c] += pool->buckets[b].n[c];
+		pthread_mutex_unlock(&pool->buckets[b].mu);
+	}
 }

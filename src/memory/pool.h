@@ -25,11 +25,17 @@ enum rift__pool_use { RIFT_POOL_SEND = 0, RIFT_POOL_RECV = 1 };
 /*
  * How the pool registers memory: the verbs transport fills this in.  reg
  * returns 0 and the handle/keys, or a RIFT_E* code with err filled.
+ * gone (may be NULL) runs once the last reference is dropped and every
+ * registration is undone, under the pool's global lock (no new pool is
+ * made meanwhile): the devices' protection domains may go then, not
+ * earlier, since a retained message can keep the pool past the last
+ * context (rift__pool_hold).
  */
 struct rift__pool_reg {
 	int (*reg)(void *dev, void *addr, size_t len, void **handle,
 		   uint32_t *lkey, uint32_t *rkey, char *err, size_t errlen);
 	void (*dereg)(void *handle);
+	void (*gone)(void);
 };
 
 struct rift__pool;
@@ -55,6 +61,13 @@ void rift__pool_geometry(const rift_config *cfg, struct rift__pool_geometry *g);
  */
 int rift__pool_get(const rift_config *cfg, const struct rift__pool_reg *ops,
 		   struct rift__pool **out, char *err, size_t errlen);
+/*
+ * One more reference on a pool the caller holds one on already: what
+ * outlives the context that had the pool (a retained message's block,
+ * freed on rift_msg_release, maybe after rift_ctx_destroy) holds its own.
+ */
+void rift__pool_hold(struct rift__pool *pool);
+/* Drop a reference; the last one frees the pool (any thread). */
 void rift__pool_put(struct rift__pool *pool);
 
 /*
@@ -133,6 +146,9 @@ struct rift__pool_usage {
 	uint64_t registered;            /* bytes in regions */
 	uint64_t in_use[2];             /* bytes handed out, by use */
 	uint64_t blocks_in_use[RIFT_BLOCK_CLASSES];
+	/* free in the shared lists, by class: not the blocks living threads
+	 * keep in their caches (those of exited threads are back here) */
+	uint64_t blocks_free[RIFT_BLOCK_CLASSES];
 	uint64_t regions;
 	uint64_t large_bytes;           /* large buffers mapped, cached too */
 };

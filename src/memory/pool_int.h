@@ -46,8 +46,8 @@ struct bucket {
 } __attribute__((aligned(64)));
 
 struct rift__pool {
-	pthread_mutex_t mu; /* growth, devices, refs */
-	int refs;
+	pthread_mutex_t mu; /* growth, devices */
+	int refs;            /* under pool.c's global_mu */
 	uint64_t gen;
 	struct rift__pool_reg ops;
 	uint32_t block[RIFT_BLOCK_CLASSES];

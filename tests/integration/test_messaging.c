@@ -410,6 +410,50 @@ TEST_T(retained_messages_outlive_the_callback)
 }
 
 /*
+ * A retained message outlives its connection and its context: released
+ * after rift_ctx_destroy, still intact.  Over RDMA the large ones stay in
+ * the registered memory they arrived in (rendezvous; a receive buffer
+ * from rdma.zero_copy_threshold up), so they keep the process pool alive
+ * (tests/unit/test_lifetimes.c does the same on the host).
+ */
+TEST_T(retained_messages_outlive_their_context)
+{
+	rift_ctx *ctx = h_ctx(NULL);
+	struct side srv = { 0 }, cli = { 0 };
+	rift_listener *l = h_listen(ctx, &srv);
+	rift_conn *c = h_connect(ctx, rift_listener_port(l), &cli);
+	static const rift_conn_callbacks keep_cbs = { .on_recv = on_recv_retain };
+	static const size_t sizes[3] = { 100, 32u << 10, 1u << 20 };
+	rift_msg *keep[4] = { 0 };
+	uint8_t *want;
+	rift_conn *conns[2];
+
+	CHECK(h_wait(ctx, &srv.connected, 5000));
+	h_connected(ctx, &cli);
+	rift_conn_set_callbacks(srv.conn, &keep_cbs);
+	rift_conn_set_user(srv.conn, keep);
+	want = malloc(sizes[2]);
+	CHECK(want != NULL);
+	for (int i = 0; i < 3; i++) {
+		h_fill(want, sizes[i], 7, (uint64_t)i);
+		CHECK_EQ(rift_conn_send(c, want, sizes[i]), 0);
+	}
+	for (int i = 0; i < 2000 && !keep[2]; i++)
+		rift_ctx_run(ctx, 5);
+	CHECK(keep[2] != NULL);
+	conns[0] = c;
+	conns[1] = srv.conn;
+	h_teardown(ctx, l, conns, 2); /* rift_ctx_destroy: the context is gone */
+	for (int i = 0; i < 3; i++) {
+		CHECK_EQ(rift_msg_len(keep[i]), sizes[i]);
+		h_fill(want, sizes[i], 7, (uint64_t)i);
+		CHECK(memcmp(rift_msg_data(keep[i]), want, sizes[i]) == 0);
+		rift_msg_release(keep[i]);
+	}
+	free(want);
+}
+
+/*
  * Many large messages in flight, receiver on its own thread: it
  * acknowledges messages from the front of a writev batch while the rest of
  * the batch is still being written, which must be accepted as an honest

@@ -25,7 +25,7 @@ static void no_dereg(void *handle)
 	(void)handle;
 }
 
-static const struct rift__pool_reg ops = { no_reg, no_dereg };
+static const struct rift__pool_reg ops = { .reg = no_reg, .dereg = no_dereg };
 
 static struct rift__pool *pool_with(uint64_t initial, uint64_t inc,
 				    uint64_t max)
@@ -371,7 +371,7 @@ static int regs_other_reach(int n)
  */
 TEST(pool_grows_ahead_of_need_off_the_allocating_thread)
 {
-	static const struct rift__pool_reg fake = { fake_reg, no_dereg };
+	static const struct rift__pool_reg fake = { .reg = fake_reg, .dereg = no_dereg };
 	rift_config cfg;
 	struct rift__pool *p = NULL;
 	struct rift__pool_usage u;
@@ -449,7 +449,8 @@ static void *usage_thread(void *arg)
  */
 TEST(pool_registers_regions_without_holding_its_lock)
 {
-	static const struct rift__pool_reg gated = { gated_reg, no_dereg };
+	static const struct rift__pool_reg gated = { .reg = gated_reg,
+						     .dereg = no_dereg };
 	rift_config cfg;
 	struct rift__pool *p = NULL;
 	char err[256];
@@ -509,7 +510,7 @@ TEST(pool_registers_regions_without_holding_its_lock)
  */
 TEST(pool_try_alloc_never_waits_for_a_region)
 {
-	static const struct rift__pool_reg gated = { gated_reg, no_dereg };
+	static const struct rift__pool_reg gated = { .reg = gated_reg, .dereg = no_dereg };
 	rift_config cfg;
 	struct rift__pool *p = NULL;
 	char err[256];

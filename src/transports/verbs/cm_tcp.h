@@ -112,7 +112,9 @@ void rift__rdma_boot_received(rift__path *p, const struct rift__boot *b);
 void rift__rdma_boot_closed(rift__path *p, int err, const char *why);
 
 /* Tests and benchmarks: accepts completed (both cm modes) and the time
- * spent in them, from the peer's request to our answer, us. */
+ * spent in them, from the peer's request to our answer, us.  For the
+ * process, written with atomic operations (contexts on several threads
+ * accept at once). */
 extern uint64_t rift__rdma_accepts, rift__rdma_accept_us;
 #define RIFT_ACCEPT_SAMPLES 64 /* the last accepts' times, us, a ring */
 extern uint32_t rift__rdma_accept_samples[RIFT_ACCEPT_SAMPLES];

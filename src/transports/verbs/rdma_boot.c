@@ -338,14 +338,16 @@ void rift__rdma_boot_connected(rift__path *p)
 uint64_t rift__rdma_accepts, rift__rdma_accept_us;
 uint32_t rift__rdma_accept_samples[RIFT_ACCEPT_SAMPLES];
 
+/* Contexts on several threads accept at once: atomic, as cm_tcp.h says. */
 void rift__rdma_accept_done(uint64_t t0)
 {
 	uint64_t us = rift__clock_us() - t0;
+	uint64_t k = __atomic_fetch_add(&rift__rdma_accepts, 1,
+					__ATOMIC_RELAXED);
 
-	rift__rdma_accept_samples[rift__rdma_accepts % RIFT_ACCEPT_SAMPLES] =
-		(uint32_t)us;
-	rift__rdma_accepts++;
-	rift__rdma_accept_us += us;
+	__atomic_store_n(&rift__rdma_accept_samples[k % RIFT_ACCEPT_SAMPLES],
+			 (uint32_t)us, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&rift__rdma_accept_us, us, __ATOMIC_RELAXED);
 }
 
 void rift__rdma_boot_received(rift__path *p, const struct rift__boot *b)

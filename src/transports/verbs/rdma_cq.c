@@ -287,7 +287,7 @@ int rift__rdma_cq_reserve(rift_ctx *ctx, struct ibv_context *verbs,
 		rift__list_init(&s->users);
 		s->dev = d;
 		if (rift__vb_cq_create(verbs, &n, s, d->cch, &s->cq, verr) ||
-		    rift__vb_cq_arm(s->cq, verr)) {
+		    rift__vb_cq_arm(r->dp_calls, s->cq, verr)) {
 			snprintf(err, errlen, "%s", verr);
 			rift__vb_cq_destroy(s->cq);
 			free(s);

@@ -16,14 +16,16 @@
 /*
  * One protection domain per device for the whole process, shared by every
  * path, so the pool registers its regions once per device.  They live as
- * long as any context uses RDMA.
+ * long as the pool: while any context uses RDMA, and after the last one
+ * while a retained message keeps a block of it (pools_gone frees them).
  */
+static void pools_gone(void);
 static const struct rift__pool_reg pool_reg = {
 	.reg = rift__vb_pool_reg,
 	.dereg = rift__vb_pool_dereg,
+	.gone = pools_gone,
 };
 pthread_mutex_t rift__rdma_dev_mu = PTHREAD_MUTEX_INITIALIZER;
-static int dev_users;
 struct rdma_dev rift__rdma_devs[RIFT_POOL_MAX_DEVICES];
 int rift__rdma_n_devs;
 
@@ -88,14 +90,13 @@ out:
 	return rc;
 }
 
-static void dev_users_put(void)
+/* The pool is gone, its registrations undone: the PDs can go too. */
+static void pools_gone(void)
 {
 	pthread_mutex_lock(&rift__rdma_dev_mu);
-	if (--dev_users == 0) {
-		for (int i = 0; i < rift__rdma_n_devs; i++)
-			rift__vb_pd_free(rift__rdma_devs[i].pd);
-		rift__rdma_n_devs = 0;
-	}
+	for (int i = 0; i < rift__rdma_n_devs; i++)
+		rift__vb_pd_free(rift__rdma_devs[i].pd);
+	rift__rdma_n_devs = 0;
 	pthread_mutex_unlock(&rift__rdma_dev_mu);
 }
 
@@ -159,9 +160,6 @@ struct rift__pool *rift__rdma_ctx_pool(rift_ctx *ctx)
 		rift__ctx_fail(ctx, RIFT_ENOMEM, "%s", err);
 		return NULL;
 	}
-	pthread_mutex_lock(&rift__rdma_dev_mu);
-	dev_users++;
-	pthread_mutex_unlock(&rift__rdma_dev_mu);
 	return ctx->pool;
 }
 
@@ -257,10 +255,10 @@ void rift__rdma_ctx_destroy(rift_ctx *ctx)
 		free(r->watch[i]);
 	}
 	if (ctx->pool) {
-		/* Last user: the pool deregisters before the PDs go. */
+		/* The last reference deregisters the pool, then frees the
+		 * PDs (pools_gone); a retained message may hold it longer. */
 		rift__pool_put(ctx->pool);
 		ctx->pool = NULL;
-		dev_users_put();
 	}
 	free(r);
 	ctx->transport_state[RIFT_TRANSPORT_RDMA] = NULL;

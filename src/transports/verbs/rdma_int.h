@@ -190,6 +190,7 @@ struct dev_watch {
  * takes it, as the transport that registers memory). */
 struct rift__rdma_ctx {
 	rift_ctx *ctx;
+	uint64_t dp_calls[RIFT_VB_DP__COUNT]; /* data-path verbs calls, count */
 	struct rdma_event_channel *ch;
 	rift__io io;
 	struct rift__list paths; /* paths with a CQ share (port events) */

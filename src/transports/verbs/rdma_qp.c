@@ -20,7 +20,8 @@ static int post_recv(struct rdma_path *rp, uint32_t i)
 	struct ibv_recv_wr wr = { .wr_id = WR_TAG(rp) | RECV_FLAG | i,
 				  .sg_list = &sge, .num_sge = 1 };
 	rift__vb_err err;
-	int rc = rift__vb_post_recv(rp->qp, &wr, err);
+	int rc = rift__vb_post_recv(rctx_of(rp->base.ctx)->dp_calls, rp->qp,
+				    &wr, err);
 
 	if (rc)
 		rift__path_failed(&rp->base, rc, "%s", err);
@@ -97,7 +98,8 @@ static int qp_to_init(struct ibv_qp *qp, uint8_t port, rift__vb_err err)
 				  "INIT", err);
 }
 
-static int post_all(struct qp_res *r, char *err, size_t errlen)
+static int post_all(rift_ctx *ctx, struct qp_res *r, char *err,
+		    size_t errlen)
 {
 	rift__vb_err verr;
 
@@ -108,7 +110,8 @@ static int post_all(struct qp_res *r, char *err, size_t errlen)
 		struct ibv_recv_wr wr = {
 			.wr_id = (uint64_t)r->tag << TAG_SHIFT | RECV_FLAG | i,
 			.sg_list = &sge, .num_sge = 1 };
-		int rc = rift__vb_post_recv(r->qp, &wr, verr);
+		int rc = rift__vb_post_recv(rctx_of(ctx)->dp_calls, r->qp,
+					    &wr, verr);
 
 		if (rc) {
 			snprintf(err, errlen, "%s", verr);
@@ -193,7 +196,7 @@ static int res_make(rift_ctx *ctx, struct ibv_context *verbs, uint8_t port,
 		goto fail;
 	*fb = RIFT_FALLBACK_NONE;
 	if (r->qp) {
-		rc = post_all(r, err, errlen);
+		rc = post_all(ctx, r, err, errlen);
 		if (rc)
 			goto fail;
 	}

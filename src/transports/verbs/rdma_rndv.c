@@ -299,7 +299,8 @@ static int rndv_post_reads(struct rdma_path *rp)
 	}
 	if (!n)
 		return 0;
-	rc = rift__vb_post_send(rp->qp, wrs, err);
+	rc = rift__vb_post_send(rctx_of(rp->base.ctx)->dp_calls, rp->qp, wrs,
+				err);
 	if (rc) {
 		rift__path_failed(&rp->base, rc, "%s", err);
 		return -1;

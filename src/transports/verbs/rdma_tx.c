@@ -232,7 +232,8 @@ static RIFT_HOT_INLINE int repost_recvs(struct rdma_path *rp)
 				.sg_list = &sges[k],
 				.num_sge = 1 };
 		}
-		rc = rift__vb_post_recv(rp->qp, wrs, err);
+		rc = rift__vb_post_recv(rctx_of(rp->base.ctx)->dp_calls, rp->qp,
+					wrs, err);
 		if (rc) {
 			rift__path_failed(&rp->base, rc, "%s", err);
 			return rc;
@@ -389,7 +390,7 @@ static RIFT_HOT_INLINE bool post_one(struct rdma_path *rp, bool late)
 	wr->send_flags = IBV_SEND_INLINE;
 	send_taken(rp, wr, slot, bare ? bare_imm : 0);
 	rift__sess_written(p, m);
-	rc = rift__vb_post_send(rp->qp, wr, err);
+	rc = rift__vb_post_send(rctx_of(p->ctx)->dp_calls, rp->qp, wr, err);
 	if (rc) {
 		if (late) {
 			rp->late_rc = rc;
@@ -462,7 +463,7 @@ static void probe(struct rdma_path *rp)
 	rp->unsignaled = 0;
 	rp->slots_free--;
 	rp->slot_next = ring_next(slot, rp->sq_depth);
-	rc = rift__vb_post_send(rp->qp, &wr, err);
+	rc = rift__vb_post_send(rctx_of(p->ctx)->dp_calls, rp->qp, &wr, err);
 	if (rc)
 		rift__path_failed(p, rc, "%s", err);
 }
@@ -576,7 +577,7 @@ static RIFT_HOT_INLINE void post_sends(struct rdma_path *rp)
 	 * signaled send, at the latest when slots run low (above).  Nothing
 	 * waits for them before that, and request/reply traffic then costs
 	 * one completion per message (the receive), not two. */
-	rc = rift__vb_post_send(rp->qp, first, err);
+	rc = rift__vb_post_send(rctx_of(p->ctx)->dp_calls, rp->qp, first, err);
 	if (rc) {
 		rift__path_failed(p, rc, "%s", err);
 		return;

@@ -222,7 +222,7 @@ static RIFT_HOT_INLINE int cq_poll_inline(struct rift__rdma_ctx *r,
 	s->polling = true;
 	if (batch > MAX_POLL)
 		batch = MAX_POLL;
-	while ((n = rift__vb_poll(s->cq, (int)batch, wc)) > 0) {
+	while ((n = rift__vb_poll(r->dp_calls, s->cq, (int)batch, wc)) > 0) {
 		cq_batch(r, s, wc, n);
 		total += n;
 		/* A short batch emptied the CQ: the next round polls again. */
@@ -265,12 +265,13 @@ void rift__rdma_cq_event_cb(rift__io *io, uint32_t revents)
 	int rc;
 
 	RIFT_UNUSED(revents);
-	while ((rc = rift__vb_cq_next_event(d->cch, &cq, err)) == 0) {
+	while ((rc = rift__vb_cq_next_event(r->dp_calls, d->cch, &cq, err)) ==
+	       0) {
 		struct shared_cq *s = cq->cq_context;
 
 		s->armed = false;
 		if (rearm && !s->failed) {
-			if (rift__vb_cq_arm(s->cq, err)) {
+			if (rift__vb_cq_arm(r->dp_calls, s->cq, err)) {
 				rift__rdma_cq_fail(s, err);
 				continue;
 			}
@@ -305,7 +306,7 @@ int rift__rdma_arm(rift_ctx *ctx)
 
 		if (!s->holders || s->armed || s->failed)
 			continue;
-		if (rift__vb_cq_arm(s->cq, err)) {
+		if (rift__vb_cq_arm(r->dp_calls, s->cq, err)) {
 			rift__rdma_cq_fail(s, err);
 			continue;
 		}

@@ -11,7 +11,8 @@
 
 uint64_t rift__vb_calls[RIFT_VB__COUNT];
 
-#define COUNT(name) (rift__vb_calls[RIFT_VB_##name]++)
+#define COUNT(name)                                                           \
+	__atomic_fetch_add(&rift__vb_calls[RIFT_VB_##name], 1, __ATOMIC_RELAXED)
 
 /* librdmacm: -1 and errno.  libibverbs: a positive errno is returned. */
 int rift__vb_fail(rift__vb_err err, const char *call, int e)
@@ -562,12 +563,12 @@ void rift__vb_cq_destroy(struct ibv_cq *cq)
 		RIFT_DEBUG("ibv_destroy_cq: %s", strerror(rc));
 }
 
-int rift__vb_cq_next_event(struct ibv_comp_channel *ch, struct ibv_cq **cq,
-			   rift__vb_err err)
+int rift__vb_cq_next_event(uint64_t *calls, struct ibv_comp_channel *ch,
+			   struct ibv_cq **cq, rift__vb_err err)
 {
 	void *ev_ctx;
 
-	COUNT(get_cq_event);
+	calls[RIFT_VB_DP_get_cq_event]++;
 	if (ibv_get_cq_event(ch, cq, &ev_ctx)) {
 		if (errno == EAGAIN)
 			return RIFT_EAGAIN;
@@ -577,11 +578,11 @@ int rift__vb_cq_next_event(struct ibv_comp_channel *ch, struct ibv_cq **cq,
 	return 0;
 }
 
-int rift__vb_cq_arm(struct ibv_cq *cq, rift__vb_err err)
+int rift__vb_cq_arm(uint64_t *calls, struct ibv_cq *cq, rift__vb_err err)
 {
 	int rc;
 
-	COUNT(req_notify_cq);
+	calls[RIFT_VB_DP_req_notify_cq]++;
 	rc = ibv_req_notify_cq(cq, 0);
 	return rc ? rift__vb_fail(err, "ibv_req_notify_cq", rc) : 0;
 }
@@ -595,7 +596,9 @@ const char *rift__vb_wc_str(enum ibv_wc_status s)
 
 uint64_t rift__vb_dev_calls[RIFT_VB_DEV__COUNT];
 
-#define DEV_COUNT(name) (rift__vb_dev_calls[RIFT_VB_DEV_##name]++)
+#define DEV_COUNT(name)                                                       \
+	__atomic_fetch_add(&rift__vb_dev_calls[RIFT_VB_DEV_##name], 1,        \
+			   __ATOMIC_RELAXED)
 
 /* Like rift__vb_fail(), but keeps the system's text for errnos rift has no code for. */
 static int dev_fail(rift__vb_err err, const char *call, int e)

@@ -6,7 +6,8 @@
  * verbs.c does.  It converts their two
  * error conventions (libibverbs: positive errno or NULL + errno;
  * librdmacm: -1 + errno) into negative RIFT_E* codes, fills a readable
- * message naming the call, counts every call, and hosts the verbs fault
+ * message naming the call, counts every call (the data path's per
+ * context, the rest for the process), and hosts the verbs fault
  * points used by tests.  The rest of the transport may read the fields of
  * rdma-core's structs but never calls into the libraries itself.
  */
@@ -22,9 +23,8 @@
 	XX(get_device_list) XX(query_port) XX(create_event_channel)           \
 	XX(create_id) XX(resolve_addr) XX(resolve_route) XX(set_option)       \
 	XX(alloc_pd) XX(create_comp_channel) XX(create_cq) XX(create_qp)      \
-	XX(reg_mr) XX(post_recv) XX(post_send) XX(poll_cq) XX(req_notify_cq)  \
-	XX(get_cq_event) XX(connect) XX(accept) XX(reject) XX(bind_addr)      \
-	XX(listen) XX(disconnect) XX(get_cm_event) XX(destroy)              \
+	XX(reg_mr) XX(req_notify_cq) XX(connect) XX(accept) XX(reject)        \
+	XX(bind_addr) XX(listen) XX(disconnect) XX(get_cm_event) XX(destroy)  \
 	XX(modify_qp) XX(query_gid) XX(get_devices) XX(init_qp_attr)        \
 	XX(query_qp) XX(async_event) XX(alloc_mw) XX(dealloc_mw)
 
@@ -35,8 +35,28 @@ enum rift__vb_call {
 	RIFT_VB__COUNT
 };
 
-/* Calls made by this process, per wrapper (observability and tests). */
+/*
+ * Calls made by this process, per wrapper (observability and tests):
+ * connection setup and teardown, any thread, so counted with atomic
+ * increments; read them with __atomic_load_n.
+ */
 extern uint64_t rift__vb_calls[RIFT_VB__COUNT];
+
+/*
+ * The data path's calls (per message, poll or completion event), counted
+ * per context by the context's thread into the array the caller passes
+ * (struct rift__rdma_ctx, dp_calls): a process-wide count written per
+ * message would be a data race between contexts on different threads,
+ * and bounce its cache line between their cores at every message.
+ */
+enum rift__vb_dp_call {
+	RIFT_VB_DP_post_recv,
+	RIFT_VB_DP_post_send,
+	RIFT_VB_DP_poll_cq,
+	RIFT_VB_DP_get_cq_event,
+	RIFT_VB_DP_req_notify_cq, /* arming a CQ again (rift__vb_cq_arm) */
+	RIFT_VB_DP__COUNT
+};
 
 /* Every wrapper: 0 or RIFT_E*, with "call: reason" in err on failure. */
 typedef char rift__vb_err[160];
@@ -180,37 +200,39 @@ int rift__vb_fail(rift__vb_err err, const char *call, int e);
  * about as much as twenty other instructions.  Still the only place
  * these verbs are called.
  */
-static RIFT_HOT_INLINE int rift__vb_post_recv(struct ibv_qp *qp,
+static RIFT_HOT_INLINE int rift__vb_post_recv(uint64_t *calls,
+					      struct ibv_qp *qp,
 					      struct ibv_recv_wr *wr,
 					      rift__vb_err err)
 {
 	struct ibv_recv_wr *bad;
 	int rc;
 
-	rift__vb_calls[RIFT_VB_post_recv]++;
+	calls[RIFT_VB_DP_post_recv]++;
 	rc = ibv_post_recv(qp, wr, &bad);
 	return rc ? rift__vb_fail(err, "ibv_post_recv", rc) : 0;
 }
 
-static RIFT_HOT_INLINE int rift__vb_post_send(struct ibv_qp *qp,
+static RIFT_HOT_INLINE int rift__vb_post_send(uint64_t *calls,
+					      struct ibv_qp *qp,
 					      struct ibv_send_wr *wr,
 					      rift__vb_err err)
 {
 	struct ibv_send_wr *bad;
 	int rc;
 
-	rift__vb_calls[RIFT_VB_post_send]++;
+	calls[RIFT_VB_DP_post_send]++;
 	rc = ibv_post_send(qp, wr, &bad);
 	return rc ? rift__vb_fail(err, "ibv_post_send", rc) : 0;
 }
 
 /* Completions (>= 0) or RIFT_E*. */
-static RIFT_HOT_INLINE int rift__vb_poll(struct ibv_cq *cq, int n,
-					 struct ibv_wc *wc)
+static RIFT_HOT_INLINE int rift__vb_poll(uint64_t *calls, struct ibv_cq *cq,
+					 int n, struct ibv_wc *wc)
 {
 	int rc;
 
-	rift__vb_calls[RIFT_VB_poll_cq]++;
+	calls[RIFT_VB_DP_poll_cq]++;
 	rc = ibv_poll_cq(cq, n, wc);
 	return rc < 0 ? RIFT_EIO : rc;
 }
@@ -237,10 +259,10 @@ void rift__vb_cq_destroy(struct ibv_cq *cq);
  * 0 or RIFT_EAGAIN (no event).  Busy polling leaves CQs unarmed: every
  * event would cost the kernel work and us two system calls.
  */
-int rift__vb_cq_next_event(struct ibv_comp_channel *ch, struct ibv_cq **cq,
-			   rift__vb_err err);
+int rift__vb_cq_next_event(uint64_t *calls, struct ibv_comp_channel *ch,
+			   struct ibv_cq **cq, rift__vb_err err);
 /* Ask for an event on the CQ's next completion. */
-int rift__vb_cq_arm(struct ibv_cq *cq, rift__vb_err err);
+int rift__vb_cq_arm(uint64_t *calls, struct ibv_cq *cq, rift__vb_err err);
 const char *rift__vb_wc_str(enum ibv_wc_status s);
 
 /*
@@ -259,6 +281,7 @@ enum rift__vb_dev_call {
 	RIFT_VB_DEV__COUNT
 };
 
+/* Any thread may list devices: atomic increments, as rift__vb_calls. */
 extern uint64_t rift__vb_dev_calls[RIFT_VB_DEV__COUNT];
 
 /*
