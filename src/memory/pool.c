@@ -681,11 +681,13 @@ static void *pool_alloc(struct rift__pool *pool, size_t len,
 				t_wait = rift__clock_us();
 			pthread_cond_wait(&pool->commit_cv, &pool->mu);
 		}
-		if (i < 0 && !wait && pool->n_regions < pool->max_regions) {
+		if (i < 0 && !wait && pool->n_devs &&
+		    pool->n_regions < pool->max_regions) {
 			/* Registering a region takes milliseconds to
 			 * hundreds of them: the grower does it, and the
-			 * caller goes its other way meanwhile.  (At the
-			 * maximum, commit_region below says so at once.) */
+			 * caller goes its other way meanwhile.  (Without a
+			 * device there is nothing to register, and at the
+			 * maximum commit_region below says so at once.) */
 			grow_ahead(pool);
 			pthread_mutex_unlock(&pool->mu);
 			__atomic_sub_fetch(&pool->in_use[use], pool->block[c],
