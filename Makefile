@@ -118,7 +118,8 @@ $(BUILD)/asan/rift-tests: $(asan_objs)
 	$(CC) $(SAN) -o $@ $^ $(LIBS) -lm
 
 # libFuzzer target for the frame decoder (clang only).
-$(BUILD)/fuzz/fuzz-frame: tests/fuzz/fuzz_frame.c src/session/wire.c src/session/wire.h | deps
+$(BUILD)/fuzz/fuzz-frame: tests/fuzz/fuzz_frame.c src/session/wire.c src/session/wire.h \
+  src/util/secret.c src/util/secret.h | deps
 	@mkdir -p $(dir $@)
 	clang -std=c11 -D_GNU_SOURCE -Iinclude -Isrc -g -O1 \
 	  -fsanitize=fuzzer,address,undefined $(filter %.c,$^) -o $@

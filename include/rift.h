@@ -673,6 +673,9 @@ typedef struct rift_ctx_stats {
 					  listener's cm=tcp side channel
 					  because rdma_cm got no answer there
 					  (docs/config.md, rdma.cm), count */
+	uint64_t resumes_refused;      /* RESUMEs refused, the session
+					  they named untouched (rift_listen);
+					  in protocol_errors too, count */
 } rift_ctx_stats;
 
 void rift__ctx_stats_init(rift_ctx_stats *st, size_t size);
@@ -780,7 +783,11 @@ typedef void (*rift_accept_cb)(rift_listener *l, rift_conn *conn);
 /*
  * Listen on url (host may be empty, "0.0.0.0" or "[::]"; port 0 picks a
  * free port, see rift_listener_port).  Only the first address of a list is
- * used.  Returns RIFT_EINVAL, RIFT_EADDRINUSE, RIFT_EACCES, ...
+ * used.  A session re-attaches only through the listener that accepted
+ * it, proving the secret it was given then (its id is not enough; a refused
+ * RESUME leaves the session as it was, counted in resumes_refused): one
+ * listener on "0.0.0.0" or "[::]" serves every address of a multi-homed
+ * server.  Returns RIFT_EINVAL, RIFT_EADDRINUSE, RIFT_EACCES, ...
  */
 int rift_listen(rift_ctx *ctx, const char *url, const rift_conn_callbacks *cbs,
 		void *user, rift_accept_cb on_accept, rift_listener **out);

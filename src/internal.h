@@ -126,6 +126,9 @@ typedef enum rift__fault_point {
 				     carried one (hostile peer) */
 	RIFT_FAULT_BARE_ACK,      /* a bare frame's ack covers messages never
 				     sent (hostile peer) */
+	RIFT_FAULT_EARLY_DATA,    /* a client puts a DATA header declaring
+				     max_msg_size bytes before its HELLO
+				     (hostile peer) */
 	RIFT_FAULT__COUNT
 } rift__fault_point;
 
@@ -432,6 +435,21 @@ struct rift_msg {
 	bool retained; /* handle given out by rift_msg_retain */
 };
 
+/*
+ * The server sessions of a context, by listener and session id
+ * (session/sessions.c): chains through rift_conn.table_next, in a bucket
+ * array that doubles as it fills, so a lookup stays O(1) however many
+ * sessions there are and however many re-attach at once.
+ */
+struct rift__sess_table {
+	rift_conn **buckets; /* chain heads; NULL until the first session */
+	size_t mask;         /* buckets - 1 (a power of two, minus one) */
+	size_t n;            /* sessions in the table */
+	/* SipHash key of the bucket hash, random per context: session ids
+	 * are the clients' choice, their buckets must not be. */
+	uint8_t hash_key[16];
+};
+
 /* ---- context ---- */
 struct rift_ctx {
 	rift_config cfg;
@@ -463,6 +481,8 @@ struct rift_ctx {
 	struct rift__list closing_listeners; /* awaiting close callback */
 	struct rift__list dead_paths; /* failed paths to destroy */
 	struct rift__list drainq;  /* conns with held messages to deliver */
+	struct rift__sess_table sessions; /* server sessions, for RESUME */
+	uint64_t listener_serials; /* last rift_listener.serial given */
 	rift_ctx_stats stats;
 	struct rift__hist ack_hist;      /* enqueue to cumulative ack, us */
 	struct rift__hist reattach_hist; /* PATH_DOWN to PATH_CHANGED, us */
@@ -529,6 +549,9 @@ struct rift_listener {
 	bool closing;
 	bool auto_scheme;        /* auto://: TCP sessions are served too */
 	bool tcp_shared;        /* rdma cm=tcp: its socket serves them, no twin */
+	/* Its number in the context, from 1, never reused: its sessions'
+	 * key in ctx->sessions (a pointer could be reused by a later one). */
+	uint64_t serial;
 	int port;
 	int fd;
 	rift__io io;

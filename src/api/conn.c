@@ -442,6 +442,7 @@ void rift_conn_close(rift_conn *conn, void (*close_cb)(rift_conn *conn))
 	p = conn->path;
 	conn->closing = true;
 	conn->close_cb = close_cb;
+	rift__sessions_del(conn); /* no RESUME can find it now */
 	if (p && p->state == RIFT_PATH_ATTACHED) {
 		/* Best effort: finish the frame in progress and say goodbye
 		 * in the same write, without waiting. */

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "session/session.h"
 
 #define MAX_EVENTS 256
 
@@ -310,6 +311,7 @@ int rift_ctx_destroy(rift_ctx *ctx)
 	}
 	rift__transports_ctx_destroy(ctx);
 	rift__ctx_free_small_bufs(ctx);
+	rift__sessions_free(ctx);
 	close(ctx->tfd);
 	close(ctx->evfd);
 	close(ctx->epfd);

@@ -7,6 +7,7 @@
  * due (ctx.c).
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "session/session.h"
 
@@ -51,6 +52,7 @@ int rift__ctx_deferred_run(rift_ctx *ctx)
 		rift__conn_drop_queue(conn);
 		if (conn->close_cb)
 			conn->close_cb(conn);
+		explicit_bzero(conn->key, sizeof(conn->key));
 		free(conn);
 		done++;
 	}

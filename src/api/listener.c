@@ -62,6 +62,7 @@ int rift_listen(rift_ctx *ctx, const char *url, const rift_conn_callbacks *cbs,
 	if (!l)
 		return rift__ctx_fail(ctx, RIFT_ENOMEM, "rift_listen: out of memory");
 	l->ctx = ctx;
+	l->serial = ++ctx->listener_serials;
 	if (cbs)
 		l->cbs = *cbs;
 	l->user = user;

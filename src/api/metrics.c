@@ -293,6 +293,11 @@ static const struct family_def ctx_counters[] = {
 	{ "rift_protocol_errors_total",
 	  "Paths closed because the peer broke the protocol.",
 	  CTX_STAT(protocol_errors) },
+	{ "rift_resumes_refused_total",
+	  "RESUMEs refused without touching the session they named: unknown "
+	  "session, no proof of its secret, replayed, or a state it cannot "
+	  "rewind to (also counted as protocol errors).",
+	  CTX_STAT(resumes_refused) },
 	{ "rift_credit_stalls_total",
 	  "RDMA: times a sender ran out of peer receive credits with data "
 	  "waiting.",
@@ -776,6 +781,7 @@ int rift_metrics_info(rift_ctx *ctx, char *buf, size_t len)
 	out_str(&o, "\r\n# Sessions\r\n");
 	kv(&o, "sessions_resumed", st->sessions_resumed);
 	kv(&o, "sessions_expired", st->sessions_expired);
+	kv(&o, "resumes_refused", st->resumes_refused);
 	kv(&o, "path_downs", st->path_downs);
 	kv(&o, "failovers", st->failovers);
 	kv(&o, "failbacks", st->failbacks);

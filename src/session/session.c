@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "session/session.h"
+#include "util/secret.h"
 
 /* ---- paths: generic life cycle ---- */
 
@@ -103,12 +104,21 @@ rift_conn *rift__conn_alloc(rift_ctx *ctx, const rift_conn_callbacks *cbs,
 
 rift_conn *rift__conn_new_server(rift_listener *l, uint64_t session_id)
 {
-	rift_conn *conn = rift__conn_alloc(l->ctx, &l->cbs, l->user, false);
+	uint8_t key[RIFT_SESSION_KEY_LEN];
+	rift_conn *conn;
 
+	/* Both before the conn exists: nothing to undo after it. */
+	if (rift__sessions_reserve(l->ctx) || rift__random(key, sizeof(key)))
+		return NULL;
+	conn = rift__conn_alloc(l->ctx, &l->cbs, l->user, false);
 	if (!conn)
 		return NULL;
 	conn->session_id = session_id;
 	conn->ops = l->ops;
+	conn->lst_serial = l->serial;
+	memcpy(conn->key, key, sizeof(key));
+	explicit_bzero(key, sizeof(key));
+	rift__sessions_add(conn);
 	return conn;
 }
 
@@ -142,6 +152,7 @@ void rift__conn_die(rift_conn *conn, rift_event_type type, int status)
 {
 	if (conn->state == RIFT_CONN_DEAD)
 		return;
+	rift__sessions_del(conn); /* no RESUME can find it now */
 	rift__conn_abandon_path(conn);
 	rift_timer_stop(&conn->retry_timer);
 	rift_timer_stop(&conn->ack_timer);
@@ -186,12 +197,12 @@ void rift__conn_drop_held(rift_conn *conn)
 }
 
 /*
- * Start sending on a freshly attached path from what the peer lacks: after
- * what it holds (delivered or held), while only what it delivered counts as
- * acknowledged.
+ * Whether conn_rewind can start from what a peer says it holds: 0, or
+ * RIFT_EPROTO with *why set.  Changes nothing, so a server checks a
+ * RESUME in full before it touches the session.
  */
-static int conn_rewind(rift_conn *conn, const struct rift__hello *peer,
-		       const char **why)
+static int rewind_check(const rift_conn *conn, const struct rift__hello *peer,
+			const char **why)
 {
 	if (peer->held_seq > conn->max_written) {
 		*why = "peer claims messages that were never sent";
@@ -201,13 +212,23 @@ static int conn_rewind(rift_conn *conn, const struct rift__hello *peer,
 		*why = "peer forgot messages it had acknowledged";
 		return RIFT_EPROTO;
 	}
+	return 0;
+}
+
+/*
+ * Start sending on a freshly attached path from what the peer lacks: after
+ * what it holds (delivered or held), while only what it delivered counts as
+ * acknowledged.  After rewind_check passed: acked_seq <= recv_seq <=
+ * held_seq (rift__hello_decode) = written_seq, an ack rift__conn_ack_check
+ * takes.
+ */
+static void conn_rewind(rift_conn *conn, const struct rift__hello *peer)
+{
 	conn->written_seq = peer->held_seq;
-	if (rift__conn_ack(conn, peer->recv_seq, why))
-		return RIFT_EPROTO;
+	rift__conn_ack_apply(conn, peer->recv_seq);
 	conn->cursor = conn->head;
 	while (conn->cursor && conn->cursor->seq <= peer->held_seq)
 		conn->cursor = conn->cursor->next;
-	return 0;
 }
 
 /*
@@ -271,16 +292,23 @@ static void attach(rift_conn *conn, rift__path *p)
 	rift__path_kick(p);
 }
 
-/* Fill a handshake payload describing our side. */
-static void hello_fill(rift_conn *conn, struct rift__hello *h)
+/* Fill the handshake payload of a frame of that type describing our
+ * side (a RESUME's or RESUME_ACK's tag is sealed once it is encoded). */
+static void hello_fill(rift_conn *conn, uint8_t type, struct rift__hello *h)
 {
+	memset(h, 0, sizeof(*h));
 	h->proto = RIFT_WIRE_VERSION;
-	h->flags = 0;
 	h->session_id = conn->session_id;
 	h->recv_seq = conn->recv_seq;
 	h->held_seq = conn->held_seq;
 	h->max_msg_size = conn->ctx->cfg.max_msg_size;
 	h->window = conn->ctx->cfg.send_window;
+	if (type == RIFT_FRAME_HELLO_ACK)
+		memcpy(h->auth, conn->key, sizeof(h->auth));
+	else if (type == RIFT_FRAME_RESUME)
+		h->attach = ++conn->attach_seq; /* never used before */
+	else if (type == RIFT_FRAME_RESUME_ACK)
+		h->attach = conn->attach_seq;   /* the RESUME's */
 }
 
 /* Refuse a frame: tell the peer why (best effort), then fail the path. */
@@ -341,18 +369,58 @@ static void keepalive_tick(rift_timer *t, void *user)
 
 /* ---- frames ---- */
 
-static rift_conn *find_session(rift_ctx *ctx, uint64_t id)
+/*
+ * Refuse a RESUME: an ERROR to its path alone, which fails; the session
+ * it names, if any, is not touched.  RIFT_ESESSION, so the peer does not
+ * try again; counted (resumes_refused, and as a protocol error).
+ */
+static int resume_refuse(rift__path *p, const char *why)
 {
-	struct rift__list *it;
+	p->ctx->stats.resumes_refused++;
+	p->ctx->stats.protocol_errors++;
+	path_reject(p, RIFT_ESESSION, why);
+	return RIFT_EPROTO;
+}
 
-	for (it = ctx->conns.next; it != &ctx->conns; it = it->next) {
-		rift_conn *c = rift__list_entry(it, rift_conn, node);
+/*
+ * A RESUME moves the session it names to this path, if it proves it may
+ * (session/wire.h, "Who may attach a path"): the session of that id on
+ * the listener the path came through, the tag under the session's key,
+ * a fresh attach counter, a state the session can rewind to.  All of it
+ * is checked before the session or its live path are touched.
+ */
+static int server_resume(rift__path *p, const uint8_t *payload,
+			 const struct rift__hello *hello)
+{
+	rift_conn *conn = rift__sessions_find(p->ctx, p->lst ? p->lst->serial : 0,
+					      hello->session_id);
+	const char *why = NULL;
 
-		if (!c->is_client && c->session_id == id &&
-		    c->state != RIFT_CONN_DEAD)
-			return c;
-	}
-	return NULL;
+	/* The peer asked for a session this listener never had, or that
+	 * already ended or expired. */
+	if (!conn)
+		return resume_refuse(p, "RESUME for an unknown session");
+	if (!rift__hello_proves(payload, RIFT_FRAME_RESUME, conn->key))
+		return resume_refuse(p, "RESUME without the session's proof");
+	if (hello->attach <= conn->attach_seq)
+		return resume_refuse(p, "RESUME replayed (attach counter "
+					"already used)");
+	if (rewind_check(conn, hello, &why))
+		return resume_refuse(p, why);
+
+	conn->attach_seq = hello->attach;
+	/* The old path may not have noticed its death yet: replace it.  It
+	 * never writes again, so rewinding cannot pull data from under it. */
+	rift__conn_abandon_path(conn);
+	conn_rewind(conn, hello);
+	conn->peer_max_msg = hello->max_msg_size;
+	p->pending |= RIFT_PEND_RESUME_ACK;
+	attach(conn, p);
+	conn->stats.path_changes++;
+	rift__metrics_path_changed(conn);
+	p->ctx->stats.sessions_resumed++;
+	rift__conn_emit(conn, RIFT_EVENT_PATH_CHANGED, 0, "session re-attached");
+	return p->state == RIFT_PATH_DEAD ? RIFT_ECLOSED : 0;
 }
 
 /* First frame on a server path: HELLO (new session) or RESUME. */
@@ -368,62 +436,33 @@ static int server_handshake(rift__path *p, const struct rift__hdr *h,
 				   "expected HELLO or RESUME as first frame");
 	if (rift__hello_decode(payload, h->len, &hello, &why))
 		return path_reject(p, RIFT_EPROTO, why);
-	conn = find_session(p->ctx, hello.session_id);
+	if (h->type == RIFT_FRAME_RESUME)
+		return server_resume(p, payload, &hello);
 
-	if (h->type == RIFT_FRAME_HELLO) {
-		if (conn)
-			return path_reject(p, RIFT_EPROTO,
-					   "HELLO for a session id in use");
-		if (hello.held_seq != 0)
-			return path_reject(p, RIFT_EPROTO,
-					   "HELLO of a new session with data");
-		if (!p->lst || p->lst->closing)
-			return path_reject(p, RIFT_ECONNREFUSED,
-					   "listener is closing");
-		conn = rift__conn_new_server(p->lst, hello.session_id);
-		if (!conn)
-			return path_reject(p, RIFT_ENOMEM,
-					   "out of memory for a new session");
-		conn->peer_window = hello.window;
-		conn->peer_max_msg = hello.max_msg_size;
-		p->pending |= RIFT_PEND_HELLO_ACK;
-		attach(conn, p);
-		p->lst->on_accept(p->lst, conn);
-		return p->state == RIFT_PATH_DEAD ? RIFT_ECLOSED : 0;
-	}
-
-	if (!conn) {
-		/* Counted like any protocol error: the peer asked for a
-		 * session this side never had or already expired. */
-		p->ctx->stats.protocol_errors++;
-		path_reject(p, RIFT_ESESSION, "RESUME for an unknown session");
-		return RIFT_EPROTO;
-	}
-	if (conn->closing)
-		return path_reject(p, RIFT_ESESSION, "session is closing");
-	/* The old path may not have noticed its death yet: replace it.  It
-	 * never writes again, so rewinding cannot pull data from under it. */
-	rift__conn_abandon_path(conn);
-	if (conn_rewind(conn, &hello, &why)) {
-		/* A peer that lies about what it holds cannot be resumed. */
-		rift__conn_error(conn, "%s: %s", p->peer, why);
-		path_reject(p, RIFT_EPROTO, why);
-		rift__conn_die(conn, RIFT_EVENT_DISCONNECTED, RIFT_EPROTO);
-		return RIFT_EPROTO;
-	}
+	if (!p->lst || p->lst->closing)
+		return path_reject(p, RIFT_ECONNREFUSED, "listener is closing");
+	if (rift__sessions_find(p->ctx, p->lst->serial, hello.session_id))
+		return path_reject(p, RIFT_EPROTO,
+				   "HELLO for a session id in use");
+	if (hello.held_seq != 0 || hello.attach != 0)
+		return path_reject(p, RIFT_EPROTO,
+				   "HELLO of a new session with data");
+	conn = rift__conn_new_server(p->lst, hello.session_id);
+	if (!conn)
+		return path_reject(p, RIFT_ENOMEM,
+				   "out of memory for a new session");
+	conn->peer_window = hello.window;
 	conn->peer_max_msg = hello.max_msg_size;
-	p->pending |= RIFT_PEND_RESUME_ACK;
+	p->pending |= RIFT_PEND_HELLO_ACK;
 	attach(conn, p);
-	conn->stats.path_changes++;
-	rift__metrics_path_changed(conn);
-	p->ctx->stats.sessions_resumed++;
-	rift__conn_emit(conn, RIFT_EVENT_PATH_CHANGED, 0, "session re-attached");
+	p->lst->on_accept(p->lst, conn);
 	return p->state == RIFT_PATH_DEAD ? RIFT_ECLOSED : 0;
 }
 
 static int client_handshake(rift__path *p, const struct rift__hdr *h,
 			    const uint8_t *payload)
 {
+	static const uint8_t no_key[RIFT_SESSION_KEY_LEN];
 	rift_conn *conn = p->conn;
 	struct rift__hello hello;
 	struct rift__error_frame ef;
@@ -447,11 +486,24 @@ static int client_handshake(rift__path *p, const struct rift__hdr *h,
 	if (hello.session_id != conn->session_id)
 		return path_reject(p, RIFT_EPROTO,
 				   "handshake answer for another session");
-	if (!resume && hello.held_seq != 0)
+	if (!resume && (hello.held_seq != 0 || hello.attach != 0))
 		return path_reject(p, RIFT_EPROTO,
 				   "new session answered with data received");
-	if (conn_rewind(conn, &hello, &why))
+	/* Whoever answers a RESUME must hold the session's key: an impostor
+	 * at the server's address fails this attempt, not the session. */
+	if (resume && (!rift__hello_proves(payload, RIFT_FRAME_RESUME_ACK,
+					   conn->key) ||
+		       hello.attach != conn->attach_seq))
+		return path_reject(p, RIFT_EACCES,
+				   "RESUME_ACK without the session's proof");
+	if (!resume && !memcmp(hello.auth, no_key, sizeof(no_key)))
+		return path_reject(p, RIFT_EPROTO,
+				   "HELLO_ACK without a session key");
+	if (rewind_check(conn, &hello, &why))
 		return path_reject(p, RIFT_EPROTO, why);
+	if (!resume)
+		memcpy(conn->key, hello.auth, sizeof(conn->key));
+	conn_rewind(conn, &hello);
 	conn->peer_window = hello.window;
 	conn->peer_max_msg = hello.max_msg_size;
 	attach(conn, p);
@@ -639,6 +691,17 @@ size_t rift__sess_control(rift__path *p, uint8_t *buf, size_t cap)
 
 	if (!p->pending)
 		return 0;
+	if ((p->pending & RIFT_PEND_HELLO) &&
+	    rift__fault_hit(RIFT_FAULT_EARLY_DATA)) {
+		struct rift__hdr d = {
+			.type = RIFT_FRAME_DATA,
+			.len = (uint32_t)p->ctx->cfg.max_msg_size,
+			.seq = 1,
+		};
+
+		rift__hdr_encode(buf, &d);
+		used = RIFT_HDR_SIZE;
+	}
 	for (size_t i = 0; i < RIFT_ARRAY_SIZE(order); i++) {
 		struct rift__hdr h = { .type = order[i].type };
 		struct rift__hello hello;
@@ -655,8 +718,12 @@ size_t rift__sess_control(rift__path *p, uint8_t *buf, size_t cap)
 		} else if (order[i].type <= RIFT_FRAME_RESUME_ACK) {
 			if (!conn)
 				continue;
-			hello_fill(conn, &hello);
+			hello_fill(conn, order[i].type, &hello);
 			h.len = (uint32_t)rift__hello_encode(payload, &hello);
+			if (order[i].type == RIFT_FRAME_RESUME ||
+			    order[i].type == RIFT_FRAME_RESUME_ACK)
+				rift__hello_seal(payload, order[i].type,
+						 conn->key);
 		}
 		if (conn && p->state == RIFT_PATH_ATTACHED) {
 			h.ack = conn->recv_seq;

@@ -67,6 +67,16 @@ struct rift_conn {
 	rift_timer ack_timer;   /* explicit ack when idle */
 
 	uint64_t session_id;
+	/* The session key (session/wire.h, "Who may attach a path"): drawn
+	 * by the server for a HELLO, learnt by the client from the
+	 * HELLO_ACK; zeros before. */
+	uint8_t key[RIFT_SESSION_KEY_LEN];
+	/* Attach counter: the client's last RESUME's; the highest the
+	 * server accepted.  0 until the first re-attach. */
+	uint64_t attach_seq;
+	uint64_t lst_serial;    /* server: serial of the accepting listener */
+	rift_conn *table_next;  /* server: next in its ctx->sessions chain */
+	bool in_table;          /* server: in ctx->sessions */
 	rift__path *path;       /* attached or attaching path */
 
 	/* send side */
@@ -255,6 +265,28 @@ rift_conn *rift__conn_alloc(rift_ctx *ctx, const rift_conn_callbacks *cbs,
 			    void *user, bool is_client);
 /* A server session for a HELLO that reached l; NULL when out of memory. */
 rift_conn *rift__conn_new_server(rift_listener *l, uint64_t session_id);
+/*
+ * ---- the server sessions of a context (session/sessions.c) ----
+ * A HELLO or RESUME finds its session by the listener it arrived on and
+ * its id; a session is in the table from its HELLO until it ends
+ * (rift__conn_die, rift_conn_close).
+ */
+/* Room for one more session, so that rift__sessions_add cannot fail:
+ * 0, RIFT_ENOMEM, or RIFT_EIO (no random bytes for the hash key). */
+int rift__sessions_reserve(rift_ctx *ctx);
+/* Add a server session (session_id and lst_serial set) after a
+ * successful rift__sessions_reserve. */
+void rift__sessions_add(rift_conn *conn);
+/* The session id on the listener of serial lst_serial, or NULL. */
+rift_conn *rift__sessions_find(rift_ctx *ctx, uint64_t lst_serial,
+			       uint64_t id);
+/* Take conn out of the table (its session ended); no-op if not in. */
+void rift__sessions_del(rift_conn *conn);
+/* Free the table of a context that ends (no session is left in it). */
+void rift__sessions_free(rift_ctx *ctx);
+/* Tests: the length of the longest chain. */
+size_t rift__sessions_longest(const rift_ctx *ctx);
+
 /* True when the path owes control frames or has unsent data (asked for
  * every SEND a transport builds: inline). */
 static inline bool rift__sess_has_output(const rift__path *p)

@@ -37,10 +37,29 @@ void rift__stream_space(struct rift__stream *s, uint8_t **dst, size_t *room)
 	}
 }
 
+/*
+ * rift__hdr_decode, and before the path's handshake completed no DATA
+ * frame at all: until then only handshake and control frames, whose
+ * lengths are their own and small, are read.  A length a peer that never
+ * sent a HELLO declares (up to max_msg_size) is refused at the header,
+ * before a byte of its payload is taken or a block given for it.
+ */
+static int decode(const rift__path *p, const uint8_t *in, size_t n,
+		  struct rift__hdr *h, const char **why)
+{
+	int rc = rift__hdr_decode(in, n, p->ctx->cfg.max_msg_size, h, why);
+
+	if (!rc && h->type == RIFT_FRAME_DATA &&
+	    p->state != RIFT_PATH_ATTACHED) {
+		*why = "data before the handshake";
+		return RIFT_EPROTO;
+	}
+	return rc;
+}
+
 /* Deliver complete frames from the buffer; returns as commit does. */
 static int process(rift__path *p, struct rift__stream *s)
 {
-	uint64_t max = p->ctx->cfg.max_msg_size;
 	size_t need = RIFT_HDR_SIZE; /* bytes the frame at rstart needs */
 
 	while (s->rend - s->rstart >= RIFT_HDR_SIZE) {
@@ -48,8 +67,8 @@ static int process(rift__path *p, struct rift__stream *s)
 		const char *why = NULL;
 		int rc;
 
-		rc = rift__hdr_decode(s->rbuf + s->rstart, s->rend - s->rstart,
-				      max, &h, &why);
+		rc = decode(p, s->rbuf + s->rstart, s->rend - s->rstart, &h,
+			    &why);
 		if (rc) {
 			p->pending |= RIFT_PEND_ERROR;
 			p->error_code = RIFT_EPROTO;
@@ -119,7 +138,6 @@ int rift__stream_commit(rift__path *p, struct rift__stream *s, size_t n)
 int rift__stream_inplace(rift__path *p, struct rift__stream *s,
 			 uint8_t *buf, size_t len, size_t *used)
 {
-	uint64_t max = p->ctx->cfg.max_msg_size;
 	size_t off = 0;
 
 	*used = 0;
@@ -130,7 +148,7 @@ int rift__stream_inplace(rift__path *p, struct rift__stream *s,
 		const char *why = NULL;
 		int rc;
 
-		if (rift__hdr_decode(buf + off, len - off, max, &h, &why))
+		if (decode(p, buf + off, len - off, &h, &why))
 			break; /* the copying path reports it */
 		if (len - off < RIFT_HDR_SIZE + (size_t)h.len)
 			break;

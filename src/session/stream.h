@@ -5,6 +5,9 @@
  * TCP reads into it, the verbs transport copies receive buffers into it.
  * Frames that fit the buffer are delivered in place; a frame larger than
  * the buffer gets a block of its own and its bytes go straight there.
+ * Until the path's handshake completed, a DATA header is refused as soon
+ * as it is read (the path fails with RIFT_EPROTO): no block is ever given
+ * for a length a peer declared before its HELLO.
  */
 #ifndef RIFT_SESSION_STREAM_H
 #define RIFT_SESSION_STREAM_H

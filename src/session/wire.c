@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "util/secret.h"
 
 /* Big-endian fields through single loads and stores: a frame header is
  * encoded and decoded once per message. */
@@ -128,6 +129,8 @@ size_t rift__hello_encode(uint8_t *out, const struct rift__hello *m)
 	put64(out + 24, m->max_msg_size);
 	put64(out + 32, m->window);
 	put64(out + 40, m->held_seq);
+	put64(out + 48, m->attach);
+	memcpy(out + RIFT_HELLO_AUTH_AT, m->auth, RIFT_SESSION_KEY_LEN);
 	return RIFT_HELLO_SIZE;
 }
 
@@ -145,6 +148,8 @@ int rift__hello_decode(const uint8_t *in, size_t n, struct rift__hello *m,
 	m->max_msg_size = get64(in + 24);
 	m->window = get64(in + 32);
 	m->held_seq = get64(in + 40);
+	m->attach = get64(in + 48);
+	memcpy(m->auth, in + RIFT_HELLO_AUTH_AT, RIFT_SESSION_KEY_LEN);
 	if (m->proto != RIFT_WIRE_VERSION) {
 		*why = "unsupported protocol version in handshake";
 		return RIFT_EPROTO;
@@ -162,6 +167,39 @@ int rift__hello_decode(const uint8_t *in, size_t n, struct rift__hello *m,
 		return RIFT_EPROTO;
 	}
 	return 0;
+}
+
+_Static_assert(RIFT_SESSION_KEY_LEN == RIFT_SIPHASH_KEY_LEN,
+	       "a session key keys SipHash");
+_Static_assert(RIFT_HELLO_AUTH_AT + RIFT_SESSION_KEY_LEN == RIFT_HELLO_SIZE,
+	       "the auth field ends the handshake payload");
+
+/* The tag of a handshake payload: the frame type keeps a RESUME's tag
+ * from passing as its RESUME_ACK's (or the other way round). */
+static void hello_tag(const uint8_t *payload, uint8_t type,
+		      const uint8_t key[RIFT_SESSION_KEY_LEN],
+		      uint8_t tag[RIFT_SESSION_KEY_LEN])
+{
+	uint8_t in[1 + RIFT_HELLO_AUTH_AT];
+
+	in[0] = type;
+	memcpy(in + 1, payload, RIFT_HELLO_AUTH_AT);
+	rift__siphash(key, in, sizeof(in), tag, RIFT_SESSION_KEY_LEN);
+}
+
+void rift__hello_seal(uint8_t *payload, uint8_t type,
+		      const uint8_t key[RIFT_SESSION_KEY_LEN])
+{
+	hello_tag(payload, type, key, payload + RIFT_HELLO_AUTH_AT);
+}
+
+bool rift__hello_proves(const uint8_t *payload, uint8_t type,
+			const uint8_t key[RIFT_SESSION_KEY_LEN])
+{
+	uint8_t tag[RIFT_SESSION_KEY_LEN];
+
+	hello_tag(payload, type, key, tag);
+	return rift__ct_equal(tag, payload + RIFT_HELLO_AUTH_AT, sizeof(tag));
 }
 
 size_t rift__error_encode(uint8_t *out, int32_t code, const char *text)

@@ -3,7 +3,7 @@
  *
  * Every frame starts with a 24-byte header in network byte order:
  *
- *   0  u16 magic 0x5246 ("RF")     2  u8 version (1)    3  u8 type
+ *   0  u16 magic 0x5246 ("RF")     2  u8 version (2)    3  u8 type
  *   4  u32 payload length          8  u64 seq (DATA: message sequence)
  *  16  u64 ack (cumulative: highest sequence received in order)
  *
@@ -14,7 +14,57 @@
  * Control payloads have fixed sizes (ERROR has a bounded one), so a decoder
  * can reject any frame whose length does not fit its type before reading
  * the payload.  Decoders never trust a length: they check it against what
- * the type allows and against the configured maximum message size.
+ * the type allows and against the configured maximum message size.  A
+ * path whose handshake has not completed reads no DATA frame at all: it is
+ * refused at its header (session/stream.c), so the only bytes a peer that
+ * never sent a HELLO can make us take are a handshake's own.
+ *
+ * Version 2 (RIFT_WIRE_VERSION) added the session secret to the
+ * handshake payload (below); a version 1 peer is refused at its first
+ * header ("unsupported frame version").
+ *
+ * ---- Who may attach a path to a session ----
+ *
+ * A session id says which session a path is for; it is no credential:
+ * the client chooses it, every frame of the handshake carries it in the
+ * clear, and rift prints it (metrics labels, logs).  So the server gives
+ * each new session a secret, the session key: 128 random bits from
+ * getrandom(2), sent once, in the HELLO_ACK.  A RESUME (and any frame a
+ * later version adds to join a path to a live session) must prove it
+ * knows the key with a MAC, not by showing the key:
+ *
+ *   tag = SipHash-2-4-128(key, frame type || payload bytes 0..55)
+ *
+ * in the payload's last 16 bytes, over an attach counter the client
+ * raises for every RESUME it sends and the server accepts only above the
+ * last one it accepted.  The server finds the session by the listener the
+ * path came through and the id, checks the tag (in constant time), the
+ * counter and that the session can rewind to what the RESUME says it
+ * holds, all before it touches the session, and refuses a RESUME that
+ * fails on that path alone: the live path and the session are untouched.
+ * The RESUME_ACK answers with its own tag over the same counter, so a
+ * client re-attaches only to the server that holds the key.  Handshake
+ * frames travel as frames on every transport (over verbs, on the QP), so
+ * this holds for both.
+ *
+ * Why a MAC over a counter rather than the key compared in constant time:
+ * the transport is not encrypted, so a key shown in every RESUME would be
+ * given to whoever sees any one of them, on any of the networks a session
+ * fails over through, and a recorded RESUME could be sent again.  With the
+ * MAC the key crosses the wire once, on the first path; a RESUME tells an
+ * observer nothing it can use (the tag covers the frame's every field, and
+ * its counter is used up); and the counter costs no round trip, where a
+ * nonce chosen by the server would add one to every re-attach.
+ *
+ * What this covers: anyone who learns or guesses a session id but did not
+ * see the session's first handshake (a metrics scrape, a log, another
+ * tenant, an observer on a failover path or one that arrives later) can
+ * neither take a session over nor end it, nor replay a RESUME.  What it
+ * does not: an observer of the first path's HELLO_ACK learns the key; an
+ * attacker on the path, who can rewrite or inject TCP segments (or race
+ * a copy of a RESUME it sees in flight ahead of it), can do anything to
+ * the traffic anyway, secret or not.  Against those, run rift over an
+ * encrypted and authenticated network (IPsec, WireGuard, MACsec).
  */
 #ifndef RIFT_SESSION_WIRE_H
 #define RIFT_SESSION_WIRE_H
@@ -26,7 +76,7 @@
 #include <string.h>
 
 #define RIFT_WIRE_MAGIC 0x5246u
-#define RIFT_WIRE_VERSION 1u
+#define RIFT_WIRE_VERSION 2u
 #define RIFT_HDR_SIZE 24u
 #define RIFT_ERROR_TEXT_MAX 200u
 
@@ -50,8 +100,11 @@ struct rift__hdr {
 	uint64_t ack;
 };
 
-/* HELLO, HELLO_ACK, RESUME and RESUME_ACK share one payload. */
-#define RIFT_HELLO_SIZE 48u
+/* HELLO, HELLO_ACK, RESUME and RESUME_ACK share one payload, in this
+ * order on the wire (all big-endian): */
+#define RIFT_HELLO_SIZE 72u
+#define RIFT_HELLO_AUTH_AT 56u   /* the auth field: the tag covers what is before */
+#define RIFT_SESSION_KEY_LEN 16u /* the session key, and a tag, bytes */
 struct rift__hello {
 	uint32_t proto;        /* protocol version spoken */
 	uint32_t flags;        /* capabilities (none defined yet) */
@@ -63,6 +116,12 @@ struct rift__hello {
 	 * is stopped (>= recv_seq).  Held messages need no resend, but they
 	 * stay unacknowledged: they still count in the peer's window. */
 	uint64_t held_seq;
+	/* The attach counter: 0 in HELLO and HELLO_ACK; the client's count of
+	 * RESUMEs sent in RESUME, and the same value in its RESUME_ACK. */
+	uint64_t attach;
+	/* HELLO: zeros.  HELLO_ACK: the session key.  RESUME, RESUME_ACK:
+	 * the tag (rift__hello_seal). */
+	uint8_t auth[RIFT_SESSION_KEY_LEN];
 };
 
 struct rift__error_frame {
@@ -120,6 +179,15 @@ size_t rift__hello_encode(uint8_t *out, const struct rift__hello *m);
  * held_seq below recv_seq). */
 int rift__hello_decode(const uint8_t *in, size_t n, struct rift__hello *m,
 		       const char **why);
+/* Write the tag of an encoded handshake payload of the given frame type
+ * into its auth field, under the session key. */
+void rift__hello_seal(uint8_t *payload, uint8_t type,
+		      const uint8_t key[RIFT_SESSION_KEY_LEN]);
+/* Whether the auth field of a received handshake payload (RIFT_HELLO_SIZE
+ * bytes, decoded already) is the tag of the rest under key; compared in
+ * constant time. */
+bool rift__hello_proves(const uint8_t *payload, uint8_t type,
+			const uint8_t key[RIFT_SESSION_KEY_LEN]);
 
 /* Encodes code and text (cut at RIFT_ERROR_TEXT_MAX); returns bytes. */
 size_t rift__error_encode(uint8_t *out, int32_t code, const char *text);

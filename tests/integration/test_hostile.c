@@ -4,12 +4,14 @@
  * and other connections on the same context carry on.
  */
 #include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "session/session.h"
 #include "harness.h"
 
 static rift_conn *hostile_conns[64];
@@ -280,4 +282,450 @@ TEST(client_refuses_answer_for_another_session)
 TEST(client_refuses_wrong_handshake_frame)
 {
 	lying_server(RIFT_FRAME_RESUME_ACK, 0, "expected HELLO_ACK");
+}
+
+/* ---- who may re-attach a session (issue 14, item 1) ---- */
+
+static rift_ctx_stats ctx_stats(rift_ctx *ctx)
+{
+	rift_ctx_stats st;
+
+	rift_ctx_stats_init(&st);
+	rift_ctx_stats_get(ctx, &st);
+	return st;
+}
+
+/*
+ * A third party on the same context that claims a live session: a client
+ * that connects to port and, instead of a HELLO, sends the RESUME of
+ * session id with the key and the attach counter given (its RESUME
+ * carries attach + 1).  Runs until it is refused: the event it got is in
+ * *s.  Returns the conn, dead, for the teardown.
+ */
+static rift_conn *impostor(rift_ctx *ctx, int port, uint64_t id,
+			   const uint8_t *key, uint64_t attach, struct side *s)
+{
+	rift_conn *c = h_connect(ctx, port, s);
+
+	c->session_id = id;
+	if (key)
+		memcpy(c->key, key, sizeof(c->key));
+	c->attach_seq = attach;
+	c->state = RIFT_CONN_DETACHED; /* re-attaching: a RESUME */
+	c->detached_us = ctx->now_us;
+	if (!h_wait(ctx, &s->disconnected, 10000))
+		FAIL("impostor neither refused nor attached: \"%s\"",
+		     rift_conn_last_error(c));
+	return c;
+}
+
+/* The session of cli and srv is still the one it was: no path went down
+ * or changed on either side, and it still delivers both ways. */
+static void session_untouched(rift_ctx *ctx, struct side *cli,
+			      struct side *srv, int changes)
+{
+	CHECK_EQ(srv->disconnected, 0);
+	CHECK_EQ(cli->disconnected, 0);
+	CHECK_EQ(srv->path_changed, changes);
+	CHECK_EQ(cli->path_changed, changes);
+	CHECK_EQ(cli->path_down, changes);
+	neighbour_ok(ctx, cli); /* the server echoes it back */
+}
+
+static void refused(rift_ctx *ctx, struct side *imp, uint64_t *refusals,
+		    const char *why)
+{
+	CHECK_EQ(imp->last_status, RIFT_ESESSION);
+	CHECK_CONTAINS(imp->last_message, why);
+	CHECK_EQ(ctx_stats(ctx).resumes_refused, *refusals + 1);
+	*refusals += 1;
+}
+
+/*
+ * Anyone who knows a session's id (printed in metrics labels; here read
+ * from the client's conn) but not its key can neither take the session
+ * over nor end it: a RESUME without the key's proof, with another key,
+ * replaying a RESUME the client sent, or sent to another listener of the
+ * context, is refused on its own path and counted; the live path goes on
+ * delivering.  (Before: the RESUME was matched on the id alone, the live
+ * path dropped before it was checked, and the session ended on the
+ * rewind check, or went to the impostor.)
+ */
+TEST_T(resume_without_the_session_secret_is_refused)
+{
+	rift_ctx *ctx = h_ctx(NULL);
+	struct side srv = { .echo = true }, cli = { 0 }, other = { 0 };
+	struct side imp[4] = { { 0 } };
+	rift_listener *l = h_listen(ctx, &srv), *l2 = h_listen(ctx, &other);
+	rift_conn *conns[8];
+	uint8_t wrong[RIFT_SESSION_KEY_LEN];
+	uint64_t id, refusals = 0;
+	int port = rift_listener_port(l), nc = 0;
+
+	h_connect(ctx, port, &cli);
+	h_connected(ctx, &cli);
+	for (int i = 0; i < 5; i++)
+		neighbour_ok(ctx, &cli); /* acked messages: a rewind to 0 lies */
+	id = cli.conn->session_id;
+
+	/* No secret at all: a RESUME with a tag under a zero key. */
+	conns[nc++] = impostor(ctx, port, id, NULL, 0, &imp[0]);
+	session_untouched(ctx, &cli, &srv, 0);
+	refused(ctx, &imp[0], &refusals, "without the session's proof");
+
+	/* A wrong secret. */
+	memset(wrong, 0x5a, sizeof(wrong));
+	conns[nc++] = impostor(ctx, port, id, wrong, 0, &imp[1]);
+	session_untouched(ctx, &cli, &srv, 0);
+	refused(ctx, &imp[1], &refusals, "without the session's proof");
+
+	/* The client re-attaches once (RESUME, attach counter 1) ... */
+	CHECK_EQ(rift__conn_cut(cli.conn), 0);
+	CHECK(h_wait(ctx, &srv.path_changed, 10000));
+	CHECK(h_wait(ctx, &cli.path_changed, 10000));
+	CHECK_EQ(cli.conn->attach_seq, 1);
+	/* ... and that RESUME, proof and all, cannot be used again: right
+	 * id, right secret, a used counter. */
+	conns[nc++] = impostor(ctx, port, id, cli.conn->key, 0, &imp[2]);
+	session_untouched(ctx, &cli, &srv, 1);
+	refused(ctx, &imp[2], &refusals, "replayed");
+
+	/* Everything right but the listener: a session re-attaches through
+	 * the one that accepted it. */
+	conns[nc++] = impostor(ctx, rift_listener_port(l2), id, cli.conn->key,
+			       cli.conn->attach_seq, &imp[3]);
+	session_untouched(ctx, &cli, &srv, 1);
+	refused(ctx, &imp[3], &refusals, "unknown session");
+
+	CHECK(other.conn == NULL);
+	CHECK_EQ(ctx_stats(ctx).sessions_resumed, 1);
+	conns[nc++] = cli.conn;
+	conns[nc++] = srv.conn;
+	rift_listener_close(l2, NULL);
+	h_teardown(ctx, l, conns, nc);
+}
+
+/*
+ * A sniffer: a TCP relay between a client and the server that keeps the
+ * first bytes each of its connections carried from the client, as an
+ * observer on the network would see them.
+ */
+struct relay {
+	int lfd, port, to;   /* listening socket, its port, server port */
+	int c, s;            /* the connection relayed now, or -1 */
+	uint8_t up[512];     /* its first bytes from the client */
+	size_t up_n;
+};
+
+static struct relay *relay_on; /* pumped by relay_run */
+
+static void relay_close_pair(struct relay *r)
+{
+	if (r->c >= 0)
+		close(r->c);
+	if (r->s >= 0)
+		close(r->s);
+	r->c = r->s = -1;
+}
+
+/* Move what is there either way; false when a side closed. */
+static bool relay_move(int from, int to, uint8_t *keep, size_t *kept,
+		       size_t cap)
+{
+	uint8_t buf[65536];
+	ssize_t n = recv(from, buf, sizeof(buf), MSG_DONTWAIT);
+
+	if (n < 0)
+		return errno == EAGAIN || errno == EWOULDBLOCK;
+	if (n == 0)
+		return false;
+	if (keep && *kept < cap) {
+		size_t k = (size_t)n < cap - *kept ? (size_t)n : cap - *kept;
+
+		memcpy(keep + *kept, buf, k);
+		*kept += k;
+	}
+	for (ssize_t off = 0; off < n;) {
+		ssize_t w = send(to, buf + off, (size_t)(n - off), MSG_NOSIGNAL);
+
+		if (w < 0 && errno == EAGAIN)
+			continue;
+		if (w <= 0)
+			return false;
+		off += w;
+	}
+	return true;
+}
+
+static void relay_pump(struct relay *r)
+{
+	int fd = accept(r->lfd, NULL, NULL);
+
+	if (fd >= 0) {
+		relay_close_pair(r); /* a new path: the old one is gone */
+		r->c = fd;
+		r->s = raw_connect(r->to);
+		r->up_n = 0;
+	}
+	if (r->c < 0)
+		return;
+	if (!relay_move(r->c, r->s, r->up, &r->up_n, sizeof(r->up)) ||
+	    !relay_move(r->s, r->c, NULL, NULL, 0))
+		relay_close_pair(r);
+}
+
+static void relay_start(struct relay *r, int to)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sa);
+
+	memset(r, 0, sizeof(*r));
+	r->c = r->s = -1;
+	r->to = to;
+	r->lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	CHECK_EQ(bind(r->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	CHECK_EQ(listen(r->lfd, 4), 0);
+	getsockname(r->lfd, (struct sockaddr *)&sa, &len);
+	r->port = ntohs(sa.sin_port);
+	relay_on = r;
+}
+
+/* Run ctx and the relay until *flag reaches target or timeout_ms. */
+static bool relay_wait(rift_ctx *ctx, const int *flag, int target,
+		       int timeout_ms)
+{
+	uint64_t end = h_now_us() + (uint64_t)timeout_ms * 1000u;
+
+	while (*flag < target && h_now_us() < end) {
+		rift_ctx_run(ctx, 1);
+		relay_pump(relay_on);
+	}
+	return *flag >= target;
+}
+
+/* The echo through the relay still works. */
+static void relayed_ok(rift_ctx *ctx, struct side *cli)
+{
+	int before = (int)cli->recv_count, now;
+
+	CHECK_EQ(rift_conn_send(cli->conn, "alive", 5), 0);
+	for (int i = 0; i < 5000 && (int)cli->recv_count == before; i++) {
+		rift_ctx_run(ctx, 1);
+		relay_pump(relay_on);
+	}
+	now = (int)cli->recv_count;
+	CHECK_EQ(now, before + 1);
+}
+
+/* Send bytes on a new raw connection to port; true once the server
+ * closed it (the relay pumped meanwhile, so the session's keepalives go
+ * on). */
+static bool raw_refused(rift_ctx *ctx, int port, const uint8_t *b, size_t n)
+{
+	int fd = raw_connect(port);
+	uint64_t end = h_now_us() + 5000000u;
+	bool closed = false;
+
+	CHECK_EQ(send(fd, b, n, MSG_NOSIGNAL), (ssize_t)n);
+	while (!closed && h_now_us() < end) {
+		uint8_t buf[512];
+		ssize_t r;
+
+		rift_ctx_run(ctx, 1);
+		relay_pump(relay_on);
+		r = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		closed = r == 0 || (r < 0 && errno != EAGAIN);
+	}
+	close(fd);
+	return closed;
+}
+
+/*
+ * What an observer of the network learns: the session id from any
+ * handshake, and a RESUME sent on a later path.  Neither lets it take
+ * the session: a RESUME with the sniffed id and no secret is refused,
+ * and so is the sniffed RESUME sent again byte for byte (its attach
+ * counter is used up).  The live session carries on.  (Before: the
+ * replayed RESUME was accepted, the session moved to the observer's
+ * connection.)
+ */
+TEST(sniffed_session_id_and_resume_cannot_take_the_session)
+{
+	rift_ctx *ctx = h_ctx(NULL);
+	struct side srv = { .echo = true }, cli = { 0 };
+	rift_listener *l = h_listen(ctx, &srv);
+	struct relay r;
+	struct rift__hdr h;
+	struct rift__hello hello;
+	const char *why = NULL;
+	uint8_t b[RIFT_HDR_SIZE + RIFT_HELLO_SIZE], resume[sizeof(b)];
+	uint64_t refused0;
+	size_t n;
+	rift_conn *conns[2];
+
+	relay_start(&r, rift_listener_port(l));
+	h_connect(ctx, r.port, &cli);
+	CHECK(relay_wait(ctx, &cli.connected, 1, 10000));
+	relayed_ok(ctx, &cli);
+
+	/* The id, from the HELLO on the wire. */
+	CHECK(r.up_n >= sizeof(b));
+	CHECK_EQ(rift__hdr_decode(r.up, r.up_n, 1u << 20, &h, &why), 0);
+	CHECK_EQ(h.type, RIFT_FRAME_HELLO);
+	CHECK_EQ(rift__hello_decode(r.up + RIFT_HDR_SIZE, h.len, &hello, &why),
+		 0);
+	CHECK(hello.session_id == cli.conn->session_id);
+
+	refused0 = ctx_stats(ctx).resumes_refused;
+	n = frame(b, RIFT_FRAME_RESUME, RIFT_HELLO_SIZE, 0, 0);
+	hello.attach = 1;
+	n += rift__hello_encode(b + n, &hello);
+	CHECK(raw_refused(ctx, rift_listener_port(l), b, n));
+	CHECK_EQ(srv.disconnected, 0);
+	CHECK_EQ(srv.path_changed, 0);
+	relayed_ok(ctx, &cli);
+	CHECK_EQ(ctx_stats(ctx).resumes_refused, refused0 + 1);
+
+	/* A re-attach through the relay: the observer records its RESUME. */
+	CHECK_EQ(rift__conn_cut(cli.conn), 0);
+	CHECK(relay_wait(ctx, &cli.path_changed, 1, 10000));
+	CHECK(relay_wait(ctx, &srv.path_changed, 1, 10000));
+	CHECK(r.up_n >= sizeof(resume));
+	memcpy(resume, r.up, sizeof(resume));
+	CHECK_EQ(rift__hdr_decode(resume, sizeof(resume), 1u << 20, &h, &why),
+		 0);
+	CHECK_EQ(h.type, RIFT_FRAME_RESUME);
+	relayed_ok(ctx, &cli);
+
+	CHECK(raw_refused(ctx, rift_listener_port(l), resume, sizeof(resume)));
+	CHECK_EQ(srv.disconnected, 0);
+	CHECK_EQ(srv.path_changed, 1);
+	CHECK_EQ(cli.path_down, 1);
+	relayed_ok(ctx, &cli);
+	CHECK_EQ(ctx_stats(ctx).resumes_refused, refused0 + 2);
+
+	conns[0] = cli.conn;
+	conns[1] = srv.conn;
+	h_teardown(ctx, l, conns, 2);
+	relay_close_pair(&r);
+	close(r.lfd);
+}
+
+/* ---- before the handshake, only handshake frames (item 2) ---- */
+
+static long vm_rss_kb(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long kb = -1;
+
+	CHECK(f != NULL);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	CHECK(kb > 0);
+	return kb;
+}
+
+/*
+ * A client that never sent a HELLO declares a DATA frame of max_msg_size
+ * (256 MiB by default) and pushes its payload: the server refuses it at
+ * the header, allocates nothing for it, and other sessions carry on.
+ * (Before: the server gave the frame a 256 MiB block and read the payload
+ * into it, the refusal came only after the last byte: the process grew
+ * by what was pushed, and a header alone was never answered.)
+ */
+TEST(data_header_before_hello_is_refused_at_the_header)
+{
+	static uint8_t chunk[1u << 20];
+	rift_config cfg = h_config();
+	rift_ctx *ctx = h_ctx(&cfg);
+	struct side srv = { .echo = true }, cli = { 0 };
+	rift_listener *l = h_listen(ctx, &srv);
+	int port = rift_listener_port(l), fd;
+	uint8_t hdr[RIFT_HDR_SIZE];
+	uint64_t before, pushed = 0, end;
+	long rss0, rss1;
+	rift_conn *conns[2];
+
+	h_connect(ctx, port, &cli);
+	h_connected(ctx, &cli);
+	neighbour_ok(ctx, &cli);
+	frame(hdr, RIFT_FRAME_DATA, (uint32_t)cfg.max_msg_size, 1, 0);
+	memset(chunk, 'x', sizeof(chunk));
+
+	/* The header and 64 MiB of its payload, as fast as they go. */
+	before = proto_errors(ctx);
+	rss0 = vm_rss_kb();
+	fd = raw_connect(port);
+	CHECK_EQ(fcntl(fd, F_SETFL, O_NONBLOCK), 0);
+	CHECK_EQ(send(fd, hdr, sizeof(hdr), MSG_NOSIGNAL), (ssize_t)sizeof(hdr));
+	end = h_now_us() + 10000000u;
+	while (pushed < 64u << 20 && h_now_us() < end) {
+		ssize_t w = send(fd, chunk, sizeof(chunk), MSG_NOSIGNAL);
+
+		if (w < 0 && errno != EAGAIN)
+			break; /* refused: the server closed it */
+		if (w > 0)
+			pushed += (uint64_t)w;
+		rift_ctx_progress(ctx);
+	}
+	rift_ctx_run(ctx, 20);
+	rss1 = vm_rss_kb();
+	if (rss1 - rss0 > 16 * 1024)
+		FAIL("RSS grew by %ld KiB while %llu payload bytes were pushed",
+		     rss1 - rss0, (unsigned long long)pushed);
+	CHECK(closed_by_server(ctx, fd));
+	close(fd);
+	CHECK_EQ(proto_errors(ctx), before + 1);
+
+	/* The header alone is answered at once: refused and closed. */
+	before = proto_errors(ctx);
+	fd = raw_connect(port);
+	CHECK_EQ(send(fd, hdr, sizeof(hdr), MSG_NOSIGNAL), (ssize_t)sizeof(hdr));
+	end = h_now_us();
+	CHECK(closed_by_server(ctx, fd));
+	CHECK(h_now_us() - end < 1000000u);
+	close(fd);
+	CHECK_EQ(proto_errors(ctx), before + 1);
+
+	neighbour_ok(ctx, &cli);
+	CHECK_EQ(srv.disconnected, 0);
+	conns[0] = cli.conn;
+	conns[1] = srv.conn;
+	h_teardown(ctx, l, conns, 2);
+}
+
+/*
+ * The same on each transport, from a rift client made hostile by a fault
+ * point: its first attempt puts a DATA header declaring max_msg_size
+ * bytes before its HELLO.  The server refuses it at the header at once;
+ * the client's next attempt connects.  (Before: the server waited for
+ * the payload, the HELLO taken as part of it, until the attempt's
+ * connect_timeout_ms ran out, and counted no protocol error.)
+ */
+TEST_T(data_header_before_hello_is_refused_on_each_transport)
+{
+	rift_ctx *ctx = h_ctx(NULL);
+	struct side srv = { .echo = true }, cli = { 0 };
+	rift_listener *l = h_listen(ctx, &srv);
+	uint64_t before = proto_errors(ctx);
+	rift_conn *conns[2];
+
+	rift__fault_arm(RIFT_FAULT_EARLY_DATA, 1, 1);
+	h_connect(ctx, rift_listener_port(l), &cli);
+	h_connected(ctx, &cli);
+	CHECK_EQ(rift__fault_fired(RIFT_FAULT_EARLY_DATA), 1);
+	CHECK_EQ(proto_errors(ctx), before + 1);
+	/* The first attempt ended on the server's refusal, not on its
+	 * handshake's time limit. */
+	CHECK_CONTAINS(rift_conn_last_error(cli.conn),
+		       "data before the handshake");
+	neighbour_ok(ctx, &cli);
+	rift__fault_clear();
+	conns[0] = cli.conn;
+	conns[1] = srv.conn;
+	h_teardown(ctx, l, conns, 2);
 }

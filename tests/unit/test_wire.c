@@ -81,7 +81,9 @@ TEST(wire_hello_round_trip_and_rejections)
 	struct rift__hello in = { .proto = RIFT_WIRE_VERSION, .flags = 3,
 				  .session_id = 42, .recv_seq = 7,
 				  .max_msg_size = 1u << 26, .window = 1u << 24,
-				  .held_seq = 9 },
+				  .held_seq = 9, .attach = 5,
+				  .auth = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
+					    13, 14, 15, 16 } },
 			   out;
 	uint8_t b[RIFT_HELLO_SIZE];
 	const char *why = NULL;
@@ -91,6 +93,8 @@ TEST(wire_hello_round_trip_and_rejections)
 	CHECK(out.session_id == 42 && out.recv_seq == 7 && out.flags == 3);
 	CHECK(out.max_msg_size == in.max_msg_size && out.window == in.window);
 	CHECK(out.held_seq == 9);
+	CHECK(out.attach == 5);
+	CHECK(memcmp(out.auth, in.auth, sizeof(in.auth)) == 0);
 	CHECK_EQ(rift__hello_decode(b, sizeof(b) - 1, &out, &why), RIFT_EPROTO);
 	in.session_id = 0;
 	rift__hello_encode(b, &in);
@@ -109,6 +113,59 @@ TEST(wire_hello_round_trip_and_rejections)
 	rift__hello_encode(b, &in);
 	CHECK_EQ(rift__hello_decode(b, sizeof(b), &out, &why), RIFT_EPROTO);
 	CHECK_CONTAINS(why, "holds fewer");
+}
+
+/* A version 1 peer (before the session secret) is refused at its first
+ * header, and so is a version 1 handshake payload. */
+TEST(wire_version_1_is_refused)
+{
+	struct rift__hdr h = { .type = RIFT_FRAME_HELLO, .len = 48 }, out;
+	struct rift__hello m = { .proto = 1, .session_id = 1, .window = 1,
+				 .max_msg_size = 1 };
+	uint8_t b[RIFT_HELLO_SIZE];
+	const char *why = NULL;
+
+	CHECK_EQ(RIFT_WIRE_VERSION, 2);
+	CHECK_EQ(RIFT_HELLO_SIZE, 72);
+	rift__hdr_encode(b, &h);
+	b[2] = 1;
+	CHECK_EQ(decode(b, RIFT_HDR_SIZE, &out, &why), RIFT_EPROTO);
+	CHECK_CONTAINS(why, "version");
+	rift__hello_encode(b, &m);
+	CHECK_EQ(rift__hello_decode(b, sizeof(b), &m, &why), RIFT_EPROTO);
+}
+
+/*
+ * The proof of a RESUME (wire.h, "Who may attach a path"): the tag under
+ * the session key passes; a change of any byte, of the frame type or of
+ * the key fails.
+ */
+TEST(wire_resume_tag_proves_the_key_and_covers_every_field)
+{
+	struct rift__hello m = { .proto = RIFT_WIRE_VERSION, .session_id = 77,
+				 .recv_seq = 3, .held_seq = 4, .window = 1,
+				 .max_msg_size = 1, .attach = 2 };
+	uint8_t key[RIFT_SESSION_KEY_LEN], other[RIFT_SESSION_KEY_LEN];
+	uint8_t b[RIFT_HELLO_SIZE];
+
+	for (size_t i = 0; i < sizeof(key); i++) {
+		key[i] = (uint8_t)(0xa0 + i);
+		other[i] = key[i];
+	}
+	other[15] ^= 1;
+	rift__hello_encode(b, &m);
+	CHECK(!rift__hello_proves(b, RIFT_FRAME_RESUME, key)); /* zeros */
+	rift__hello_seal(b, RIFT_FRAME_RESUME, key);
+	CHECK(rift__hello_proves(b, RIFT_FRAME_RESUME, key));
+	CHECK(!rift__hello_proves(b, RIFT_FRAME_RESUME_ACK, key));
+	CHECK(!rift__hello_proves(b, RIFT_FRAME_RESUME, other));
+	for (size_t i = 0; i < sizeof(b); i++) {
+		b[i] ^= 0x01;
+		if (rift__hello_proves(b, RIFT_FRAME_RESUME, key))
+			FAIL("byte %zu changed, tag still passes", i);
+		b[i] ^= 0x01;
+	}
+	CHECK(rift__hello_proves(b, RIFT_FRAME_RESUME, key));
 }
 
 TEST(wire_error_frame)

@@ -348,6 +348,12 @@ int rift__rdma_rndv_start(struct rdma_path *rp, uint32_t i, uint32_t len)
 
 	if (rp->rndv_n == RNDV_MAX)
 		return 1;
+	/* Before the handshake, a path reads handshake frames only
+	 * (session/stream.c): no block is given for a peer's length. */
+	if (p->state != RIFT_PATH_ATTACHED) {
+		rndv_refuse(rp, "descriptor before the handshake");
+		return -1;
+	}
 	if (!rp->rndv_local) {
 		rndv_refuse(rp, "descriptor from a peer we never offered "
 				"rendezvous");
