@@ -825,6 +825,11 @@ int rift_conn_send(rift_conn *conn, const void *data, size_t len);
  * rift_conn_send_buf.  On success the buffer belongs to rift (do not touch
  * or free it); on failure it stays the caller's, to retry or free with
  * rift_buf_free.  Buffers may be used on any connection of the same context.
+ * Over RDMA the buffer is registered memory (so a large message moves by
+ * RDMA READ from it, with no copy): while the context's pool registers a
+ * region for it, which only a pool still growing to its traffic's need
+ * does, rift_buf_alloc waits (milliseconds; rift_conn_send never does:
+ * its copy goes to unregistered memory meanwhile).
  */
 void *rift_buf_alloc(rift_ctx *ctx, size_t len);
 void rift_buf_free(rift_ctx *ctx, void *buf);

@@ -11,7 +11,7 @@ void *rift_buf_alloc(rift_ctx *ctx, size_t len)
 
 	if (!ctx || len > ctx->cfg.max_msg_size)
 		return NULL;
-	b = rift__buf_new_registered(ctx, len);
+	b = rift__buf_new_registered(ctx, len, true);
 	if (!b)
 		return NULL;
 	b->om.user_buf = true;

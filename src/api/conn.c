@@ -369,7 +369,7 @@ int rift_conn_send(rift_conn *conn, const void *data, size_t len)
 	 * rest from malloc. */
 	if (conn->ctx->cfg.rndv_threshold &&
 	    len >= conn->ctx->cfg.rndv_threshold && send_registered(conn))
-		b = rift__buf_new_registered(conn->ctx, len);
+		b = rift__buf_new_registered(conn->ctx, len, false);
 	else if (len <= RIFT_SMALL_BUF)
 		b = rift__buf_new_small(conn->ctx, len);
 	else

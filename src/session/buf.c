@@ -96,7 +96,8 @@ void rift__ctx_free_small_bufs(rift_ctx *ctx)
  * block from its first byte, so len bytes need a block of len bytes, not
  * one class up; the header sits in the block's pool slot.
  */
-struct rift__buf *rift__buf_new_registered(rift_ctx *ctx, size_t len)
+struct rift__buf *rift__buf_new_registered(rift_ctx *ctx, size_t len,
+					   bool wait)
 {
 	struct rift__pool *pool = rift__ctx_pool(ctx);
 	size_t big = ctx->cfg.block_size[RIFT_BLOCK_CLASSES - 1];
@@ -107,12 +108,15 @@ struct rift__buf *rift__buf_new_registered(rift_ctx *ctx, size_t len)
 
 	if (!pool)
 		return rift__buf_new(ctx, len);
-	if (len <= big)
-		/* Never waiting for the pool to grow: this runs on the
-		 * loop, whose other paths (a re-attach perhaps) would wait
-		 * with it; meanwhile the message is malloc'd, below. */
+	if (len <= big && !wait)
+		/* Not waiting for the pool to grow: this runs on the loop,
+		 * whose other paths (a re-attach perhaps) would wait with
+		 * it; meanwhile the message is malloc'd, below. */
 		blk = rift__pool_try_alloc(pool, len, RIFT_POOL_SEND, &rc, err,
 					   sizeof(err));
+	else if (len <= big)
+		blk = rift__pool_alloc(pool, len, RIFT_POOL_SEND, &rc, err,
+				       sizeof(err));
 	else if (ctx->cfg.rndv_threshold && len >= ctx->cfg.rndv_threshold)
 		blk = rift__pool_alloc_large(pool, len, RIFT_POOL_SEND, &rc, err,
 					     sizeof(err));

@@ -202,7 +202,11 @@ struct rift__buf *rift__buf_new(rift_ctx *ctx, size_t len);
 struct rift__buf *rift__buf_new_small(rift_ctx *ctx, size_t len);
 /* A buffer in registered memory (a pool block, or a large buffer for a
  * rendezvous), or a malloc'd one when none fits or is left (buf.c). */
-struct rift__buf *rift__buf_new_registered(rift_ctx *ctx, size_t len);
+/* wait: whether a pool block may be waited for while the pool registers
+ * a region (rift_buf_alloc, whose caller asked for registered memory);
+ * without, a malloc'd buffer meanwhile (rift_conn_send's copy). */
+struct rift__buf *rift__buf_new_registered(rift_ctx *ctx, size_t len,
+					   bool wait);
 /*
  * The buffer whose payload is data (a rift_buf_alloc pointer), or NULL:
  * data inside registered memory but not at a block start, a block that is
