@@ -6,12 +6,25 @@
  * message back from its on_recv.  A sample is the time from the
  * rift_conn_send call to the on_recv of the echo, as an application sees it.
  *
+ * -Z sends without a copy on both sides, as lat_plain does: each message
+ * is a rift_buf_alloc buffer handed over with rift_conn_send_buf, and the
+ * server's reply is a buffer of the same size that carries the request's
+ * first word back (the one word an application would write, as in
+ * tput_rift) instead of a copy of all of it.  Each side then moves every
+ * byte only through the kernel, like the plain echo.  A buffer seen for
+ * the first time is written in full, once: the plain echo's buffers hold
+ * what was read into them, and a send from fresh memory the program never
+ * wrote would read the kernel's zero page instead, cheaper than any real
+ * data (rift hands out the same few buffers again and again, so after
+ * the warm-up every buffer is one it has seen).
+ *
  *   lat_rift [-a CPU[,CPU]] [-s SIZE] [-n ITERS] [-w WARMUP]
- *            [-P event|busy|adaptive]
+ *            [-P event|busy|adaptive] [-Z]
  *
  * The polling mode (rift_config.polling) applies to both processes; -a
  * pins the client and the server (see bench.h).
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +41,48 @@ struct opts {
 	long warmup;          /* unmeasured round trips first */
 	rift_polling polling; /* both sides */
 	const char *mode;     /* name of the polling mode */
+	int zcopy;            /* -Z: rift_buf_alloc + rift_conn_send_buf */
 };
+
+/* -Z: whether buf was seen before (the last SEEN buffers are kept). */
+#define SEEN 32
+static bool seen_before(void *buf)
+{
+	static void *seen[SEEN];
+	static unsigned next;
+
+	for (unsigned i = 0; i < SEEN; i++)
+		if (seen[i] == buf)
+			return true;
+	seen[next++ % SEEN] = buf;
+	return false;
+}
+
+/*
+ * Send len bytes: a copy of data (rift_conn_send), or with -Z a new
+ * buffer with data's first word in it (rift_conn_send_buf), written in
+ * full the first time it is seen.
+ */
+static int send_msg(rift_conn *conn, const struct opts *o, const void *data,
+		    size_t len)
+{
+	rift_ctx *ctx = rift_conn_ctx(conn);
+	void *buf;
+	int rc;
+
+	if (!o->zcopy)
+		return rift_conn_send(conn, data, len);
+	buf = rift_buf_alloc(ctx, len);
+	if (!buf)
+		return RIFT_ENOMEM;
+	if (!seen_before(buf))
+		memset(buf, 0x5a, len);
+	memcpy(buf, data, len < 8 ? len : 8);
+	rc = rift_conn_send_buf(conn, buf, len);
+	if (rc)
+		rift_buf_free(ctx, buf);
+	return rc;
+}
 
 static rift_ctx *new_ctx(const struct opts *o)
 {
@@ -48,6 +102,7 @@ static rift_ctx *new_ctx(const struct opts *o)
 /* ---- server: echo ---- */
 
 struct server {
+	const struct opts *o;
 	rift_ctx *ctx;
 	rift_listener *lst;
 	rift_conn *conn;
@@ -98,7 +153,7 @@ static void srv_on_event(rift_conn *conn, const rift_event *ev)
 static void srv_on_recv(rift_conn *conn, rift_msg *msg)
 {
 	struct server *s = rift_conn_user(conn);
-	int rc = rift_conn_send(conn, rift_msg_data(msg), rift_msg_len(msg));
+	int rc = send_msg(conn, s->o, rift_msg_data(msg), rift_msg_len(msg));
 
 	if (rc) {
 		fprintf(stderr, "lat_rift server: echo: %s\n", rift_strerror(rc));
@@ -126,7 +181,7 @@ static int server_main(int ctl, void *arg)
 		.on_recv = srv_on_recv,
 	};
 	const struct opts *o = arg;
-	struct server s = { 0 };
+	struct server s = { .o = o };
 	int rc;
 
 	s.ctx = new_ctx(o);
@@ -166,7 +221,7 @@ static void cli_send(struct client *c)
 	int rc;
 
 	c->t0 = bench_now_ns();
-	rc = rift_conn_send(c->conn, c->msg, c->o->size);
+	rc = send_msg(c->conn, c->o, c->msg, c->o->size);
 	if (rc) {
 		fprintf(stderr, "lat_rift: send: %s\n", rift_strerror(rc));
 		c->failed = 1;
@@ -243,11 +298,11 @@ int main(int argc, char **argv)
 	struct opts o = { .size = 32, .iters = 20000, .warmup = 2000,
 			  .polling = RIFT_POLL_EVENT, .mode = "event" };
 	struct client c = { .o = &o };
-	char url[64];
+	char url[64], mode[32];
 	int ch, ctl, rc;
 	pid_t pid;
 
-	while ((ch = getopt(argc, argv, "s:n:w:P:a:")) != -1) {
+	while ((ch = getopt(argc, argv, "s:n:w:P:a:Z")) != -1) {
 		switch (ch) {
 		case 's': o.size = bench_parse_size("-s", optarg); break;
 		case 'n': o.iters = atol(optarg); break;
@@ -258,10 +313,11 @@ int main(int argc, char **argv)
 			o.mode = optarg;
 			break;
 		case 'a': bench_set_cpus(optarg); break;
+		case 'Z': o.zcopy = 1; break;
 		default:
 			fprintf(stderr, "usage: %s [-a CPU[,CPU]] [-s SIZE] "
-				"[-n ITERS] [-w WARMUP] [-P event|busy|adaptive]\n",
-				argv[0]);
+				"[-n ITERS] [-w WARMUP] [-P event|busy|adaptive] "
+				"[-Z]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -296,7 +352,8 @@ int main(int argc, char **argv)
 	close(ctl);
 	if (bench_reap(pid, 5000))
 		bench_die("server failed");
-	bench_report_lat("rift", o.mode, c.ns, (size_t)o.iters,
+	snprintf(mode, sizeof(mode), "%s%s", o.mode, o.zcopy ? "-zcopy" : "");
+	bench_report_lat("rift", mode, c.ns, (size_t)o.iters,
 			 (size_t)(o.warmup + o.iters));
 	free(c.ns);
 	free(c.msg);

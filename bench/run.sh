@@ -16,6 +16,22 @@
 #               tput_plain (write() of 64 KiB, read() into 256 KiB) against
 #               tput_rift (rift_buf_alloc + rift_conn_send_buf)
 #
+# Then a size sweep (bench/sweep.awk), from 4 KiB to 64 MiB, both
+# processes on one CPU, each size in each of BENCH_SWEEP_ROUNDS rounds:
+#
+#   round trip  lat_plain against lat_rift -Z (rift_buf_alloc +
+#               rift_conn_send_buf both ways: like the plain echo, nothing
+#               is copied outside the kernel), and lat_rift with
+#               rift_conn_send (a copy per send) for reference
+#   one way     tput_plain against tput_rift; up to 256 KiB the plain
+#               reader reads 256 KiB at a time (a burst of messages per
+#               read, as rift does), above it with -m: each message whole
+#               into one buffer, as a message library must deliver it
+#
+# printed as rift's speed relative to plain per size (the median of the
+# per-round ratios), with the goal (>= 0.90x at every size) and whether
+# rift's round trip grows in proportion to the size from 1 MiB up.
+#
 # Placement: the main rows pin both processes to one CPU.  On this kind of
 # small shared VM that is the steady case: a round trip is the CPU work of
 # both sides plus two context switches, which is exactly the cost rift adds
@@ -30,7 +46,10 @@
 #
 # Environment: BENCH_ROUNDS (5), BENCH_LAT_ITERS (20000), BENCH_LAT_WARMUP
 # (2000), BENCH_TPUT_BYTES (2g), BENCH_CPU (0), BENCH_CPUS_SPLIT (0,1),
-# BENCH_BUDGET_S (150: no round starts that would likely end later), CC (cc).
+# BENCH_BUDGET_S (150: no round starts that would likely end later), CC (cc);
+# the sweep: BENCH_SWEEP_SIZES ("4k 16k 64k 256k 1m 2m 4m 8m 16m 32m 64m";
+# "" skips it), BENCH_SWEEP_ROUNDS (7), BENCH_SWEEP_BYTES (1g per one-way
+# run), BENCH_SWEEP_BUDGET_S (300).
 set -u
 
 cd "$(dirname "$0")/.." || exit 1
@@ -46,6 +65,13 @@ SPLIT=${BENCH_CPUS_SPLIT:-0,1}
 CC=${CC:-cc}
 OUT=build/bench
 BUDGET=${BENCH_BUDGET_S:-150} # no new round once it would end later, s
+SWEEP_SIZES=${BENCH_SWEEP_SIZES-4k 16k 64k 256k 1m 2m 4m 8m 16m 32m 64m}
+SWEEP_ROUNDS=${BENCH_SWEEP_ROUNDS:-7}
+SWEEP_BYTES=${BENCH_SWEEP_BYTES:-1g}
+SWEEP_BUDGET=${BENCH_SWEEP_BUDGET_S:-300}
+SWEEP_GOAL=0.90   # rift's speed / plain's, at every size
+SWEEP_LINEAR=1.25 # rift's spread of round trip per MiB from 1 MiB up,
+                  # largest / smallest, over plain's
 RUN_LIMIT=120 # seconds one program may take before it is killed
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/rift-bench.XXXXXX") || exit 1
@@ -94,7 +120,9 @@ fi
 # ---- run ------------------------------------------------------------------
 
 # run ROUND LABEL PROGRAM ARGS...: one program in the background (so the
-# traps can stop it), its RESULT line tagged with the round and label.
+# traps can stop it), its RESULT line tagged with the round and label
+# (which may carry more fields: "lat size=4096"), appended to $RESULTS.
+RESULTS="$tmp/results"
 run() {
 	round=$1 label=$2
 	shift 2
@@ -110,7 +138,7 @@ run() {
 		failures=$((failures + 1))
 		return
 	fi
-	echo "$line round=$round label=$label" >>"$tmp/results"
+	echo "$line round=$round label=$label" >>"$RESULTS"
 	printf '  %-9s %s\n' "$label" "$(echo "$line" | cut -d' ' -f3- |
 		sed 's/ n=[0-9]*//; s/ bytes=[0-9]*//')"
 }
@@ -172,6 +200,61 @@ awk -v rounds="$done_rounds" -v iters="$LAT_ITERS" -v warmup="$LAT_WARMUP" \
 	-v size="$LAT_SIZE" -v bytes="$TPUT_BYTES" -v cpu="$CPU" \
 	-v pair_cpus="$SPLIT" -v elapsed="$elapsed" \
 	-f bench/report.awk "$tmp/results"
+
+# ---- size sweep -----------------------------------------------------------
+
+# bytes SIZE: "64k" -> 65536 (k, m, g: powers of 1024).
+bytes() {
+	case $1 in
+	*[kK]) echo $((${1%?} * 1024)) ;;
+	*[mM]) echo $((${1%?} * 1048576)) ;;
+	*[gG]) echo $((${1%?} * 1073741824)) ;;
+	*) echo "$1" ;;
+	esac
+}
+
+if [ -n "$SWEEP_SIZES" ]; then
+	echo
+	echo "size sweep: $SWEEP_SIZES; $SWEEP_ROUNDS rounds, interleaved"
+	RESULTS="$tmp/sweep"
+	: >"$RESULTS"
+	start=$(date +%s)
+	done_rounds=0
+	for r in $(seq 1 "$SWEEP_ROUNDS"); do
+		now=$(date +%s)
+		if [ "$done_rounds" -gt 0 ] && [ $((now - start + (now - \
+			start) / done_rounds)) -gt "$SWEEP_BUDGET" ]; then
+			echo "bench: sweep stopping after $done_rounds rounds:" \
+				"the next would pass BENCH_SWEEP_BUDGET_S=$SWEEP_BUDGET s" >&2
+			break
+		fi
+		echo "sweep round $r/$SWEEP_ROUNDS"
+		for size in $SWEEP_SIZES; do
+			b=$(bytes "$size")
+			# About 512 MiB of round trips: 10 to 20000 of them.
+			n=$((536870912 / b))
+			[ "$n" -gt 20000 ] && n=20000
+			[ "$n" -lt 10 ] && n=10
+			w=$((n / 10 > 2 ? n / 10 : 2))
+			whole=""
+			[ "$b" -gt 262144 ] && whole=-m
+			L="-a $CPU -s $size -n $n -w $w"
+			pair "$r" "lat size=$b" "$OUT/lat_plain $L" \
+				"$OUT/lat_rift $L -P event -Z"
+			run "$r" "lat size=$b" "$OUT/lat_rift" $L -P event
+			T="-a $CPU -s $size -b $SWEEP_BYTES"
+			pair "$r" "tput size=$b" "$OUT/tput_plain $T $whole" \
+				"$OUT/tput_rift $T -P event"
+		done
+		done_rounds=$r
+	done
+	elapsed=$(($(date +%s) - start))
+	echo
+	awk -v rounds="$done_rounds" -v cpu="$CPU" -v bytes="$SWEEP_BYTES" \
+		-v goal="$SWEEP_GOAL" -v linear="$SWEEP_LINEAR" \
+		-v elapsed="$elapsed" -f bench/sweep.awk "$RESULTS"
+fi
+
 if [ "$failures" -ne 0 ]; then
 	echo "bench: $failures runs failed; their rows use the other rounds" >&2
 	exit 1

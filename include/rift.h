@@ -904,6 +904,10 @@ typedef struct rift_conn_stats {
 	uint64_t failbacks;        /* back from TCP to RDMA (reserved) */
 	uint64_t msgs_held;        /* received while receiving was stopped */
 	uint64_t held_bytes;       /* held for delivery now, frame bytes */
+	uint64_t rx_copied_bytes;  /* received bytes rift copied after the
+				      transport placed them: frames split
+				      across reads (tcp.read_buffer), held
+				      messages; bytes */
 } rift_conn_stats;
 
 void rift__conn_stats_init(rift_conn_stats *st, size_t size);

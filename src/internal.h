@@ -450,6 +450,27 @@ struct rift__sess_table {
 	uint8_t hash_key[16];
 };
 
+/*
+ * Spare memory: large malloc'd blocks (rift_conn_send's copies and the
+ * blocks large messages are received into, from RIFT_SPARE_MIN bytes) a
+ * context keeps after use, so that the next large message finds memory
+ * already mapped (session/buf.c).  malloc gives blocks that large back to
+ * the system when they are freed (munmap, or a trim of the heap's top),
+ * and each message then page-faults all its pages in again, zero-filled:
+ * with 16 MiB messages that was most of a round trip.  At most
+ * RIFT_SPARES blocks, each freed after RIFT_SPARE_IDLE_MS unused.
+ */
+#define RIFT_SPARE_MIN (128u << 10)
+#define RIFT_SPARES 8
+#define RIFT_SPARE_IDLE_MS 1000u
+struct rift__spares {
+	void *mem[RIFT_SPARES];       /* the one kept last first */
+	size_t cap[RIFT_SPARES];      /* usable bytes of each */
+	uint64_t kept_us[RIFT_SPARES]; /* loop time each was kept, us */
+	uint32_t n;
+	rift_timer idle;              /* frees the ones left unused */
+};
+
 /* ---- context ---- */
 struct rift_ctx {
 	rift_config cfg;
@@ -469,6 +490,7 @@ struct rift_ctx {
 	uint32_t n_small_bufs;
 	struct rift__buf *buf_hdrs; /* cache of registered buffers' headers */
 	uint32_t n_buf_hdrs;
+	struct rift__spares spares; /* large blocks kept for the next message */
 	rift_timer **heap;
 	size_t heap_len, heap_cap;
 	int stop;              /* atomic: rift_ctx_stop */
@@ -534,8 +556,8 @@ static inline int rift__ctx_deferred(rift_ctx *ctx)
 		return rift__ctx_deferred_run(ctx);
 	return 0;
 }
-/* Free the context's caches of small send buffers and of buffer
- * headers (session/buf.c). */
+/* Free the context's caches of small send buffers, of buffer headers
+ * and of spare memory (session/buf.c). */
 void rift__ctx_free_small_bufs(rift_ctx *ctx);
 
 /* ---- listener ---- */

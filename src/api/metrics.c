@@ -360,6 +360,10 @@ static const struct family_def conn_counters[] = {
 	  CONN_STAT(msgs_held) },
 	{ "rift_conn_acks_sent_total", "Explicit ack frames sent.",
 	  CONN_STAT(acks_sent) },
+	{ "rift_conn_rx_copied_bytes_total",
+	  "Received bytes copied after the transport placed them (frames "
+	  "split across reads, held messages).",
+	  CONN_STAT(rx_copied_bytes) },
 	{ "rift_conn_pings_sent_total", "Keepalive pings sent.",
 	  CONN_STAT(pings_sent) },
 	{ "rift_conn_send_eagain_total",

@@ -5,14 +5,121 @@
  * registry's rift__ctx_pool gives).  rift_buf_alloc and rift_buf_free
  * are api/buf.c's.  Nothing here calls a user callback.
  */
+#include <malloc.h>
 #include <stdlib.h>
 
 #include "memory/pool.h"
 #include "session/session.h"
 
+/* ---- spare memory for the next large message (internal.h) ---- */
+
+/*
+ * Under ASan nothing is kept: it should see every block's life (one used
+ * after it was given back is then reported, not silently reused).
+ */
+static bool spares_keep(void)
+{
+#if defined(__SANITIZE_ADDRESS__)
+	return false;
+#else
+	return true;
+#endif
+}
+
+static void spares_drop(struct rift__spares *k, uint32_t i)
+{
+	k->n--;
+	for (; i < k->n; i++) {
+		k->mem[i] = k->mem[i + 1];
+		k->cap[i] = k->cap[i + 1];
+		k->kept_us[i] = k->kept_us[i + 1];
+	}
+}
+
+/* The idle timer: free what nobody took for RIFT_SPARE_IDLE_MS, so the
+ * memory of a burst of large messages goes back to the system after it. */
+static void spares_idle(rift_timer *t, void *user)
+{
+	rift_ctx *ctx = user;
+	struct rift__spares *k = &ctx->spares;
+	uint64_t idle_us = RIFT_SPARE_IDLE_MS * 1000ull;
+
+	RIFT_UNUSED(t);
+	while (k->n && k->kept_us[k->n - 1] + idle_us <= ctx->now_us) {
+		free(k->mem[k->n - 1]);
+		k->n--;
+	}
+	if (k->n)
+		rift_timer_start(&k->idle, (k->kept_us[k->n - 1] + idle_us -
+					    ctx->now_us + 999) / 1000, 0);
+}
+
+void *rift__spare_get(rift_ctx *ctx, size_t len)
+{
+	struct rift__spares *k = &ctx->spares;
+	uint32_t best = k->n;
+	void *mem;
+
+	if (len < RIFT_SPARE_MIN)
+		return malloc(len ? len : 1);
+	/* The smallest that fits, if it is not more than twice too big. */
+	for (uint32_t i = 0; i < k->n; i++)
+		if (k->cap[i] >= len && k->cap[i] / 2 <= len &&
+		    (best == k->n || k->cap[i] < k->cap[best]))
+			best = i;
+	if (best == k->n)
+		return malloc(len);
+	mem = k->mem[best];
+	spares_drop(k, best);
+	return mem;
+}
+
+void rift__spare_put(rift_ctx *ctx, void *mem)
+{
+	struct rift__spares *k = &ctx->spares;
+	size_t cap;
+
+	if (!mem)
+		return;
+	cap = malloc_usable_size(mem);
+	if (cap < RIFT_SPARE_MIN || !spares_keep()) {
+		free(mem);
+		return;
+	}
+	if (k->n == RIFT_SPARES) { /* the one kept longest goes */
+		free(k->mem[k->n - 1]);
+		k->n--;
+	}
+	for (uint32_t i = k->n; i > 0; i--) {
+		k->mem[i] = k->mem[i - 1];
+		k->cap[i] = k->cap[i - 1];
+		k->kept_us[i] = k->kept_us[i - 1];
+	}
+	k->mem[0] = mem;
+	k->cap[0] = cap;
+	k->kept_us[0] = ctx->now_us;
+	k->n++;
+	if (!k->idle.ctx)
+		rift__timer_init(ctx, &k->idle, spares_idle, ctx);
+	if (!rift__timer_active(&k->idle))
+		rift_timer_start(&k->idle, RIFT_SPARE_IDLE_MS, 0);
+}
+
+static void spares_free(rift_ctx *ctx)
+{
+	struct rift__spares *k = &ctx->spares;
+
+	if (k->idle.ctx)
+		rift_timer_stop(&k->idle);
+	while (k->n)
+		free(k->mem[--k->n]);
+}
+
+/* ---- send buffers ---- */
+
 struct rift__buf *rift__buf_new(rift_ctx *ctx, size_t len)
 {
-	struct rift__buf *b = malloc(sizeof(*b) + (len ? len : 1));
+	struct rift__buf *b = rift__spare_get(ctx, sizeof(*b) + len);
 
 	if (!b)
 		return NULL;
@@ -84,6 +191,7 @@ void rift__ctx_free_small_bufs(rift_ctx *ctx)
 		free(b);
 	}
 	ctx->n_buf_hdrs = 0;
+	spares_free(ctx);
 }
 
 /*
@@ -202,7 +310,9 @@ void rift__buf_release_slow(struct rift__buf *b)
 		} else {
 			free(b);
 		}
+	} else if (b->small) {
+		free(b); /* only when the cache is full */
 	} else {
-		free(b); /* small ones only when the cache is full */
+		rift__spare_put(ctx, b);
 	}
 }

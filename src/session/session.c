@@ -539,11 +539,13 @@ static int hold(rift__path *p, const struct rift__hdr *h, void *payload,
 	}
 	m = malloc(sizeof(*m));
 	if (m && !owned && h->len) {
-		owned = malloc(h->len);
-		if (owned)
+		owned = rift__spare_get(conn->ctx, h->len);
+		if (owned) {
 			memcpy(owned, payload, h->len);
-		else
+			conn->stats.rx_copied_bytes += h->len;
+		} else {
 			free(m), m = NULL;
+		}
 	}
 	if (!m) {
 		free(owned);

@@ -196,6 +196,16 @@ _Static_assert(offsetof(struct rift__buf, om) + offsetof(struct rift__omsg, hdr)
 #define RIFT_SMALL_BUF 256
 #define RIFT_SMALL_CACHE 64
 
+/*
+ * Spare memory (internal.h, struct rift__spares): rift__spare_get returns
+ * a block of at least len bytes, one the context kept when one fits (not
+ * over twice len), else malloc'd; NULL when out of memory.
+ * rift__spare_put takes any malloc'd block back (NULL allowed): kept for
+ * the next large message, or freed.  free() may take such a block too.
+ */
+void *rift__spare_get(rift_ctx *ctx, size_t len);
+void rift__spare_put(rift_ctx *ctx, void *mem);
+
 struct rift__buf *rift__buf_new(rift_ctx *ctx, size_t len);
 /* A buffer for up to RIFT_SMALL_BUF bytes: from the context's cache, or
  * malloc'd when the cache is empty (buf.c). */
@@ -494,7 +504,7 @@ static inline void rift__conn_deliver(rift_conn *conn, const struct rift__hdr *h
 	if (conn->cbs.on_recv)
 		conn->cbs.on_recv(conn, &msg);
 	if (msg.owned) /* NULL if retained or read in place */
-		free(msg.owned);
+		rift__spare_put(conn->ctx, msg.owned);
 
 	/* Ack soon enough that the peer's window never closes for want of
 	 * one: at a quarter of it at once.  Otherwise the ack rides on what

@@ -26,15 +26,48 @@ void rift__stream_free(struct rift__stream *s)
 	s->rbuf = NULL;
 }
 
+/*
+ * A frame of need bytes (header included) is large: read on its own.
+ * Reading a header alone costs a system call, moving a partial frame a
+ * copy of the part read; from half the buffer up the copy costs more.
+ */
+static inline bool large(const struct rift__stream *s, size_t need)
+{
+	return need > s->rcap / 2;
+}
+
 void rift__stream_space(struct rift__stream *s, uint8_t **dst, size_t *room)
 {
 	if (s->big) {
 		*dst = s->big + s->big_got;
-		*room = s->big_hdr.len - s->big_got;
+		*room = s->room = s->big_hdr.len - s->big_got;
+		return;
+	}
+	*dst = s->rbuf + s->rend;
+	/* After a large frame, the next header alone, so that the frame
+	 * after it lands where it belongs as well: always after one too big
+	 * for the buffer (if the next is too, its start read into the buffer
+	 * would be copied out again, up to a whole buffer of it), and after
+	 * one that fit only while more is waiting (a frame that came alone,
+	 * a request or a reply, is best read whole in one call). */
+	if (s->rstart == s->rend && s->hdr_first && (s->filled || s->was_big)) {
+		*room = RIFT_HDR_SIZE; /* at 0: process() rewinds when empty */
+	} else if (s->need && large(s, s->need)) {
+		/* Up to the frame's end: what follows it would have to be
+		 * moved to the front once it is delivered. */
+		*room = s->rstart + s->need - s->rend;
 	} else {
-		*dst = s->rbuf + s->rend;
 		*room = s->rcap - s->rend;
 	}
+	s->room = *room;
+}
+
+/* Bytes moved within or out of the read buffer: a cost the transport's
+ * own reads do not show. */
+static void count_copy(rift__path *p, size_t n)
+{
+	if (p->conn)
+		p->conn->stats.rx_copied_bytes += n;
 }
 
 /*
@@ -78,12 +111,14 @@ static int process(rift__path *p, struct rift__stream *s)
 			return -1;
 		}
 		need = RIFT_HDR_SIZE + (size_t)h.len;
-		if (need > s->rcap) {
+		s->hdr_first = large(s, need);
+		s->was_big = need > s->rcap;
+		if (s->was_big) {
 			/* Too big for the buffer: give it a block of its own,
 			 * move what we have there, take the rest directly. */
 			size_t have = s->rend - s->rstart - RIFT_HDR_SIZE;
 
-			s->big = malloc(h.len);
+			s->big = rift__spare_get(p->ctx, h.len);
 			if (!s->big) {
 				rift__path_failed(p, RIFT_ENOMEM,
 						  "no memory for a %u-byte message",
@@ -92,8 +127,10 @@ static int process(rift__path *p, struct rift__stream *s)
 			}
 			s->big_hdr = h;
 			memcpy(s->big, s->rbuf + s->rstart + RIFT_HDR_SIZE, have);
+			count_copy(p, have);
 			s->big_got = have;
 			s->rstart = s->rend = 0;
+			s->need = 0;
 			return 0;
 		}
 		if (s->rend - s->rstart < need)
@@ -105,11 +142,14 @@ static int process(rift__path *p, struct rift__stream *s)
 		s->rstart += need;
 		need = RIFT_HDR_SIZE;
 	}
+	/* need is the partial frame's size once its header is in. */
+	s->need = s->rend - s->rstart >= RIFT_HDR_SIZE ? need : 0;
 	if (s->rstart == s->rend) {
 		s->rstart = s->rend = 0;
 	} else if (s->rstart + need > s->rcap) {
 		/* The partial frame cannot complete where it is. */
 		memmove(s->rbuf, s->rbuf + s->rstart, s->rend - s->rstart);
+		count_copy(p, s->rend - s->rstart);
 		s->rend -= s->rstart;
 		s->rstart = 0;
 	}
@@ -127,6 +167,7 @@ static int big_done(rift__path *p, struct rift__stream *s)
 
 int rift__stream_commit(rift__path *p, struct rift__stream *s, size_t n)
 {
+	s->filled = n == s->room;
 	if (s->big) {
 		s->big_got += n;
 		return s->big_got == s->big_hdr.len ? big_done(p, s) : 0;

@@ -17,6 +17,14 @@
 struct rift__stream {
 	uint8_t *rbuf;
 	size_t rcap, rstart, rend;
+	size_t need;              /* bytes of the frame at rstart, header
+				     included, when its header is in (or 0) */
+	bool hdr_first;           /* the last frame was large: the next
+				     read may take a header alone */
+	bool was_big;             /* it was received into a block */
+	bool filled;              /* the last read filled the space given:
+				     more is likely waiting */
+	size_t room;              /* the space given last, bytes */
 	struct rift__hdr big_hdr; /* frame being received into big */
 	uint8_t *big;             /* its payload block, or NULL */
 	size_t big_got;
@@ -24,7 +32,14 @@ struct rift__stream {
 
 int rift__stream_init(struct rift__stream *s, size_t cap);
 void rift__stream_free(struct rift__stream *s);
-/* Where the next bytes go and how many fit (never 0). */
+/*
+ * Where the next bytes go and how many to read (never 0).  Small frames
+ * are read many at a time; a large one (over half the buffer) is read up
+ * to its last byte and no further, and after it the next header alone
+ * (after one that fit the buffer, only while more is waiting): a stream
+ * of large frames is never moved in memory, each lands where it is
+ * delivered from (the buffer, or a block of its own).
+ */
 void rift__stream_space(struct rift__stream *s, uint8_t **dst, size_t *room);
 /*
  * n bytes were placed at the space given.  Delivers whole frames to the

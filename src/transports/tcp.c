@@ -5,7 +5,9 @@
  * BATCH_IOV pieces or BATCH_BYTES), so a burst of small sends costs one
  * system call.  Reads go into a large per-path buffer and messages that fit
  * are delivered in place; a message larger than the buffer is read straight
- * into its own block, so big messages are copied once, by the kernel.
+ * into its own block, so big messages are copied once, by the kernel.  How
+ * much each read takes is the stream's choice (session/stream.h): a large
+ * frame is read up to its end and no further, so it is never moved.
  */
 #include <errno.h>
 #include <fcntl.h>
