@@ -332,13 +332,21 @@ static void session_untouched(rift_ctx *ctx, struct side *cli,
 	neighbour_ok(ctx, cli); /* the server echoes it back */
 }
 
+/* Over verbs the refusal's ERROR frame can be lost with the refused
+ * path (its QP goes to the error state before rxe sent it: issue 14's
+ * note), and the impostor, told only "peer disconnected", tries again
+ * (with its attach counter one up) and is refused again: at least one
+ * refusal each, and the reason is the first one's when there was one. */
 static void refused(rift_ctx *ctx, struct side *imp, uint64_t *refusals,
 		    const char *why)
 {
+	uint64_t now = ctx_stats(ctx).resumes_refused;
+
 	CHECK_EQ(imp->last_status, RIFT_ESESSION);
-	CHECK_CONTAINS(imp->last_message, why);
-	CHECK_EQ(ctx_stats(ctx).resumes_refused, *refusals + 1);
-	*refusals += 1;
+	CHECK(now >= *refusals + 1);
+	if (now == *refusals + 1)
+		CHECK_CONTAINS(imp->last_message, why);
+	*refusals = now;
 }
 
 /*
@@ -720,9 +728,12 @@ TEST_T(data_header_before_hello_is_refused_on_each_transport)
 	CHECK_EQ(rift__fault_fired(RIFT_FAULT_EARLY_DATA), 1);
 	CHECK_EQ(proto_errors(ctx), before + 1);
 	/* The first attempt ended on the server's refusal, not on its
-	 * handshake's time limit. */
-	CHECK_CONTAINS(rift_conn_last_error(cli.conn),
-		       "data before the handshake");
+	 * handshake's time limit (over verbs the refusal's ERROR frame can
+	 * be lost with the path: "peer disconnected" then). */
+	if (strcmp(rt_transport(), "tcp") == 0)
+		CHECK_CONTAINS(rift_conn_last_error(cli.conn),
+			       "data before the handshake");
+	CHECK(strstr(rift_conn_last_error(cli.conn), "not completed") == NULL);
 	neighbour_ok(ctx, &cli);
 	rift__fault_clear();
 	conns[0] = cli.conn;
