@@ -45,7 +45,7 @@ rel_objs  = $(LIB_SRCS:%.c=$(BUILD)/rel/%.o)
 tst_objs  = $(LIB_SRCS:%.c=$(BUILD)/tst/%.o) $(TEST_SRCS:%.c=$(BUILD)/tst/%.o)
 asan_objs = $(LIB_SRCS:%.c=$(BUILD)/asan/%.o) $(TEST_SRCS:%.c=$(BUILD)/asan/%.o)
 
-.PHONY: all deps lib tools man test check-layers test-unit test-asan test-install test-lab fuzz demo bench bench-rdma install clean FORCE
+.PHONY: all deps lib tools man test check-layers test-unit test-asan test-install test-lab fuzz fuzz-corpus fuzz-seeds demo bench bench-rdma install clean FORCE
 
 all: lib tools man
 
@@ -117,18 +117,69 @@ $(BUILD)/tst/rift-tests: $(tst_objs)
 $(BUILD)/asan/rift-tests: $(asan_objs)
 	$(CC) $(SAN) -o $@ $^ $(LIBS) -lm
 
-# libFuzzer target for the frame decoder (clang only).
-$(BUILD)/fuzz/fuzz-frame: tests/fuzz/fuzz_frame.c src/session/wire.c src/session/wire.h \
-  src/util/secret.c src/util/secret.h | deps
+# libFuzzer targets (clang only), one per decoder or handshake a peer or a
+# user can feed bytes: tests/fuzz/fuzz_NAME.c is build/fuzz/fuzz-NAME,
+# linked with the library built for fuzzing (coverage, ASan, UBSan, fault
+# points), and seeded from tests/fuzz/corpus/NAME (tests/fuzz/README.md).
+FUZZ_TARGETS := frame handshake hostile cm_tcp rdma_hello url config
+FUZZ_CF   := -std=c11 -D_GNU_SOURCE -Iinclude -Isrc -g -O1 -DRIFT_FAULT_INJECTION \
+             -Wall -Wextra -Werror -Wno-initializer-overrides -Wshadow \
+             -Wstrict-prototypes -Wmissing-prototypes -fno-omit-frame-pointer \
+             -fsanitize=address,undefined -fno-sanitize-recover=undefined
+fuzz_objs  = $(LIB_SRCS:%.c=$(BUILD)/fuzz/obj/%.o)
+$(BUILD)/fuzz/obj/%.o: %.c | deps
 	@mkdir -p $(dir $@)
-	clang -std=c11 -D_GNU_SOURCE -Iinclude -Isrc -g -O1 \
-	  -fsanitize=fuzzer,address,undefined $(filter %.c,$^) -o $@
+	@echo "  CC [f]  $<"
+	@clang $(FUZZ_CF) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+$(BUILD)/fuzz/librift-fuzz.a: $(fuzz_objs)
+	rm -f $@ && ar rcs $@ $^
+# The targets that play a peer over TCP share tests/fuzz/peer.c.
+$(BUILD)/fuzz/fuzz-handshake $(BUILD)/fuzz/fuzz-hostile: tests/fuzz/peer.c
+$(BUILD)/fuzz/fuzz-%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(BUILD)/fuzz/librift-fuzz.a
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CF) -fsanitize=fuzzer $(filter %.c,$^) $(filter %.a,$^) $(LIBS) -o $@
 
-FUZZ_SECONDS ?= 60
-fuzz: $(BUILD)/fuzz/fuzz-frame
-	@mkdir -p $(BUILD)/fuzz/corpus
-	$(BUILD)/fuzz/fuzz-frame -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
-	  -print_final_stats=1 $(BUILD)/fuzz/corpus tests/fuzz/seeds
+# `make fuzz` runs each target for its time below (about 2.5 minutes in
+# all; FUZZ_SECONDS=N gives every target N), its corpus first: a regression
+# run of every input kept in tests/fuzz/corpus/NAME, crashes found before
+# included.  New inputs go to build/fuzz/corpus/NAME, a crash to
+# build/fuzz/NAME-crash-*.  The output is in build/fuzz/NAME.log; the end
+# of it is shown when a target fails.
+FUZZ_TIME_frame      ?= 60
+FUZZ_TIME_handshake  ?= 25
+FUZZ_TIME_hostile    ?= 25
+FUZZ_TIME_config     ?= 20
+FUZZ_TIME_url        ?= 10
+FUZZ_TIME_cm_tcp     ?= 5
+FUZZ_TIME_rdma_hello ?= 5
+fuzz_time = $(or $(FUZZ_SECONDS),$(FUZZ_TIME_$(1)))
+fuzz_dict = $(if $(wildcard tests/fuzz/$(1).dict),-dict=tests/fuzz/$(1).dict)
+fuzz: $(FUZZ_TARGETS:%=fuzz-run-%)
+fuzz-run-%: $(BUILD)/fuzz/fuzz-%
+	@mkdir -p $(BUILD)/fuzz/corpus/$*
+	@echo "  FUZZ    $* for $(call fuzz_time,$*) s"
+	@$< -max_total_time=$(call fuzz_time,$*) -timeout=10 -print_final_stats=1 \
+	  -artifact_prefix=$(BUILD)/fuzz/$*- $(call fuzz_dict,$*) \
+	  $(BUILD)/fuzz/corpus/$* tests/fuzz/corpus/$* >$(BUILD)/fuzz/$*.log 2>&1 || \
+	  { tail -n 40 $(BUILD)/fuzz/$*.log; echo "fuzz: $* FAILED (log: $(BUILD)/fuzz/$*.log)"; exit 1; }
+	@awk '/^stat::number_of_executed_units/ { r = $$2 } /^stat::new_units_added/ { n = $$2 } \
+	  END { printf "  ok      %s: %s runs, %s new inputs\n", "$*", r, n }' $(BUILD)/fuzz/$*.log
+
+# The seeds and the config dictionary, made again from valid inputs
+# (tests/fuzz/mkseeds.c); crashes kept in the corpus stay.
+$(BUILD)/fuzz/mkseeds: tests/fuzz/mkseeds.c $(LIB_SRCS:%.c=$(BUILD)/tst/%.o)
+	@mkdir -p $(dir $@)
+	$(CC) $(TST_CF) $^ -o $@ $(LIBS) -lm
+fuzz-seeds: $(BUILD)/fuzz/mkseeds
+	$< tests/fuzz
+
+# Only the inputs kept in the repository, once each: a quick regression.
+fuzz-corpus: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz-%)
+	@for t in $(FUZZ_TARGETS); do \
+	  echo "  FUZZ    $$t: corpus"; \
+	  $(BUILD)/fuzz/fuzz-$$t -runs=0 tests/fuzz/corpus/$$t >$(BUILD)/fuzz/$$t.log 2>&1 || \
+	  { tail -n 40 $(BUILD)/fuzz/$$t.log; exit 1; }; \
+	done
 
 # Dependencies point down only (api > session > transports > core >
 # memory > util; docs/architecture.md): the library's objects' symbols,

@@ -329,12 +329,38 @@ static int apply_doc(struct loader *ld)
 			       ld->got[at].col, "%s", m);
 }
 
-int rift_config_load(rift_config *cfg, const char *path, char *err,
-		     size_t errlen)
+int rift__config_load_text(rift_config *cfg, const char *name,
+			   const char *text, size_t len, char *err,
+			   size_t errlen)
 {
 	struct rift__toml_doc doc;
 	struct loader ld;
 	rift_config before;
+	int rc;
+
+	rc = rift__toml_parse(&doc, name, text, len, err, errlen);
+	if (rc)
+		return rc;
+	memset(&ld, 0, sizeof(ld));
+	ld.doc = &doc;
+	ld.size = cfg->size;
+	ld.err = err;
+	ld.errlen = errlen;
+	rift_config_init(&ld.tmp);
+	memcpy(&ld.tmp, cfg, cfg->size);
+	before = ld.tmp;
+	rc = apply_doc(&ld);
+	if (rc == 0) {
+		memcpy(cfg, &ld.tmp, cfg->size);
+		rift__cfg_origin_record(cfg, &before, &ld.tmp, ld.got, name);
+	}
+	rift__toml_free(&doc);
+	return rc;
+}
+
+int rift_config_load(rift_config *cfg, const char *path, char *err,
+		     size_t errlen)
+{
 	char *text = NULL;
 	size_t len = 0;
 	int rc;
@@ -349,24 +375,7 @@ int rift_config_load(rift_config *cfg, const char *path, char *err,
 	rc = read_file(path, &text, &len, err, errlen);
 	if (rc)
 		return rc;
-	rc = rift__toml_parse(&doc, path, text, len, err, errlen);
-	if (rc)
-		goto out_text;
-	memset(&ld, 0, sizeof(ld));
-	ld.doc = &doc;
-	ld.size = cfg->size;
-	ld.err = err;
-	ld.errlen = errlen;
-	rift_config_init(&ld.tmp);
-	memcpy(&ld.tmp, cfg, cfg->size);
-	before = ld.tmp;
-	rc = apply_doc(&ld);
-	if (rc == 0) {
-		memcpy(cfg, &ld.tmp, cfg->size);
-		rift__cfg_origin_record(cfg, &before, &ld.tmp, ld.got, path);
-	}
-	rift__toml_free(&doc);
-out_text:
+	rc = rift__config_load_text(cfg, path, text, len, err, errlen);
 	free(text);
 	return rc;
 }

@@ -100,6 +100,19 @@ void rift__cfg_store(rift_config *c, const struct key *k,
 int rift__cfg_cross_check(const rift_config *c, const struct origin *got,
 			  long *at, char *m, size_t len);
 
+/* ---- config_file.c: rift_config_load ---- */
+
+/*
+ * rift_config_load on len bytes of text already in memory, which need
+ * no NUL after them (rift_config_load reads the file, then calls this;
+ * so does the fuzz target): name stands for the file in messages and
+ * origins.  rift__cfg_start(cfg, err, errlen) comes first.  Returns as
+ * rift_config_load does.
+ */
+int rift__config_load_text(rift_config *cfg, const char *name,
+			   const char *text, size_t len, char *err,
+			   size_t errlen);
+
 /* ---- config_origin.c: where each value came from ---- */
 
 extern pthread_mutex_t rift__cfg_origin_lock;

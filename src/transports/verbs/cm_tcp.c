@@ -77,7 +77,7 @@ const char *rift__rej_str(unsigned why)
  * 16 u32 psn           20 u32 caps     24 u8 gid[16]  40 u8 hello[16]
  * 56 u8 reserved[8] (zero)
  */
-static void boot_encode(uint8_t *o, const struct rift__boot *b)
+void rift__boot_encode(uint8_t *o, const struct rift__boot *b)
 {
 	uint32_t v32;
 	uint16_t v16;
@@ -103,8 +103,7 @@ static void boot_encode(uint8_t *o, const struct rift__boot *b)
 	memcpy(o + 40, b->hello, RIFT_BOOT_HELLO_LEN);
 }
 
-/* Magic and version; NULL or a static reason. */
-static const char *boot_decode(const uint8_t *in, struct rift__boot *b)
+const char *rift__boot_decode(const uint8_t *in, struct rift__boot *b)
 {
 	uint32_t v32;
 	uint16_t v16;
@@ -210,7 +209,7 @@ int rift__cmtcp_send(struct rift__cmtcp *tc, const struct rift__boot *b)
 {
 	if (tc->sent)
 		return 0;
-	boot_encode(tc->out, b);
+	rift__boot_encode(tc->out, b);
 	tc->out_n = RIFT_BOOT_SIZE;
 	tc->out_off = 0;
 	tc->sent = true;
@@ -406,7 +405,7 @@ static void read_boot(struct rift__cmtcp *tc)
 			return;
 		}
 	}
-	bad = boot_decode(tc->in, &b);
+	bad = rift__boot_decode(tc->in, &b);
 	if (bad) {
 		if (!p->is_client)
 			rift__cmtcp_refuse(tc, RIFT_REJ_BAD_HELLO);

@@ -58,6 +58,13 @@ struct rift__boot {
 	uint8_t hello[RIFT_BOOT_HELLO_LEN]; /* rift's hello (rdma_cm.c) */
 };
 
+/* The bootstrap on the wire (RIFT_BOOT_SIZE bytes, cm_tcp.c has the
+ * layout): encode b into o; decode in into *b, checking only the magic
+ * and version (NULL, or a static reason).  The reserved bytes go out as
+ * zeros and are ignored coming in. */
+void rift__boot_encode(uint8_t *o, const struct rift__boot *b);
+const char *rift__boot_decode(const uint8_t *in, struct rift__boot *b);
+
 /*
  * Check what needs no device: a QPN, PSN, MTU, LID or GID that cannot be.
  * Returns NULL or a static reason.  link_layer is ours: a peer on the

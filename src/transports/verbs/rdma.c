@@ -51,7 +51,8 @@
  * (shared completion queues), rdma_wc.c (completions, the QP table,
  * busy polling), rdma_qp.c (path resources, the prepared-QP pool),
  * rdma_rx.c (receive side), rdma_tx.c (send side), rdma_rndv.c
- * (rendezvous), rdma_cm.c (the hello, rdma_cm events), rdma_boot.c
+ * (rendezvous), rdma_cm.c (the hello, rdma_cm events), rdma_hello.c
+ * (the hello's wire format, no device needed), rdma_boot.c
  * (cm=tcp bring-up), rdma_reap.c (teardown), rdma_devices.c
  * (rift_devices) and this one (connecting, listening, the ops table and
  * its context hooks).  verbs.h wraps every libibverbs and librdmacm

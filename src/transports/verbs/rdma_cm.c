@@ -14,34 +14,28 @@
 
 void rift__rdma_hello_fill(struct rdma_path *rp, struct cm_hello *h)
 {
-	h->magic = htonl(HELLO_MAGIC);
-	h->version = htons(HELLO_VERSION);
-	h->flags = htons((rp->rndv_local ? HELLO_F_RNDV : 0) | HELLO_F_BARE);
-	h->rq_depth = htonl(rp->rq_depth);
-	h->buf_size = htonl(rp->buf_size);
+	struct rift__rdma_hello m = {
+		.flags = (rp->rndv_local ? HELLO_F_RNDV : 0) | HELLO_F_BARE,
+		.rq_depth = rp->rq_depth,
+		.buf_size = rp->buf_size,
+	};
+
+	rift__rdma_hello_encode(h, &m);
 }
 
 /* Check the peer's hello; a peer that advertises nonsense is refused. */
 const char *rift__rdma_hello_check(struct rdma_path *rp, const void *data,
 				   uint8_t len)
 {
-	struct cm_hello h;
+	struct rift__rdma_hello h;
+	const char *bad = rift__rdma_hello_decode(data, len, &h);
 
-	if (!data || len < sizeof(h))
-		return "connection without rift's hello";
-	memcpy(&h, data, sizeof(h));
-	if (ntohl(h.magic) != HELLO_MAGIC)
-		return "hello with a bad magic number";
-	if (ntohs(h.version) != HELLO_VERSION)
-		return "hello of an unsupported version";
-	if (ntohl(h.rq_depth) < 2 || ntohl(h.rq_depth) > 65536)
-		return "hello advertises an impossible receive depth";
-	if (ntohl(h.buf_size) < 64 || ntohl(h.buf_size) > (64u << 20))
-		return "hello advertises an impossible buffer size";
-	rp->credits = ntohl(h.rq_depth);
-	rp->peer_buf = ntohl(h.buf_size);
-	rp->peer_rndv = (ntohs(h.flags) & HELLO_F_RNDV) != 0;
-	rp->peer_bare = (ntohs(h.flags) & HELLO_F_BARE) != 0;
+	if (bad)
+		return bad;
+	rp->credits = h.rq_depth;
+	rp->peer_buf = h.buf_size;
+	rp->peer_rndv = (h.flags & HELLO_F_RNDV) != 0;
+	rp->peer_bare = (h.flags & HELLO_F_BARE) != 0;
 	return NULL;
 }
 

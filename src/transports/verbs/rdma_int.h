@@ -1,8 +1,9 @@
 /*
  * rdma_int.h - what the files of the verbs transport share: the constants
- * of its wire (wr_id, immediate data, the hello), the state of a context,
- * a listener, a path and a shared CQ, and the functions one file calls in
- * another (each under the file that defines it).  rdma.c has the design
+ * of its wire (wr_id, immediate data; the hello is in rdma_hello.h), the
+ * state of a context, a listener, a path and a shared CQ, and the
+ * functions one file calls in another (each under the file that defines
+ * it).  rdma.c has the design
  * overview; verbs.h wraps every libibverbs and librdmacm call.
  */
 #ifndef RIFT_VERBS_RDMA_INT_H
@@ -15,10 +16,9 @@
 #include "session/stream.h"
 #include "transports/verbs/cm_tcp.h"
 #include "transports/verbs/rdma.h"
+#include "transports/verbs/rdma_hello.h"
 #include "transports/verbs/verbs.h"
 
-#define HELLO_MAGIC 0x52494654u /* "RIFT" */
-#define HELLO_VERSION 1u
 #define CTRL_CAP 1024
 /*
  * wr_id: flags, the path's tag (a per-context number: completions of a
@@ -72,19 +72,6 @@
  * Asking again sends no ARP of its own; the neighbour's timer does.
  */
 #define RESOLVE_STEP_MS 10
-
-/* Hello flags. */
-#define HELLO_F_RNDV 1u /* serves and issues RDMA READs (rendezvous) */
-#define HELLO_F_BARE 2u /* takes bare DATA frames (BARE_IMM) */
-
-/* rdma_cm private data: fits the 56 bytes a connect request may carry. */
-struct cm_hello {
-	uint32_t magic;
-	uint16_t version;
-	uint16_t flags;    /* HELLO_F_*; unknown bits are ignored */
-	uint32_t rq_depth; /* receive buffers posted = initial credits */
-	uint32_t buf_size; /* bytes per receive buffer */
-} __attribute__((packed));
 
 _Static_assert(sizeof(struct cm_hello) == RIFT_BOOT_HELLO_LEN,
 	       "cm=tcp carries the rdma_cm hello as it is");

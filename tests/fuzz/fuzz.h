@@ -1,0 +1,59 @@
+/*
+ * fuzz.h - what rift's libFuzzer targets share: a property check that
+ * says what failed, and (peer.c) the helpers of the targets that play a
+ * peer over TCP against a live context.
+ */
+#ifndef RIFT_TESTS_FUZZ_H
+#define RIFT_TESTS_FUZZ_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "internal.h"
+
+/* A property that does not hold: say which, then crash, so that
+ * libFuzzer keeps the input. */
+#define FZ_CHECK(cond)                                                        \
+	do {                                                                  \
+		if (!(cond)) {                                                \
+			fprintf(stderr, "fuzz: %s:%d: %s does not hold\n",    \
+				__FILE__, __LINE__, #cond);                   \
+			abort();                                              \
+		}                                                             \
+	} while (0)
+
+/* ---- peer.c ---- */
+
+/* Defaults, with timers that never fire during a run (keepalive, grace,
+ * handshake timeout), so that what happens follows from the input. */
+rift_config fz_config(void);
+/* A non-blocking TCP socket connected to 127.0.0.1:port whose close
+ * resets the connection: thousands of inputs leave no TIME_WAIT. */
+int fz_connect(int port);
+/* A listening socket on 127.0.0.1 (non-blocking); its port in *port. */
+int fz_listen(int *port);
+/* Send what fits without blocking; returns the bytes sent. */
+size_t fz_send(int fd, const void *data, size_t n);
+/* Read and drop whatever is there; false once the peer closed. */
+bool fz_drain(int fd);
+/* Close with a reset (see fz_connect). */
+void fz_close(int fd);
+/* Loop rounds that never wait until two in a row had nothing to do, at
+ * most max; a context-level failure is a finding. */
+void fz_rounds(rift_ctx *ctx, int max);
+/* Rounds until done(arg) or timeout_ms; returns done(arg). */
+bool fz_wait(rift_ctx *ctx, bool (*done)(void *arg), void *arg,
+	     int timeout_ms);
+/* Entries of a context list (paths, conns, ...). */
+size_t fz_count(const struct rift__list *l);
+/*
+ * Session ids cannot be guessed: in the n bytes of frames at buf, a
+ * handshake frame (HELLO .. RESUME_ACK) whose session id is 1..n_ids
+ * gets ids[id - 1] instead.  Returns the placeholders seen, a bit each
+ * (bit 0: id 1).
+ */
+unsigned fz_patch_ids(uint8_t *buf, size_t n, const uint64_t *ids,
+		      unsigned n_ids);
+
+#endif

@@ -1,0 +1,161 @@
+/*
+ * peer.c - helpers of the fuzz targets that play a peer of a live context
+ * over TCP (fuzz_handshake.c, fuzz_hostile.c); see fuzz.h.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "fuzz.h"
+#include "session/wire.h"
+
+rift_config fz_config(void)
+{
+	rift_config cfg;
+
+	rift_config_init(&cfg);
+	cfg.connect_timeout_ms = 600000;
+	cfg.retry_delay_ms = 0;
+	cfg.keepalive_interval_ms = 1800000;
+	cfg.keepalive_timeout_ms = 3600000;
+	cfg.session_grace_ms = 3600000;
+	return cfg;
+}
+
+static struct sockaddr_in loopback(int port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_port = htons((uint16_t)port) };
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	return sa;
+}
+
+int fz_connect(int port)
+{
+	struct sockaddr_in sa = loopback(port);
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	FZ_CHECK(fd >= 0);
+	FZ_CHECK(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) == 0);
+	/* Blocking: on loopback the kernel completes it at once. */
+	FZ_CHECK(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	FZ_CHECK(fcntl(fd, F_SETFL, O_NONBLOCK) == 0);
+	return fd;
+}
+
+int fz_listen(int *port)
+{
+	struct sockaddr_in sa = loopback(0);
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	FZ_CHECK(fd >= 0);
+	FZ_CHECK(bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	FZ_CHECK(listen(fd, 64) == 0);
+	FZ_CHECK(getsockname(fd, (struct sockaddr *)&sa, &len) == 0);
+	*port = ntohs(sa.sin_port);
+	return fd;
+}
+
+size_t fz_send(int fd, const void *data, size_t n)
+{
+	ssize_t w = n ? send(fd, data, n, MSG_NOSIGNAL | MSG_DONTWAIT) : 0;
+
+	return w > 0 ? (size_t)w : 0;
+}
+
+bool fz_drain(int fd)
+{
+	uint8_t buf[65536];
+
+	for (;;) {
+		ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+		if (n > 0)
+			continue;
+		return n < 0 && (errno == EAGAIN || errno == EINTR);
+	}
+}
+
+void fz_close(int fd)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	close(fd);
+}
+
+void fz_rounds(rift_ctx *ctx, int max)
+{
+	int idle = 0;
+
+	for (int i = 0; i < max && idle < 2; i++) {
+		int rc = rift_ctx_run_mode(ctx, RIFT_RUN_NOWAIT, 0);
+
+		FZ_CHECK(rc >= 0);
+		idle = rc == 0 ? idle + 1 : 0;
+	}
+}
+
+bool fz_wait(rift_ctx *ctx, bool (*done)(void *arg), void *arg,
+	     int timeout_ms)
+{
+	uint64_t end = rift__clock_us() + (uint64_t)timeout_ms * 1000u;
+
+	while (!done(arg)) {
+		int rc;
+
+		if (rift__clock_us() >= end)
+			return false;
+		rc = rift_ctx_run_mode(ctx, RIFT_RUN_ONCE, 10);
+		FZ_CHECK(rc >= 0 || rc == RIFT_ETIMEDOUT);
+	}
+	return true;
+}
+
+size_t fz_count(const struct rift__list *l)
+{
+	size_t n = 0;
+
+	for (const struct rift__list *it = l->next; it != l; it = it->next)
+		n++;
+	return n;
+}
+
+unsigned fz_patch_ids(uint8_t *buf, size_t n, const uint64_t *ids,
+		      unsigned n_ids)
+{
+	unsigned seen = 0;
+	size_t off = 0;
+
+	while (n - off >= RIFT_HDR_SIZE) {
+		uint32_t len;
+		uint64_t id;
+
+		memcpy(&len, buf + off + 4, 4);
+		len = be32toh(len);
+		if (len > n - off - RIFT_HDR_SIZE)
+			break;
+		if (buf[off + 3] >= RIFT_FRAME_HELLO &&
+		    buf[off + 3] <= RIFT_FRAME_RESUME_ACK &&
+		    len >= 16) {
+			uint8_t *p = buf + off + RIFT_HDR_SIZE + 8;
+
+			memcpy(&id, p, 8);
+			id = be64toh(id);
+			if (id >= 1 && id <= n_ids) {
+				seen |= 1u << (id - 1);
+				id = htobe64(ids[id - 1]);
+				memcpy(p, &id, 8);
+			}
+		}
+		off += RIFT_HDR_SIZE + len;
+	}
+	return seen;
+}
