@@ -11,20 +11,7 @@
 # the verdict against the goals for the main rows (event mode, one CPU).
 # POSIX awk only (Debian's default awk is mawk: no asort).
 
-function median(list,    n, v, i, j, t) {
-	n = split(list, v, " ")
-	if (n == 0)
-		return ""
-	for (i = 2; i <= n; i++) {
-		t = v[i] + 0
-		for (j = i - 1; j >= 1 && v[j] + 0 > t; j--)
-			v[j + 1] = v[j]
-		v[j + 1] = t
-	}
-	if (n % 2)
-		return v[(n + 1) / 2] + 0
-	return (v[n / 2] + v[n / 2 + 1]) / 2
-}
+# median(): bench/median.awk, given first with -f.
 
 # Ratios rift/baseline for each round both sides completed, in round order.
 function per_round(label, impl, mode, metric,    r, out, a, b) {

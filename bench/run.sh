@@ -199,7 +199,7 @@ echo
 awk -v rounds="$done_rounds" -v iters="$LAT_ITERS" -v warmup="$LAT_WARMUP" \
 	-v size="$LAT_SIZE" -v bytes="$TPUT_BYTES" -v cpu="$CPU" \
 	-v pair_cpus="$SPLIT" -v elapsed="$elapsed" \
-	-f bench/report.awk "$tmp/results"
+	-f bench/median.awk -f bench/report.awk "$tmp/results"
 
 # ---- size sweep -----------------------------------------------------------
 
@@ -252,7 +252,7 @@ if [ -n "$SWEEP_SIZES" ]; then
 	echo
 	awk -v rounds="$done_rounds" -v cpu="$CPU" -v bytes="$SWEEP_BYTES" \
 		-v goal="$SWEEP_GOAL" -v linear="$SWEEP_LINEAR" \
-		-v elapsed="$elapsed" -f bench/sweep.awk "$RESULTS"
+		-v elapsed="$elapsed" -f bench/median.awk -f bench/sweep.awk "$RESULTS"
 fi
 
 if [ "$failures" -ne 0 ]; then
