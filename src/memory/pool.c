@@ -36,7 +36,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "memory/pool_int.h"
@@ -61,47 +60,6 @@ static struct {
 	pthread_key_t key;
 	bool made;
 } tc_exit = { .once = PTHREAD_ONCE_INIT };
-
-/*
- * RLIMIT_MEMLOCK covers mlock()ed pages (VmLck) and pages pinned by memory
- * registration (VmPin), which ibv_reg_mr charges.
- */
-uint64_t rift__locked_bytes(void)
-{
-	FILE *f = fopen("/proc/self/status", "r");
-	char line[128];
-	unsigned long long v, sum = 0;
-
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmLck: %llu", &v) == 1 ||
-		    sscanf(line, "VmPin: %llu", &v) == 1)
-			sum += v;
-	if (f)
-		fclose(f);
-	return (uint64_t)sum * 1024u;
-}
-
-/* Say what is needed, what the limit is and how to raise it. */
-int rift__pool_memlock_check(size_t need, char *err, size_t errlen)
-{
-	struct rlimit rl;
-	uint64_t have;
-
-	if (getrlimit(RLIMIT_MEMLOCK, &rl) || rl.rlim_cur == RLIM_INFINITY)
-		return 0;
-	have = rift__locked_bytes();
-	if (have + need <= rl.rlim_cur)
-		return 0;
-	snprintf(err, errlen,
-		 "registering %zu KiB would exceed the locked-memory limit "
-		 "(RLIMIT_MEMLOCK %llu KiB, %llu KiB locked already): raise it "
-		 "with 'ulimit -l unlimited', LimitMEMLOCK=infinity in a "
-		 "systemd unit or /etc/security/limits.conf, or lower "
-		 "pool.initial / pool.increment",
-		 need / 1024, (unsigned long long)rl.rlim_cur / 1024,
-		 (unsigned long long)have / 1024);
-	return RIFT_EMEMLOCK;
-}
 
 static int class_of(const struct rift__pool *pool, size_t len)
 {
