@@ -505,6 +505,24 @@ static struct bucket *my_bucket(struct rift__pool *pool)
 	return &pool->buckets[tc.bucket % pool->n_buckets];
 }
 
+/* Move the first n blocks of class c of the thread's cache to bucket b. */
+static void tc_give(struct bucket *b, int c, uint32_t n)
+{
+	if (!n)
+		return;
+	pthread_mutex_lock(&b->mu);
+	while (n--) {
+		void *blk = tc.head[c];
+
+		tc.head[c] = *(void **)blk;
+		tc.n[c]--;
+		*(void **)blk = b->head[c];
+		b->head[c] = blk;
+		b->n[c]++;
+	}
+	pthread_mutex_unlock(&b->mu);
+}
+
 /*
  * A thread exits: the blocks in its cache go to its bucket, if the pool
  * they came from is still there (under global_mu it cannot go).
@@ -517,23 +535,9 @@ static void tc_return(void *arg)
 	tc.exit_armed = false;
 	pthread_mutex_lock(&global_mu);
 	pool = global_pool;
-	if (pool && pool->gen == tc.gen) {
-		struct bucket *b = my_bucket(pool);
-
-		pthread_mutex_lock(&b->mu);
-		for (int c = 0; c < RIFT_BLOCK_CLASSES; c++) {
-			void *last = tc.head[c];
-
-			if (!last)
-				continue;
-			while (*(void **)last)
-				last = *(void **)last;
-			*(void **)last = b->head[c];
-			b->head[c] = tc.head[c];
-			b->n[c] += tc.n[c];
-		}
-		pthread_mutex_unlock(&b->mu);
-	}
+	if (pool && pool->gen == tc.gen)
+		for (int c = 0; c < RIFT_BLOCK_CLASSES; c++)
+			tc_give(my_bucket(pool), c, tc.n[c]);
 	pthread_mutex_unlock(&global_mu);
 	memset(tc.head, 0, sizeof(tc.head));
 	memset(tc.n, 0, sizeof(tc.n));
@@ -724,23 +728,9 @@ void rift__pool_free(struct rift__pool *pool, void *block,
 	*(void **)block = tc.head[c];
 	tc.head[c] = block;
 	tc.n[c]++;
-	if (tc.n[c] > pool->thread_cache) {
-		/* Give half back so other threads can use it. */
-		struct bucket *b = my_bucket(pool);
-		uint32_t give = tc.n[c] - pool->thread_cache / 2;
-
-		pthread_mutex_lock(&b->mu);
-		while (give--) {
-			void *blk = tc.head[c];
-
-			tc.head[c] = *(void **)blk;
-			tc.n[c]--;
-			*(void **)blk = b->head[c];
-			b->head[c] = blk;
-			b->n[c]++;
-		}
-		pthread_mutex_unlock(&b->mu);
-	}
+	/* Give half back so other threads can use it. */
+	if (tc.n[c] > pool->thread_cache)
+		tc_give(my_bucket(pool), c, tc.n[c] - pool->thread_cache / 2);
 }
 
 void **rift__pool_slot(struct rift__pool *pool, const void *ptr, bool *inside)
