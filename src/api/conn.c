@@ -159,7 +159,10 @@ static void race_timer_cb(rift_timer *t, void *user)
 {
 	rift_conn *conn = user;
 	unsigned i = (conn->addr_idx + 1) % conn->n_addrs;
+	unsigned cur = conn->addr_idx % conn->n_addrs;
 	rift__path *p = NULL;
+	uint64_t limit;
+	bool alt;
 
 	RIFT_UNUSED(t);
 	if (conn->racer || !conn->path || conn->closing ||
@@ -167,31 +170,34 @@ static void race_timer_cb(rift_timer *t, void *user)
 	    (conn->state != RIFT_CONN_CONNECTING &&
 	     conn->state != RIFT_CONN_DETACHED))
 		return;
+	limit = attempt_limit(conn);
+	/* The same address the other way (rdma_connect_alt_op), in case it
+	 * is the way of setting up that gets no answer; not when the attempt
+	 * went that way already. */
+	alt = race_alt(conn) && !conn->path->alt;
 	/* The attempt asked its peer and got no answer: its address is
 	 * reachable, and it is the way of setting up that gets none (a
 	 * connect request or reply lost, rdma_cm fallen silent on the
-	 * device: rdma_connect_alt_op), so the same address the other way
-	 * goes first.  The next address may be no better: without its
-	 * link's carrier it keeps its route, and an attempt there starts
-	 * and then waits for an ARP answer that never comes. */
-	if (conn->path->reached && race_alt(conn) && !conn->path->alt &&
-	    !attempt_start(conn, conn->addr_idx % conn->n_addrs,
-			   attempt_limit(conn), true, &p)) {
-		i = conn->addr_idx % conn->n_addrs;
-	} else if (conn->n_addrs < 2 ||
-		   attempt_start(conn, i, attempt_limit(conn), false, &p)) {
-		if (conn->n_addrs >= 2)
-			RIFT_DEBUG("race: %s", conn->last_error);
-		/* No other address to try now (one address, or the next
-		 * one's link is down): the same address the other way,
-		 * in case it is the way of setting up that gets no answer
-		 * (rdma_connect_alt_op). */
-		i = conn->addr_idx % conn->n_addrs;
-		if (!race_alt(conn) || conn->path->alt ||
-		    attempt_start(conn, i, attempt_limit(conn), true, &p)) {
+	 * device), so the other way goes first.  The next address may be no
+	 * better: without its link's carrier it keeps its route, and an
+	 * attempt there starts and then waits for an ARP answer that never
+	 * comes. */
+	if (alt && conn->path->reached) {
+		if (!attempt_start(conn, cur, limit, true, &p))
+			i = cur;
+		alt = false; /* tried */
+	}
+	if (!p && conn->n_addrs >= 2 &&
+	    attempt_start(conn, i, limit, false, &p))
+		RIFT_DEBUG("race: %s", conn->last_error);
+	/* No other address to try now (one address, or the next one's link
+	 * is down): the other way, unless tried above. */
+	if (!p) {
+		if (!alt || attempt_start(conn, cur, limit, true, &p)) {
 			RIFT_DEBUG("race: %s", conn->last_error);
 			return;
 		}
+		i = cur;
 	}
 	conn->ctx->stats.connect_races++;
 	conn->racer = p;
