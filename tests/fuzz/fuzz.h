@@ -6,19 +6,24 @@
 #ifndef RIFT_TESTS_FUZZ_H
 #define RIFT_TESTS_FUZZ_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 #include <stdlib.h>
 
 #include "internal.h"
 
-/* A property that does not hold: say which, then crash, so that
- * libFuzzer keeps the input. */
+/* A property that does not hold: say which (with errno, which a failed
+ * system call leaves), then crash, so that libFuzzer keeps the input. */
 #define FZ_CHECK(cond)                                                        \
 	do {                                                                  \
 		if (!(cond)) {                                                \
-			fprintf(stderr, "fuzz: %s:%d: %s does not hold\n",    \
-				__FILE__, __LINE__, #cond);                   \
+			int fz_errno_ = errno;                                \
+			fprintf(stderr,                                       \
+				"fuzz: %s:%d: %s does not hold (errno %s)\n", \
+				__FILE__, __LINE__, #cond,                    \
+				strerror(fz_errno_));                         \
 			abort();                                              \
 		}                                                             \
 	} while (0)
