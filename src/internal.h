@@ -129,6 +129,10 @@ typedef enum rift__fault_point {
 	RIFT_FAULT_EARLY_DATA,    /* a client puts a DATA header declaring
 				     max_msg_size bytes before its HELLO
 				     (hostile peer) */
+	RIFT_FAULT_TEARDOWN_SLOW, /* a verbs path's teardown stalls 50 ms
+				     after it freed its memory windows: a
+				     peer READing then must not see an
+				     access error */
 	RIFT_FAULT__COUNT
 } rift__fault_point;
 
@@ -298,6 +302,10 @@ struct rift__pool *rift__ctx_pool_make(rift_ctx *ctx);
 
 /* Tests: cut the connection's current path; 0 or RIFT_ENOTCONN. */
 int rift__conn_cut(rift_conn *conn);
+/* Tests: the connection's path fails by this side's own decision (as on
+ * keepalive silence or a completion error), torn down here before the
+ * peer knows. */
+int rift__conn_fail(rift_conn *conn);
 
 /* Control frames a path owes its peer; sent before more data. */
 enum rift__path_pending {

@@ -473,6 +473,14 @@ int rift__conn_cut(rift_conn *conn)
 	return 0;
 }
 
+int rift__conn_fail(rift_conn *conn)
+{
+	if (!conn->path || conn->path->state != RIFT_PATH_ATTACHED)
+		return RIFT_ENOTCONN;
+	rift__path_failed(conn->path, RIFT_ECONNRESET, "failed by a test");
+	return 0;
+}
+
 void *rift_conn_user(const rift_conn *conn)
 {
 	return conn ? conn->user : NULL;

@@ -8,7 +8,9 @@
  */
 #include <arpa/inet.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -1093,6 +1095,108 @@ TEST_TIMEOUT(path_cut_mid_rendezvous_loses_and_doubles_nothing, 200)
 	conns[0] = c;
 	conns[1] = srv.s.conn;
 	h_teardown(ctx, l, conns, 2);
+}
+
+/* The sender, in a process of its own (a reader in the same process
+ * posts no READ while the sender's teardown runs): sends the stream and
+ * fails its own path, as on keepalive silence, every 100 ms while
+ * messages are unacknowledged, 20 times (before the fix about one cut
+ * in twelve ended the session); each teardown stalls after
+ * it freed its windows (fault point).  Then it keeps its loop running. */
+static void teardown_sender(int port, uint64_t n)
+{
+	rift_ctx *ctx = h_ctx(NULL);
+	struct side cli = { 0 };
+	rift_conn *c = NULL;
+	uint64_t sent = 0, next_fail = 0;
+	int fails = 0;
+	char url[128];
+
+	snprintf(url, sizeof(url), "rdma://%s:%d", rt_host(), port);
+	if (rift_connect(ctx, url, &h_callbacks, &cli, &c))
+		_exit(3);
+	cli.conn = c;
+	for (int k = 0; k < RIFT_BLOCK_CLASSES; k++)
+		if (ctx->cfg.block_size[k] >= ctx->cfg.rndv_threshold)
+			rift_buf_free(ctx, rift_buf_alloc(
+						   ctx, ctx->cfg.block_size[k]));
+	rift__fault_arm(RIFT_FAULT_TEARDOWN_SLOW, 1, 1000000);
+	for (;;) {
+		rift_conn_stats st;
+
+		while (cli.connected && sent < n &&
+		       big_send(c, 21, sent, mixed_size(sent)) == 0)
+			sent++;
+		rift_conn_stats_init(&st);
+		rift_conn_stats_get(c, &st);
+		if (fails < 20 && cli.connected && h_now_us() >= next_fail &&
+		    st.unacked_msgs > 0 && rift__conn_fail(c) == 0) {
+			fails++;
+			next_fail = h_now_us() + 100000;
+		}
+		rift_ctx_run(ctx, 1);
+	}
+}
+
+/*
+ * Issue 14, item 3: a benign teardown never looks like an attack.  A path
+ * torn down by the side whose buffers the peer is READing must stop the
+ * QP before it frees the windows over them: a READ that reaches a freed
+ * window gets a remote access error, which the reader takes for a lie
+ * (the peer advertised a buffer it does not own) and ends the session.
+ */
+TEST_TIMEOUT(sender_teardown_mid_rendezvous_never_looks_like_an_attack, 200)
+{
+	struct big_side srv = { .seed = 21, .size_of = mixed_size };
+	rift_listener *l = NULL;
+	rift_conn *conns[1];
+	rift_ctx_stats cs;
+	rift_ctx *ctx;
+	uint64_t n = 240, end;
+	int pipefd[2], port, status;
+	pid_t pid;
+	char url[128];
+
+	need_rdma();
+	CHECK_EQ(pipe(pipefd), 0);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		if (read(pipefd[0], &port, sizeof(port)) != sizeof(port))
+			_exit(3);
+		teardown_sender(port, n);
+	}
+	ctx = h_ctx(NULL);
+	srv.ctx = ctx;
+	snprintf(url, sizeof(url), "rdma://%s:0", rt_host());
+	CHECK_EQ(rift_listen(ctx, url, &big_callbacks, &srv, h_accept_side,
+			     &l), 0);
+	port = rift_listener_port(l);
+	CHECK_EQ(write(pipefd[1], &port, sizeof(port)), (ssize_t)sizeof(port));
+	end = h_now_us() + 150 * 1000000u;
+	while (srv.s.recv_count < n && !srv.s.disconnected &&
+	       h_now_us() < end)
+		rift_ctx_run(ctx, 10);
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	rift_ctx_stats_init(&cs);
+	rift_ctx_stats_get(ctx, &cs);
+	printf("received %llu of %llu, large %llu, path changes %d, "
+	       "protocol errors %llu%s%s\n",
+	       (unsigned long long)srv.s.recv_count, (unsigned long long)n,
+	       (unsigned long long)srv.large, srv.s.path_changed,
+	       (unsigned long long)cs.protocol_errors,
+	       srv.s.disconnected ? ", died: " : "",
+	       srv.s.disconnected ? srv.s.last_message : "");
+	CHECK(!srv.s.disconnected);
+	CHECK_EQ(cs.protocol_errors, 0);
+	CHECK_EQ(srv.s.recv_count, n);
+	CHECK_EQ(srv.s.bad, 0);
+	CHECK(srv.s.path_changed >= 10);
+	close(pipefd[0]);
+	close(pipefd[1]);
+	conns[0] = srv.s.conn;
+	h_teardown(ctx, l, conns, srv.s.conn ? 1 : 0);
 }
 
 /* Every RDMA path fails from now on (fault point): an auto:// session

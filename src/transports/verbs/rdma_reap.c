@@ -263,16 +263,22 @@ void rift__rdma_destroy(rift__path *p)
 	/* From here its completions still in the CQ find no path. */
 	rift__rdma_qpt_del(rctx_of(p->ctx), rp);
 	rift__list_del(&rp->poll_node);
-	/* The peer READs nothing more here (the messages stay queued in
-	 * the session, and a new path binds new windows over them). */
-	rift__rdma_binds_free(rp);
-	/* Nothing more goes out: rdma_disconnect moves librdmacm's QP to
-	 * ERR, ours we move (posted work is flushed, dropped in the CQ). */
+	/* Nothing more goes out or is answered: rdma_disconnect moves
+	 * librdmacm's QP to ERR, ours we move (posted work is flushed,
+	 * dropped in the CQ).  First: a READ the peer sends while the QP
+	 * still answers, into a window already freed, would get a remote
+	 * access error, which the peer takes for a lie (a buffer we do not
+	 * own) and ends the whole session for a benign teardown. */
 	rp->park = (rp->qp || rp->id) &&
 		   rift__rdma_port_down(rp->verbs, rp->port_num);
 	rift__rdma_qp_err(rp);
 	if (rp->id && rp->established && !rp->park)
 		rift__vb_disconnect(rp->id);
+	/* Then the windows (the messages stay queued in the session, and a
+	 * new path binds new windows over them). */
+	rift__rdma_binds_free(rp);
+	if (rift__fault_hit(RIFT_FAULT_TEARDOWN_SLOW))
+		usleep(50000);
 	/* cm=tcp: closing the side channel tells the peer at once. */
 	rift__cmtcp_close(rp->tc);
 	rp->tc = NULL;
