@@ -205,7 +205,10 @@ typedef struct rift_config {
 	uint32_t keepalive_timeout_ms; /* silence that kills a path, ms */
 	uint32_t session_grace_ms;     /* time to re-attach a broken session, ms */
 	uint32_t ack_delay_ms;         /* longest wait before an explicit ack, ms */
-	uint64_t send_window;          /* unacknowledged bytes per connection */
+	uint64_t send_window;          /* unacknowledged bytes per connection;
+					  a connection uses the smaller of
+					  both sides' (and a receiver that
+					  stopped holds at most that) */
 	uint64_t max_msg_size;         /* largest message accepted, bytes */
 	/* tcp */
 	uint32_t tcp_read_buffer;      /* per-path receive buffer, bytes */

@@ -348,10 +348,12 @@ static inline int send_check(rift_conn *conn, size_t len)
 		return RIFT_EMSGSIZE;
 	}
 	/* One message may exceed the window alone; otherwise the window
-	 * bounds what is held for replay, and what a stopped receiver holds.
+	 * (the smaller of both sides' send_window) bounds what is held for
+	 * replay, and what a stopped receiver holds.
 	 * Headers count: zero-length messages are not free. */
 	if (conn->window_used &&
-	    conn->window_used + len + RIFT_HDR_SIZE > ctx->cfg.send_window) {
+	    conn->window_used + len + RIFT_HDR_SIZE > rift__conn_window(conn) &&
+	    !rift__fault_hit(RIFT_FAULT_WINDOW_IGNORED)) {
 		conn->want_writable = true;
 		conn->stats.send_eagain++;
 		return RIFT_EAGAIN;

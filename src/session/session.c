@@ -521,9 +521,10 @@ static int client_handshake(rift__path *p, const struct rift__hdr *h,
 /*
  * Keep a DATA frame for later delivery (receiving is stopped, or earlier
  * frames still wait).  Nothing held is acknowledged, so an honest peer
- * cannot have sent more than its advertised window beyond what was
+ * cannot have sent more than the connection's window beyond what was
  * delivered (one message alone may exceed it): more is a protocol error,
- * and this bounds the memory a stopped receiver spends.
+ * and this bounds the memory a stopped receiver spends by our own
+ * send_window, whatever the peer advertised.
  */
 static int hold(rift__path *p, const struct rift__hdr *h, void *payload,
 		void *owned)
@@ -532,10 +533,16 @@ static int hold(rift__path *p, const struct rift__hdr *h, void *payload,
 	uint64_t cost = (uint64_t)h->len + RIFT_HDR_SIZE;
 	struct rift__held *m;
 
-	if (conn->held_bytes && conn->held_bytes + cost > conn->peer_window) {
+	if (conn->held_bytes &&
+	    conn->held_bytes + cost > rift__conn_window(conn)) {
+		char why[128];
+
 		free(owned);
-		return path_reject(p, RIFT_EPROTO,
-				   "peer sent beyond its advertised window");
+		snprintf(why, sizeof(why),
+			 "peer sent beyond the window (%llu bytes: the "
+			 "smaller of both sides' send_window)",
+			 (unsigned long long)rift__conn_window(conn));
+		return path_reject(p, RIFT_EPROTO, why);
 	}
 	m = malloc(sizeof(*m));
 	if (m && !owned && h->len) {

@@ -97,7 +97,7 @@ struct rift_conn {
 	struct rift__list drain_node; /* ctx->drainq: held to deliver */
 	uint64_t ack_sent;      /* last ack value put on the wire */
 	uint64_t rx_unacked;    /* bytes received since ack_sent */
-	uint64_t peer_window;   /* peer's send window, bytes */
+	uint64_t peer_window;   /* peer's send window, bytes; 0 before */
 	uint64_t peer_max_msg;  /* peer's max_msg_size, bytes; 0 before */
 
 	rift_transport transport;
@@ -251,6 +251,21 @@ void rift__conn_attempt_failed(rift_conn *conn, int err);
  */
 #define RIFT_REATTACH_MIN_MS 1000u
 uint64_t rift__conn_attempt_limit(const rift_conn *conn);
+/*
+ * The connection's window: the smaller of both sides' send_window, as
+ * each side computes it from its own configuration and the handshake.
+ * A sender keeps at most this much unacknowledged (one message may
+ * exceed it alone), and a receiver that stopped receiving holds at most
+ * this much: our own limit, whatever window the peer claims.
+ */
+static inline uint64_t rift__conn_window(const rift_conn *conn)
+{
+	uint64_t own = conn->ctx->cfg.send_window;
+
+	return conn->peer_window && conn->peer_window < own ? conn->peer_window
+							    : own;
+}
+
 /* The name of the transport's other way of setting up paths (ops->alt),
  * or NULL when this conn's has none. */
 static inline const char *rift__conn_alt(const rift_conn *conn)
@@ -511,7 +526,7 @@ static inline void rift__conn_deliver(rift_conn *conn, const struct rift__hdr *h
 	 * the application sends back this round; only if nothing carried it
 	 * by the end of the round does rift__sess_after_flush arm the
 	 * ack_delay_ms timer (no timer work per message in request/reply). */
-	threshold = conn->peer_window / 4;
+	threshold = rift__conn_window(conn) / 4;
 	if (conn->path && conn->path->state == RIFT_PATH_ATTACHED) {
 		if (conn->rx_unacked >= threshold)
 			conn->path->pending |= RIFT_PEND_ACK;

@@ -206,7 +206,7 @@ TEST(hostile_frames_close_only_the_offender)
 	attack(ctx, port, &cli, b, n, "data beyond the advertised window");
 	hostile_stop_recv = false;
 	CHECK_CONTAINS(rift_conn_last_error(hostile_conns[5]),
-		       "beyond its advertised window");
+		       "beyond the window");
 	CHECK_EQ(hostile_sides[5].recv_count, 0);
 
 	/* Sessions created by the attacker ended with RIFT_EPROTO. */
@@ -220,6 +220,117 @@ TEST(hostile_frames_close_only_the_offender)
 	conns[nc++] = srv.conn;
 	rift_listener_close(hl, NULL);
 	h_teardown(ctx, l, conns, nc);
+}
+
+/*
+ * Issue 14, item 2: what a stopped receiver holds is bounded by its own
+ * send_window, not by the window the peer claims.  A peer advertising a
+ * window of 2^64 - 1 to a server whose send_window is 64 KiB: the frames
+ * beyond 64 KiB are refused.  Before, the server held whatever came.
+ */
+TEST(held_bytes_are_bounded_by_our_window_not_the_peers_claim)
+{
+	rift_config cfg = h_config();
+	rift_ctx *ctx;
+	struct side srv = { .echo = true }, cli = { 0 };
+	rift_listener *l, *hl = NULL;
+	rift_conn *conns[3];
+	static uint8_t b[RIFT_HDR_SIZE + RIFT_HELLO_SIZE + 40 * 2024];
+	size_t n;
+	int fd;
+
+	cfg.send_window = 64 << 10;
+	ctx = h_ctx(&cfg);
+	l = h_listen(ctx, &srv);
+	n_hostile = 0;
+	hostile_stop_recv = true;
+	CHECK_EQ(rift_listen(ctx, "tcp://127.0.0.1:0", &h_callbacks, NULL,
+			     hostile_accept, &hl), 0);
+	h_connect(ctx, rift_listener_port(l), &cli);
+	h_connected(ctx, &cli);
+	n = hello_w(b, RIFT_FRAME_HELLO, 107, UINT64_MAX);
+	for (uint64_t seq = 1; seq <= 40; seq++) {
+		n += frame(b + n, RIFT_FRAME_DATA, 2000, seq, 0);
+		memset(b + n, 'x', 2000);
+		n += 2000;
+	}
+	fd = raw_connect(rift_listener_port(hl));
+	CHECK_EQ(send(fd, b, n, MSG_NOSIGNAL), (ssize_t)n);
+	if (!closed_by_server(ctx, fd))
+		FAIL("a stopped receiver held %llu bytes for a peer claiming an "
+		     "endless window", n_hostile ? (unsigned long long)
+		     hostile_conns[0]->held_bytes : 0ull);
+	close(fd);
+	hostile_stop_recv = false;
+	CHECK_EQ(n_hostile, 1);
+	CHECK_CONTAINS(rift_conn_last_error(hostile_conns[0]),
+		       "beyond the window (65536 bytes");
+	CHECK_EQ(hostile_sides[0].last_status, RIFT_EPROTO);
+	neighbour_ok(ctx, &cli);
+	conns[0] = hostile_conns[0];
+	conns[1] = cli.conn;
+	conns[2] = srv.conn;
+	rift_listener_close(hl, NULL);
+	h_teardown(ctx, l, conns, 3);
+}
+
+/*
+ * The other half: an honest sender whose send_window is larger than its
+ * peer's keeps to the peer's, so a peer that stopped receiving is never
+ * pushed past what it holds (send returns RIFT_EAGAIN at the smaller
+ * window), and everything arrives once receiving starts again.
+ */
+TEST(a_sender_keeps_to_the_smaller_of_both_windows)
+{
+	rift_config big = h_config(), small = h_config();
+	rift_ctx *cctx, *sctx;
+	struct side srv = { 0 }, cli = { 0 };
+	rift_listener *l;
+	rift_conn *c, *conns[1];
+	static uint8_t msg[1000];
+	uint64_t sent = 0, end;
+	char url[64];
+
+	big.send_window = 16 << 20;
+	small.send_window = 64 << 10;
+	cctx = h_ctx(&big);
+	sctx = h_ctx(&small);
+	l = h_listen(sctx, &srv);
+	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d", rift_listener_port(l));
+	CHECK_EQ(rift_connect(cctx, url, &h_callbacks, &cli, &c), 0);
+	cli.conn = c;
+	end = h_now_us() + 5000000u;
+	while ((!cli.connected || !srv.connected) && h_now_us() < end) {
+		rift_ctx_run_mode(cctx, RIFT_RUN_NOWAIT, 0);
+		rift_ctx_run_mode(sctx, RIFT_RUN_NOWAIT, 0);
+	}
+	CHECK(cli.connected && srv.connected);
+	CHECK_EQ(rift_conn_recv_stop(srv.conn), 0);
+	/* Fill the window; run both loops until the sender is refused. */
+	for (int round = 0; round < 2000; round++) {
+		while (rift_conn_send(c, msg, sizeof(msg)) == 0)
+			sent++;
+		rift_ctx_run_mode(cctx, RIFT_RUN_NOWAIT, 0);
+		rift_ctx_run_mode(sctx, RIFT_RUN_NOWAIT, 0);
+	}
+	printf("sent %llu messages of %zu bytes before RIFT_EAGAIN\n",
+	       (unsigned long long)sent, sizeof(msg));
+	CHECK(sent * (sizeof(msg) + RIFT_HDR_SIZE) <= (64 << 10) + 1024);
+	CHECK(sent >= 32);
+	CHECK_EQ(srv.disconnected, 0);
+	CHECK_EQ(rift_conn_recv_start(srv.conn), 0);
+	end = h_now_us() + 5000000u;
+	while (srv.recv_count < sent && h_now_us() < end) {
+		rift_ctx_run_mode(cctx, RIFT_RUN_NOWAIT, 0);
+		rift_ctx_run_mode(sctx, RIFT_RUN_NOWAIT, 0);
+	}
+	CHECK_EQ(srv.recv_count, sent);
+	CHECK_EQ(srv.disconnected, 0);
+	CHECK_EQ(cli.disconnected, 0);
+	conns[0] = c;
+	h_teardown(cctx, NULL, conns, 1);
+	conns[0] = srv.conn;
+	h_teardown(sctx, l, conns, 1);
 }
 
 /* A raw server that answers a rift client with lies. */
