@@ -21,6 +21,25 @@
 
 /* ---- large buffers ---- */
 
+/* Count len bytes against use's share of the pool; false (err says why)
+ * if the share has no room. */
+static bool share_take(struct rift__pool *pool, enum rift__pool_use use,
+		       size_t len, char *err, size_t errlen)
+{
+	uint64_t held = __atomic_add_fetch(&pool->in_use[use], len,
+					   __ATOMIC_RELAXED);
+
+	if (held <= pool->limit[use])
+		return true;
+	__atomic_sub_fetch(&pool->in_use[use], len, __ATOMIC_RELAXED);
+	snprintf(err, errlen, "%s share of the pool is in use (%llu MiB, "
+			      "large buffers included; pool.max and "
+			      "pool.recv_reserve_pct): no room for %zu MiB",
+		 use == RIFT_POOL_RECV ? "receive" : "send",
+		 (unsigned long long)pool->limit[use] >> 20, len >> 20);
+	return false;
+}
+
 /* Deregister and unmap (the entry is already off the list). */
 void rift__pool_large_unmap(struct rift__pool *pool, struct large *lg)
 {
@@ -51,6 +70,14 @@ void *rift__pool_alloc_large(struct rift__pool *pool, size_t len,
 		if (!lg->used && lg->len >= need && lg->len / 2 <= need &&
 		    (!best || lg->len < best->len))
 			best = lg;
+	/* Large buffers in use count against their share of pool.max like
+	 * blocks: a peer's rendezvous descriptors cannot pin more than the
+	 * receive share, nor large sends more than the send share.  (Cached
+	 * ones, unused, are bounded by LARGE_CACHE_BYTES.) */
+	if (!share_take(pool, use, best ? best->len : need, err, errlen)) {
+		*rc = RIFT_ENOBUFS;
+		goto fail;
+	}
 	if (best) {
 		best->used = true;
 		pool->large_bytes[best->use] -= best->len;
@@ -65,7 +92,7 @@ void *rift__pool_alloc_large(struct rift__pool *pool, size_t len,
 	*rc = rift__pool_memlock_check(
 		need * (size_t)(pool->n_devs ? pool->n_devs : 1), err, errlen);
 	if (*rc)
-		goto fail;
+		goto fail_share;
 	lg = calloc(1, sizeof(*lg));
 	m = mmap(NULL, need, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -76,7 +103,7 @@ void *rift__pool_alloc_large(struct rift__pool *pool, size_t len,
 		if (m != MAP_FAILED)
 			munmap(m, need);
 		free(lg);
-		goto fail;
+		goto fail_share;
 	}
 	lg->base = m;
 	lg->len = need;
@@ -85,7 +112,7 @@ void *rift__pool_alloc_large(struct rift__pool *pool, size_t len,
 				    &lg->lkey[d], &lg->rkey[d], err, errlen);
 		if (*rc) {
 			rift__pool_large_unmap(pool, lg);
-			goto fail;
+			goto fail_share;
 		}
 	}
 	lg->used = true;
@@ -102,6 +129,8 @@ void *rift__pool_alloc_large(struct rift__pool *pool, size_t len,
 	pthread_mutex_unlock(&pool->mu);
 	return lg->base;
 
+fail_share:
+	__atomic_sub_fetch(&pool->in_use[use], need, __ATOMIC_RELAXED);
 fail:
 	pthread_mutex_unlock(&pool->mu);
 	return NULL;
@@ -123,6 +152,7 @@ void rift__pool_large_free(struct rift__pool *pool, void *block,
 	if (!lg)
 		abort(); /* not ours: a caller bug that must not go unnoticed */
 	RIFT_UNUSED(use);
+	__atomic_sub_fetch(&pool->in_use[lg->use], lg->len, __ATOMIC_RELAXED);
 	lg->used = false;
 	lg->slot = NULL;
 	/* Most recently freed first: the next large message likely has

@@ -264,6 +264,63 @@ TEST(pool_large_buffers_are_cached_for_reuse)
 }
 
 /*
+ * Issue 14, item 2: large buffers in use count against their share of
+ * pool.max, as blocks do, so a peer's rendezvous descriptors cannot pin
+ * more than the receive share (before, each took a new mapping, without
+ * limit).  Freed, they give their room back.
+ */
+TEST(pool_large_buffers_count_against_their_share)
+{
+	/* 16 MiB at most: 8 MiB for sends, 8 MiB for receives. */
+	struct rift__pool *p = pool_with(2u << 20, 2u << 20, 16u << 20);
+	struct rift__pool_usage u;
+	char err[256];
+	int rc;
+	void *a, *b, *c, *blk;
+
+	a = rift__pool_alloc_large(p, 4u << 20, RIFT_POOL_RECV, &rc, err,
+				   sizeof(err));
+	if (!a)
+		FAIL("%s", err);
+	b = rift__pool_alloc_large(p, 6u << 20, RIFT_POOL_RECV, &rc, err,
+				   sizeof(err));
+	CHECK(b == NULL);
+	CHECK_EQ(rc, RIFT_ENOBUFS);
+	CHECK_CONTAINS(err, "receive share of the pool is in use");
+	/* Blocks and large buffers share the room. */
+	blk = rift__pool_alloc(p, 2u << 20, RIFT_POOL_RECV, &rc, err,
+			       sizeof(err));
+	CHECK(blk != NULL);
+	c = rift__pool_alloc_large(p, 2u << 20, RIFT_POOL_RECV, &rc, err,
+				   sizeof(err));
+	CHECK(c != NULL);
+	CHECK(rift__pool_alloc(p, 1, RIFT_POOL_RECV, &rc, err,
+			       sizeof(err)) == NULL);
+	CHECK_EQ(rc, RIFT_ENOBUFS);
+	/* The send share is apart. */
+	b = rift__pool_alloc_large(p, 6u << 20, RIFT_POOL_SEND, &rc, err,
+				   sizeof(err));
+	CHECK(b != NULL);
+	rift__pool_usage(p, &u);
+	CHECK_EQ(u.in_use[RIFT_POOL_RECV], 8u << 20);
+	CHECK_EQ(u.in_use[RIFT_POOL_SEND], 6u << 20);
+	rift__pool_free(p, a, RIFT_POOL_RECV);
+	rift__pool_free(p, b, RIFT_POOL_SEND);
+	/* The cached one, taken again, counts again. */
+	a = rift__pool_alloc_large(p, 4u << 20, RIFT_POOL_RECV, &rc, err,
+				   sizeof(err));
+	CHECK(a != NULL);
+	rift__pool_usage(p, &u);
+	CHECK_EQ(u.in_use[RIFT_POOL_RECV], 8u << 20);
+	rift__pool_free(p, a, RIFT_POOL_RECV);
+	rift__pool_free(p, c, RIFT_POOL_RECV);
+	rift__pool_free(p, blk, RIFT_POOL_RECV);
+	rift__pool_usage(p, &u);
+	CHECK_EQ(u.in_use[0] + u.in_use[1], 0);
+	rift__pool_put(p);
+}
+
+/*
  * Every block start has a pointer slot (empty when the block is handed
  * out, emptied when it is freed); any other pointer into pool memory has
  * none but counts as inside, and memory elsewhere is not inside.  Large
