@@ -129,6 +129,12 @@ typedef enum rift__fault_point {
 	RIFT_FAULT_EARLY_DATA,    /* a client puts a DATA header declaring
 				     max_msg_size bytes before its HELLO
 				     (hostile peer) */
+	RIFT_FAULT_RNDV_BAD_SEQ,  /* a rendezvous descriptor's sequence
+				     number skips one (hostile peer) */
+	RIFT_FAULT_WINDOW_IGNORED, /* a sender ignores the window (hostile
+				     peer) */
+	RIFT_FAULT_CREDITS_EXTRA, /* a SEND returns more credits than the
+				     receive buffers it has (hostile peer) */
 	RIFT_FAULT_TEARDOWN_SLOW, /* a verbs path's teardown stalls 50 ms
 				     after it freed its memory windows: a
 				     peer READing then must not see an

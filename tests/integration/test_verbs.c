@@ -489,6 +489,39 @@ TEST_TIMEOUT(bare_frame_acking_messages_never_sent_is_refused, 120)
 	hostile_bare(RIFT_FAULT_BARE_ACK, "ack for a message that was never sent");
 }
 
+/*
+ * Issue 14, item 2: credits are checked against the receive depth the
+ * peer announced in its hello, not against the 16-bit field's range.  A
+ * peer that returns rq_depth credits more than it has buffers (a fault
+ * point plays it) is refused with RIFT_EPROTO.  Before, anything up to
+ * 65 536 passed, and the sender could overrun the peer's receive queue.
+ */
+TEST_TIMEOUT(credits_beyond_the_peers_announced_depth_are_refused, 120)
+{
+	rift_ctx *ctx = h_ctx(NULL);
+	struct side srv = { 0 }, cli = { 0 };
+	rift_listener *l = h_listen(ctx, &srv);
+	rift_conn *c = h_connect(ctx, rift_listener_port(l), &cli);
+	rift_conn *conns[2];
+
+	need_rdma();
+	h_connected(ctx, &cli);
+	CHECK(h_wait(ctx, &srv.connected, 10000));
+	rift__fault_arm(RIFT_FAULT_CREDITS_EXTRA, 1, 1);
+	CHECK_EQ(rift_conn_send(c, "x", 1), 0);
+	/* RIFT_EPROTO: the session ends (no PATH_DOWN first). */
+	CHECK(h_wait(ctx, &srv.disconnected, 20000));
+	CHECK_EQ(srv.last_status, RIFT_EPROTO);
+	CHECK_EQ(rift__fault_fired(RIFT_FAULT_CREDITS_EXTRA), 1);
+	rift__fault_clear();
+	printf("server: %s\n", rift_conn_last_error(srv.conn));
+	CHECK_CONTAINS(rift_conn_last_error(srv.conn),
+		       "peer returned more credits than it has buffers");
+	conns[0] = c;
+	conns[1] = srv.conn;
+	h_teardown(ctx, l, conns, 2);
+}
+
 /* ---- retained messages keep their receive buffer ---- */
 
 #define KEEP_N 600      /* messages sent */
@@ -1047,6 +1080,59 @@ TEST_TIMEOUT(rendezvous_length_mismatch_is_refused_before_any_read, 120)
 {
 	need_rdma();
 	hostile_rndv(RIFT_FAULT_RNDV_BAD_LEN, "does not own", false);
+}
+
+/*
+ * Issue 14, item 2: a rendezvous descriptor is checked before any memory
+ * is taken for it.  Out of sequence (a fault point skips a number): refused
+ * at once, nothing READ.  Before, the receiver took a buffer, READ the
+ * message, and only the session saw the gap.
+ */
+TEST_TIMEOUT(rendezvous_out_of_sequence_is_refused_before_any_read, 120)
+{
+	need_rdma();
+	hostile_rndv(RIFT_FAULT_RNDV_BAD_SEQ, "descriptor of message 2 where "
+					      "1 was due", false);
+}
+
+/*
+ * ... and beyond the window: a sender that ignores the window (a fault
+ * point) puts four 256 KiB descriptors out at once where the window is
+ * 64 KiB (one message may exceed it alone, two may not).  The receiver
+ * refuses the second before it takes memory for it.  Before, it took a
+ * buffer for each: a peer could pin RNDV_MAX x max_msg_size per path.
+ */
+TEST_TIMEOUT(rendezvous_beyond_the_window_is_refused_before_any_memory, 120)
+{
+	rift_config cfg = h_config();
+	rift_ctx *ctx;
+	struct big_side srv = { .seed = 21, .size_of = mixed_size };
+	struct side cli = { 0 };
+	rift_listener *l = NULL;
+	rift_conn *c, *conns[2];
+	rift_ctx_stats st;
+
+	need_rdma();
+	cfg.send_window = 64 << 10;
+	ctx = h_ctx(&cfg);
+	c = big_pair(ctx, "rdma", &srv, &cli, &l);
+	rift__fault_arm(RIFT_FAULT_WINDOW_IGNORED, 1, 1000);
+	for (uint64_t i = 0; i < 4; i++)
+		CHECK_EQ(big_send(c, 21, i * 12, 256u << 10), 0);
+	CHECK(rift__fault_fired(RIFT_FAULT_WINDOW_IGNORED) >= 3);
+	CHECK(h_wait(ctx, &srv.s.disconnected, 20000));
+	rift__fault_clear();
+	printf("server: %s: %s\n", rift_err_name(srv.s.last_status),
+	       srv.s.last_message);
+	CHECK_EQ(srv.s.last_status, RIFT_EPROTO);
+	CHECK_CONTAINS(srv.s.last_message, "descriptor beyond the window");
+	rift_ctx_stats_init(&st);
+	rift_ctx_stats_get(ctx, &st);
+	CHECK_EQ(st.rndv_refused, 1);
+	CHECK(h_wait(ctx, &cli.disconnected, 20000));
+	conns[0] = c;
+	conns[1] = srv.s.conn;
+	h_teardown(ctx, l, conns, 2);
 }
 
 /* Cut the receiver's path (rdma_disconnect) while READs are in flight,

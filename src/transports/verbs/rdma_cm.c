@@ -32,7 +32,7 @@ const char *rift__rdma_hello_check(struct rdma_path *rp, const void *data,
 
 	if (bad)
 		return bad;
-	rp->credits = h.rq_depth;
+	rp->credits = rp->peer_rq = h.rq_depth;
 	rp->peer_buf = h.buf_size;
 	rp->peer_rndv = (h.flags & HELLO_F_RNDV) != 0;
 	rp->peer_bare = (h.flags & HELLO_F_BARE) != 0;

@@ -277,6 +277,8 @@ struct rdma_path {
 
 	/* send side */
 	uint32_t credits;      /* peer receive buffers we may fill */
+	uint32_t peer_rq;      /* the peer's receive depth, from its hello:
+				  credits never exceed it */
 	uint32_t peer_buf;     /* peer's buffer size */
 	uint32_t slot_next;    /* next slot to fill */
 	uint32_t slots_free;

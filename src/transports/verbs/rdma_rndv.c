@@ -209,6 +209,16 @@ bool rift__rdma_rndv_desc(struct rdma_path *rp, uint8_t *buf,
 	if (rift__fault_hit(RIFT_FAULT_RNDV_BAD_LEN))
 		len += 4096;
 	memcpy(buf, m->hdr, RIFT_HDR_SIZE);
+	if (rift__fault_hit(RIFT_FAULT_RNDV_BAD_SEQ)) {
+		struct rift__hdr h;
+		const char *why;
+
+		if (rift__hdr_decode(buf, RIFT_HDR_SIZE, UINT64_MAX, &h,
+				     &why) == 0) {
+			h.seq++;
+			rift__hdr_encode(buf, &h);
+		}
+	}
 	put_be64(buf + RIFT_HDR_SIZE, (uintptr_t)m->data);
 	put_be32(buf + RIFT_HDR_SIZE + 8, rkey);
 	put_be32(buf + RIFT_HDR_SIZE + 12, len);
@@ -342,7 +352,7 @@ int rift__rdma_rndv_start(struct rdma_path *rp, uint32_t i, uint32_t len)
 	struct rift__hdr h;
 	const char *why = NULL;
 	char err[RIFT_ERRMSG_LEN];
-	uint64_t raddr;
+	uint64_t raddr, expect, undelivered;
 	uint32_t rkey, dlen, rk;
 	int rc;
 
@@ -384,6 +394,37 @@ int rift__rdma_rndv_start(struct rdma_path *rp, uint32_t i, uint32_t len)
 			    rift__frame_name(h.type), h.len);
 		return -1;
 	}
+	/* Sequence and window before any memory: the message must be the
+	 * next one (after those being fetched), and what we fetch and hold
+	 * undelivered stays within the window, as it does for an honest
+	 * sender (nothing undelivered is acknowledged; one message alone may
+	 * exceed the window).  A duplicate (as the session drops them) is
+	 * dropped without a READ. */
+	expect = (rp->rndv_n ? rp->rndv[(rp->rndv_head + rp->rndv_n - 1) %
+					RNDV_MAX].h.seq
+			     : p->conn->held_seq) + 1;
+	if (h.seq < expect) {
+		p->conn->stats.dups_dropped++;
+		return 0;
+	}
+	if (h.seq != expect) {
+		rndv_refuse(rp, "descriptor of message %llu where %llu was due",
+			    (unsigned long long)h.seq,
+			    (unsigned long long)expect);
+		return -1;
+	}
+	undelivered = p->conn->held_bytes;
+	for (uint32_t k = 0; k < rp->rndv_n; k++)
+		undelivered += (uint64_t)rp->rndv[(rp->rndv_head + k) %
+						  RNDV_MAX].h.len + RIFT_HDR_SIZE;
+	if (undelivered &&
+	    undelivered + h.len + RIFT_HDR_SIZE > rift__conn_window(p->conn)) {
+		rndv_refuse(rp, "descriptor beyond the window (%llu bytes "
+				"undelivered, %u more, window %llu)",
+			    (unsigned long long)undelivered, h.len,
+			    (unsigned long long)rift__conn_window(p->conn));
+		return -1;
+	}
 	op = &rp->rndv[(rp->rndv_head + rp->rndv_n) % RNDV_MAX];
 	memset(op, 0, sizeof(*op));
 	/* A block of the receive share when it fits one; else (or when that
@@ -395,6 +436,11 @@ int rift__rdma_rndv_start(struct rdma_path *rp, uint32_t i, uint32_t len)
 	if (!op->dst)
 		op->dst = rift__pool_alloc_large(pool, h.len, RIFT_POOL_RECV, &rc,
 						 err, sizeof(err));
+	/* The receive share is in use (by messages of other connections
+	 * too): those being fetched here free their part once delivered;
+	 * this descriptor waits for that. */
+	if (!op->dst && rc == RIFT_ENOBUFS && rp->rndv_n)
+		return 1;
 	if (!op->dst || !rift__pool_keys(pool, op->dst, rp->dev_slot,
 					 &op->lkey, &rk)) {
 		if (op->dst)

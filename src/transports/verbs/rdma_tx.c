@@ -325,6 +325,11 @@ static RIFT_HOT_INLINE void send_taken(struct rdma_path *rp,
 				       struct ibv_send_wr *wr, uint32_t slot,
 				       uint32_t imm)
 {
+	/* Test builds: play a peer that returns credits it does not have. */
+	if (__builtin_expect(rift__fault_hit(RIFT_FAULT_CREDITS_EXTRA), 0))
+		rp->to_return = rp->to_return + rp->rq_depth < CREDIT_MASK
+					? rp->to_return + rp->rq_depth
+					: CREDIT_MASK;
 	wr->imm_data = htonl(rp->to_return | imm);
 	rp->to_return = 0;
 	rp->credits--;

@@ -119,10 +119,11 @@ static RIFT_HOT_INLINE bool wc_take(struct rdma_path *rp, struct ibv_wc *w)
 				       : 0;
 
 		rp->credits += imm & CREDIT_MASK;
-		if (rp->credits > 65536) {
+		if (rp->credits > rp->peer_rq) {
 			rift__path_failed(p, RIFT_EPROTO,
 					  "peer returned more credits than it "
-					  "has buffers");
+					  "has buffers (%u, it announced %u)",
+					  rp->credits, rp->peer_rq);
 			return false;
 		}
 		rp->pend[tail] = i | (imm & ~CREDIT_MASK);
