@@ -771,6 +771,12 @@ typedef struct rift_conn_callbacks {
  * URL, RIFT_ENOTSUP for rdma:// where RDMA is not available (the reason is
  * in rift_ctx_last_error), RIFT_ENOMEM, with *out set to NULL.  cbs may be
  * NULL (no callbacks).  user is returned by rift_conn_user.
+ * Never blocks: numeric addresses are used at once; host names are
+ * resolved on a thread of rift's (getaddrinfo), the loop running on
+ * meanwhile, and a name that does not resolve ends the connection with
+ * ERROR, status RIFT_ENAME and getaddrinfo's reason in the message.
+ * (rift_listen resolves its address in the call: use a numeric one where
+ * that must not block.)
  */
 int rift_connect(rift_ctx *ctx, const char *url,
 		 const rift_conn_callbacks *cbs, void *user, rift_conn **out);

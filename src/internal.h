@@ -95,6 +95,15 @@ int rift__url_take(rift_ctx *ctx, const char *url, struct rift__url *out);
 int rift__resolve(const struct rift__hostport *hp, bool passive,
 		  struct sockaddr_storage *out, socklen_t *lens, int max,
 		  char *err, size_t errlen);
+/*
+ * A client connection's addresses (resolve.c): numeric ones at once into
+ * conn->addrs; a URL naming a host starts a resolver thread instead
+ * (conn->resolving set), whose result reaches the loop later: the first
+ * attempt starts then, or the connection ends (ERROR, RIFT_ENAME).  0, or an
+ * error with ctx's message set.  Cancel lets go of a job still running.
+ */
+int rift__resolve_start(rift_conn *conn, const struct rift__url *url);
+void rift__resolve_cancel(rift_conn *conn);
 /* "127.0.0.1:7788" or "[::1]:7788" */
 void rift__sockaddr_str(const struct sockaddr *sa, char *buf, size_t len);
 /* Set the port of an AF_INET or AF_INET6 address. */
@@ -135,6 +144,8 @@ typedef enum rift__fault_point {
 				     peer) */
 	RIFT_FAULT_CREDITS_EXTRA, /* a SEND returns more credits than the
 				     receive buffers it has (hostile peer) */
+	RIFT_FAULT_RESOLVE_SLOW,  /* resolving a host name takes 300 ms more
+				     (a slow DNS server) */
 	RIFT_FAULT_TEARDOWN_SLOW, /* a verbs path's teardown stalls 50 ms
 				     after it freed its memory windows: a
 				     peer READing then must not see an

@@ -208,7 +208,6 @@ static void race_timer_cb(rift_timer *t, void *user)
 static int conn_setup_client(rift_ctx *ctx, rift_conn *conn,
 			     const struct rift__url *url)
 {
-	char err[RIFT_ERRMSG_LEN];
 	const struct rift__transport_ops *ops, *fb;
 	rift_fallback_reason why;
 
@@ -229,22 +228,9 @@ static int conn_setup_client(rift_ctx *ctx, rift_conn *conn,
 		ctx->stats.fallbacks[why]++;
 	}
 	conn->ops = ops;
-	for (unsigned i = 0; i < url->n_addrs; i++) {
-		int n, room = (int)RIFT_ARRAY_SIZE(conn->addrs) - (int)conn->n_addrs;
-
-		if (url->addrs[i].host[0] == '\0')
-			return rift__ctx_fail(ctx, RIFT_EINVAL,
-					      "url: address %u has no host", i + 1);
-		if (room <= 0)
-			break;
-		n = rift__resolve(&url->addrs[i], false, &conn->addrs[conn->n_addrs],
-				  &conn->addr_lens[conn->n_addrs], room, err,
-				  sizeof(err));
-		if (n < 0)
-			return rift__ctx_fail(ctx, n, "%s", err);
-		conn->n_addrs += (unsigned)n;
-	}
-	return 0;
+	/* Numeric addresses at once; host names off the loop (resolve.c),
+	 * the first attempt when they are known. */
+	return rift__resolve_start(conn, url);
 }
 
 int rift_connect(rift_ctx *ctx, const char *url, const rift_conn_callbacks *cbs,
@@ -277,14 +263,16 @@ int rift_connect(rift_ctx *ctx, const char *url, const rift_conn_callbacks *cbs,
 	conn->state = RIFT_CONN_CONNECTING;
 	conn->retry_timer.cb = retry_timer_cb;
 	conn->race_timer.cb = race_timer_cb;
-	/* First attempt from the loop, so failures arrive as events. */
-	rc = rift_timer_start(&conn->retry_timer, 0, 0);
+	/* First attempt from the loop, so failures arrive as events (once
+	 * the names are resolved, if the URL has any). */
+	rc = conn->resolving ? 0 : rift_timer_start(&conn->retry_timer, 0, 0);
 	if (rc)
 		goto fail_conn;
 	*out = conn;
 	return 0;
 
 fail_conn:
+	rift__resolve_cancel(conn);
 	rift__list_del(&conn->node);
 	ctx->stats.conns_active--;
 	ctx->stats.conns_opened--;
@@ -459,6 +447,7 @@ void rift_conn_close(rift_conn *conn, void (*close_cb)(rift_conn *conn))
 		p->ops->flush(p);
 	}
 	rift__conn_abandon_path(conn);
+	rift__resolve_cancel(conn);
 	rift_timer_stop(&conn->retry_timer);
 	rift_timer_stop(&conn->ack_timer);
 	rift__conn_drop_held(conn);

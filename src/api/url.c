@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include "internal.h"
 
 static int bad(char *err, size_t errlen, const char *url, const char *fmt,
@@ -216,6 +218,8 @@ int rift__resolve(const struct rift__hostport *hp, bool passive,
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0);
 	snprintf(port, sizeof(port), "%u", hp->port);
+	if (rift__fault_hit(RIFT_FAULT_RESOLVE_SLOW))
+		usleep(300000);
 	rc = getaddrinfo(hp->host[0] ? hp->host : NULL, port, &hints, &res);
 	if (rc != 0) {
 		snprintf(err, errlen, "resolve '%s': %s", hp->host,

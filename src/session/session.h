@@ -43,6 +43,7 @@ struct rift_conn {
 
 	/* Client addressing: every resolved address of the URL, in order. */
 	const struct rift__transport_ops *ops;
+	struct rift__resolve_job *resolving; /* names being resolved */
 	struct sockaddr_storage addrs[RIFT_URL_MAX_ADDRS * 2];
 	socklen_t addr_lens[RIFT_URL_MAX_ADDRS * 2];
 	unsigned n_addrs;
