@@ -503,7 +503,7 @@ rift_transport rift_conn_transport(const rift_conn *conn)
 
 rift_fallback_reason rift_conn_fallback_reason(const rift_conn *conn)
 {
-	return conn ? conn->fallback : RIFT_FALLBACK_NONE;
+	return conn ? rift__conn_fallback(conn) : RIFT_FALLBACK_NONE;
 }
 
 const char *rift_conn_last_error(const rift_conn *conn)

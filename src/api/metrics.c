@@ -482,7 +482,7 @@ static void prom_conns(struct out *o, rift_ctx *ctx)
 	       "fallback reason; always 1.");
 	FOR_EACH_CONN(ctx, it, c) {
 		conn_labels(c, lb, sizeof(lb));
-		lower(fb, sizeof(fb), fallback_names[c->fallback]);
+		lower(fb, sizeof(fb), fallback_names[rift__conn_fallback(c)]);
 		out_printf(o, "rift_conn_info{%s,transport=\"%s\",peer=\"", lb,
 			   rift_transport_name(c->transport));
 		out_escaped(o, c->path ? c->path->peer : "", true);

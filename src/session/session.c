@@ -303,6 +303,7 @@ static void hello_fill(rift_conn *conn, uint8_t type, struct rift__hello *h)
 	h->held_seq = conn->held_seq;
 	h->max_msg_size = conn->ctx->cfg.max_msg_size;
 	h->window = conn->ctx->cfg.send_window;
+	h->flags = (uint32_t)conn->fallback & RIFT_HELLO_FB_MASK;
 	if (type == RIFT_FRAME_HELLO_ACK)
 		memcpy(h->auth, conn->key, sizeof(h->auth));
 	else if (type == RIFT_FRAME_RESUME)
@@ -414,6 +415,7 @@ static int server_resume(rift__path *p, const uint8_t *payload,
 	rift__conn_abandon_path(conn);
 	conn_rewind(conn, hello);
 	conn->peer_max_msg = hello->max_msg_size;
+	conn->peer_fallback = hello->flags & RIFT_HELLO_FB_MASK;
 	p->pending |= RIFT_PEND_RESUME_ACK;
 	attach(conn, p);
 	conn->stats.path_changes++;
@@ -453,6 +455,7 @@ static int server_handshake(rift__path *p, const struct rift__hdr *h,
 				   "out of memory for a new session");
 	conn->peer_window = hello.window;
 	conn->peer_max_msg = hello.max_msg_size;
+	conn->peer_fallback = hello.flags & RIFT_HELLO_FB_MASK;
 	p->pending |= RIFT_PEND_HELLO_ACK;
 	attach(conn, p);
 	p->lst->on_accept(p->lst, conn);
@@ -506,6 +509,7 @@ static int client_handshake(rift__path *p, const struct rift__hdr *h,
 	conn_rewind(conn, &hello);
 	conn->peer_window = hello.window;
 	conn->peer_max_msg = hello.max_msg_size;
+	conn->peer_fallback = hello.flags & RIFT_HELLO_FB_MASK;
 	attach(conn, p);
 	if (resume) {
 		conn->stats.path_changes++;
@@ -513,7 +517,16 @@ static int client_handshake(rift__path *p, const struct rift__hdr *h,
 		rift__conn_emit(conn, RIFT_EVENT_PATH_CHANGED, 0,
 				"session re-attached");
 	} else {
-		rift__conn_emit(conn, RIFT_EVENT_CONNECTED, 0, "connected");
+		rift_fallback_reason fb = rift__conn_fallback(conn);
+		char msg[160];
+
+		snprintf(msg, sizeof(msg), "connected over %s%s%s%s",
+			 rift_transport_name(conn->transport),
+			 fb != RIFT_FALLBACK_NONE ? " (fell back: " : "",
+			 fb != RIFT_FALLBACK_NONE ? rift_fallback_reason_str(fb)
+						  : "",
+			 fb != RIFT_FALLBACK_NONE ? ")" : "");
+		rift__conn_emit(conn, RIFT_EVENT_CONNECTED, 0, msg);
 	}
 	return p->state == RIFT_PATH_DEAD ? RIFT_ECLOSED : 0;
 }

@@ -102,7 +102,8 @@ struct rift_conn {
 	uint64_t peer_max_msg;  /* peer's max_msg_size, bytes; 0 before */
 
 	rift_transport transport;
-	rift_fallback_reason fallback;
+	rift_fallback_reason fallback;      /* why our side is not on RDMA */
+	rift_fallback_reason peer_fallback; /* the peer's, from its handshake */
 	char last_error[RIFT_ERRMSG_LEN];
 	rift_conn_stats stats;
 	struct rift__hist ack_hist;      /* enqueue to cumulative ack, us */
@@ -252,6 +253,17 @@ void rift__conn_attempt_failed(rift_conn *conn, int err);
  */
 #define RIFT_REATTACH_MIN_MS 1000u
 uint64_t rift__conn_attempt_limit(const rift_conn *conn);
+/*
+ * Why the connection is not on RDMA: our side's reason, else the one the
+ * peer gave in its handshake (an auto:// client without a device falls
+ * back; its server learns why from the HELLO).
+ */
+static inline rift_fallback_reason rift__conn_fallback(const rift_conn *conn)
+{
+	return conn->fallback != RIFT_FALLBACK_NONE ? conn->fallback
+						    : conn->peer_fallback;
+}
+
 /*
  * The connection's window: the smaller of both sides' send_window, as
  * each side computes it from its own configuration and the handshake.

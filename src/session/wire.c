@@ -158,6 +158,10 @@ int rift__hello_decode(const uint8_t *in, size_t n, struct rift__hello *m,
 		*why = "handshake with session id 0";
 		return RIFT_EPROTO;
 	}
+	if ((m->flags & RIFT_HELLO_FB_MASK) >= RIFT_FALLBACK__COUNT) {
+		*why = "handshake with an unknown fallback reason";
+		return RIFT_EPROTO;
+	}
 	if (m->max_msg_size == 0 || m->window == 0) {
 		*why = "handshake advertises a zero size";
 		return RIFT_EPROTO;

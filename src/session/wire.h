@@ -103,11 +103,16 @@ struct rift__hdr {
 /* HELLO, HELLO_ACK, RESUME and RESUME_ACK share one payload, in this
  * order on the wire (all big-endian): */
 #define RIFT_HELLO_SIZE 72u
+#define RIFT_HELLO_FB_MASK 0xffu /* flags: the sender's fallback reason */
 #define RIFT_HELLO_AUTH_AT 56u   /* the auth field: the tag covers what is before */
 #define RIFT_SESSION_KEY_LEN 16u /* the session key, and a tag, bytes */
 struct rift__hello {
 	uint32_t proto;        /* protocol version spoken */
-	uint32_t flags;        /* capabilities (none defined yet) */
+	/* Bits 0-7: the sender's fallback reason (rift_fallback_reason:
+	 * why its side of the session is not on the transport it preferred;
+	 * 0 none).  The other bits: capabilities, none defined yet (sent as
+	 * 0, ignored when received). */
+	uint32_t flags;
 	uint64_t session_id;   /* chosen by the client, never 0 */
 	uint64_t recv_seq;     /* sender's highest seq delivered in order */
 	uint64_t max_msg_size; /* largest message the sender accepts */

@@ -344,6 +344,13 @@ TEST(auto_falls_back_to_tcp_with_reason_and_rdma_refuses)
 	CHECK_EQ(rift_conn_transport(c), RIFT_TRANSPORT_TCP);
 	why = rift_conn_fallback_reason(c);
 	CHECK(why == RIFT_FALLBACK_NO_DEVICE || why == RIFT_FALLBACK_NOT_BUILT);
+	/* Both ends know the transport and why (issue 15, item 5): the
+	 * server learns the client's reason in the HELLO, and CONNECTED's
+	 * message names the transport and the reason. */
+	CHECK(h_wait(ctx, &srv.connected, 5000));
+	CHECK_EQ(rift_conn_fallback_reason(srv.conn), why);
+	CHECK_CONTAINS(cli.last_message, "connected over tcp (fell back: ");
+	CHECK_CONTAINS(cli.last_message, rift_fallback_reason_str(why));
 	rift_ctx_stats_init(&st);
 	CHECK_EQ(rift_ctx_stats_get(ctx, &st), 0);
 	CHECK_EQ(st.fallbacks[why], 1);

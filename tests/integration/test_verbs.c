@@ -78,6 +78,11 @@ TEST_T(reg_mr_failure_under_auto_falls_back_with_reason)
 	CHECK(rift__fault_fired(RIFT_FAULT_IBV_REG_MR) >= 3);
 	CHECK_EQ(rift_conn_transport(c), RIFT_TRANSPORT_TCP);
 	CHECK_EQ(rift_conn_fallback_reason(c), RIFT_FALLBACK_REG_MR);
+	/* The server knows why too (the client's HELLO says). */
+	CHECK(h_wait(ctx, &srv.connected, 5000));
+	CHECK_EQ(rift_conn_fallback_reason(srv.conn), RIFT_FALLBACK_REG_MR);
+	CHECK_CONTAINS(cli.last_message, "connected over tcp (fell back: "
+					 "memory registration failed)");
 	rift_ctx_stats_init(&st);
 	rift_ctx_stats_get(ctx, &st);
 	CHECK_EQ(st.fallbacks[RIFT_FALLBACK_REG_MR], 1);

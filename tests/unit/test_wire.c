@@ -113,6 +113,17 @@ TEST(wire_hello_round_trip_and_rejections)
 	rift__hello_encode(b, &in);
 	CHECK_EQ(rift__hello_decode(b, sizeof(b), &out, &why), RIFT_EPROTO);
 	CHECK_CONTAINS(why, "holds fewer");
+	/* The fallback reason (flags' low byte) must be one we know; the
+	 * other bits are capabilities, ignored. */
+	in.held_seq = 9;
+	in.flags = 0xff00u | RIFT_FALLBACK_NO_DEVICE;
+	rift__hello_encode(b, &in);
+	CHECK_EQ(rift__hello_decode(b, sizeof(b), &out, &why), 0);
+	CHECK_EQ(out.flags & RIFT_HELLO_FB_MASK, RIFT_FALLBACK_NO_DEVICE);
+	in.flags = RIFT_FALLBACK__COUNT;
+	rift__hello_encode(b, &in);
+	CHECK_EQ(rift__hello_decode(b, sizeof(b), &out, &why), RIFT_EPROTO);
+	CHECK_CONTAINS(why, "unknown fallback reason");
 }
 
 /* A version 1 peer (before the session secret) is refused at its first
