@@ -39,6 +39,7 @@ LIBS    := -lrdmacm -libverbs -lpthread
 LIB_SRCS  := $(sort $(wildcard src/*/*.c src/*/*/*.c))
 TEST_SRCS := tests/runner.c $(sort $(wildcard tests/unit/*.c tests/integration/*.c))
 TOOL_SRCS := $(filter-out tools/metrics_http.c,$(sort $(wildcard tools/*.c)))
+INFO_SRCS := $(sort $(wildcard tools/rift-info/*.c))
 PERF_SRCS := $(sort $(wildcard tools/rift-perf/*.c)) tools/metrics_http.c
 
 rel_objs  = $(LIB_SRCS:%.c=$(BUILD)/rel/%.o)
@@ -91,14 +92,18 @@ $(BUILD)/lib/rift.pc: rift.pc.in Makefile $(BUILD)/lib/rift.pc.dirs
 	  -e 's|@LIBDIR@|$(call pc_rel,$(LIBDIR))|; s|@INCLUDEDIR@|$(call pc_rel,$(INCLUDEDIR))|' $< > $@
 
 # Tools use only rift.h, like any user, and link the static library.  A
-# tool is tools/NAME.c, or the files of tools/NAME/ (rift-perf); the ones
-# serving metrics over HTTP link tools/metrics_http.c as well.
+# tool is tools/NAME.c, or the files of tools/NAME/ (rift-info,
+# rift-perf); the ones serving metrics over HTTP link tools/metrics_http.c
+# as well.
 TOOL_CF   := -std=c11 -D_GNU_SOURCE -Iinclude -O2 -g $(LTO) $(WARN)
 TOOL_LIBS  = $(BUILD)/lib/librift.a $(LIBS) -lm $$(pkg-config --libs libmicrohttpd)
-tools: $(TOOL_SRCS:tools/%.c=$(BUILD)/bin/%) $(BUILD)/bin/rift-perf
+tools: $(TOOL_SRCS:tools/%.c=$(BUILD)/bin/%) $(BUILD)/bin/rift-info $(BUILD)/bin/rift-perf
 $(BUILD)/bin/%: tools/%.c $(wildcard tools/*.h) $(BUILD)/lib/librift.a
 	@mkdir -p $(dir $@)
 	$(CC) $(TOOL_CF) $< -o $@ $(TOOL_LIBS)
+$(BUILD)/bin/rift-info: $(INFO_SRCS) $(wildcard tools/rift-info/*.h) $(BUILD)/lib/librift.a
+	@mkdir -p $(dir $@)
+	$(CC) $(TOOL_CF) $(INFO_SRCS) -o $@ $(TOOL_LIBS)
 $(BUILD)/bin/rift-perf: $(PERF_SRCS) $(wildcard tools/rift-perf/*.h tools/*.h) $(BUILD)/lib/librift.a
 	@mkdir -p $(dir $@)
 	$(CC) $(TOOL_CF) $(PERF_SRCS) -o $@ $(TOOL_LIBS)

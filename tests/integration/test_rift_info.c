@@ -50,6 +50,15 @@ static int run(const char *cmd, char **out)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+static int count_lines(const char *s)
+{
+	int n = 0;
+
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
 /* A config file with these contents; the name goes to path. */
 static void write_config(char *path, size_t len, const char *text)
 {
@@ -129,8 +138,81 @@ TEST(rift_info_check_accepts_a_good_config)
 		     "[pool]\ninitial = \"32MiB\"\n");
 	snprintf(cmd, sizeof(cmd), TOOL " --check %s", path);
 	CHECK_EQ(run(cmd, &out), 0);
-	snprintf(want, sizeof(want), "%s: ok\n", path);
+	snprintf(want, sizeof(want), "%s: ok\nnot from the defaults:\n", path);
+	CHECK(!strncmp(out, want, strlen(want)));
+	free(out);
+	unlink(path);
+
+	/* Nothing set: nothing to list. */
+	write_config(path, sizeof(path), "# all defaults\n");
+	snprintf(cmd, sizeof(cmd), TOOL " --check %s", path);
+	CHECK_EQ(run(cmd, &out), 0);
+	snprintf(want, sizeof(want), "%s: ok\nevery value is the default\n",
+		 path);
 	CHECK_STR(out, want);
+	free(out);
+	unlink(path);
+}
+
+/* The line of out that names key ("rdma.sq_depth = "), or NULL. */
+static const char *line_of(const char *out, const char *key)
+{
+	char want[96];
+
+	snprintf(want, sizeof(want), "\n    %s = ", key);
+	return strstr(out, want);
+}
+
+TEST(rift_info_check_says_where_each_value_came_from)
+{
+	char path[64], cmd[256], want[160], *out;
+	const char *l;
+
+	/* The file sets three keys, one to its default value; the
+	 * environment sets one of them again and one of its own. */
+	write_config(path, sizeof(path),
+		     "[progress]\npolling = \"adaptive\"\n"
+		     "[rdma]\nsq_depth = 512\n"
+		     "[session]\nsend_window = \"16MiB\"\n");
+	snprintf(cmd, sizeof(cmd),
+		 "RIFT_PROGRESS_POLLING=busy RIFT_POOL_MAX=2GiB " TOOL
+		 " --check %s",
+		 path);
+	CHECK_EQ(run(cmd, &out), 0);
+	/* the environment wins over the file, as in any rift program */
+	l = line_of(out, "progress.polling");
+	CHECK(l);
+	CHECK(!strncmp(l, "\n    progress.polling = \"busy\" ", 31));
+	CHECK_CONTAINS(l, " environment RIFT_PROGRESS_POLLING\n");
+	l = line_of(out, "pool.max");
+	CHECK(l);
+	CHECK_CONTAINS(l, "= \"2GiB\" ");
+	CHECK_CONTAINS(l, " environment RIFT_POOL_MAX\n");
+	l = line_of(out, "rdma.sq_depth");
+	CHECK(l);
+	snprintf(want, sizeof(want), " file %s:4\n", path);
+	CHECK_CONTAINS(l, want);
+	l = line_of(out, "session.send_window");
+	CHECK(l);
+	snprintf(want, sizeof(want), " file %s:6 (the default value)\n", path);
+	CHECK_CONTAINS(l, want);
+	/* values from the defaults are not listed */
+	CHECK(!line_of(out, "rdma.rq_depth"));
+	CHECK_EQ(count_lines(out), 6); /* ok, the heading, 4 values */
+	free(out);
+
+	/* A mistake in the environment fails the check, naming it. */
+	snprintf(cmd, sizeof(cmd), "RIFT_RDMA_SQ_DEPT=64 " TOOL " --check %s",
+		 path);
+	CHECK_EQ(run(cmd, &out), 1);
+	CHECK_CONTAINS(out, "env RIFT_RDMA_SQ_DEPT: no such setting in [rdma]; "
+			    "did you mean RIFT_RDMA_SQ_DEPTH?");
+	CHECK(!strstr(out, ": ok"));
+	free(out);
+	snprintf(cmd, sizeof(cmd), "RIFT_RDMA_SQ_DEPTH=8 " TOOL " --check %s",
+		 path);
+	CHECK_EQ(run(cmd, &out), 1);
+	CHECK_CONTAINS(out, "env RIFT_RDMA_SQ_DEPTH: ");
 	free(out);
 	unlink(path);
 }

@@ -15,149 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "harness.h"
-
-#define OUT_MAX	      (256 * 1024)
-#define RUN_TIMEOUT_S 90
-
-struct run {
-	int status; /* exit status, or -1 if killed */
-	char out[OUT_MAX];
-	char err[OUT_MAX];
-};
-
-static const char *perf_path(void)
-{
-	return h_tool_path("rift-perf");
-}
-
-static void slurp(int fd, char *buf)
-{
-	ssize_t n, len = 0;
-
-	lseek(fd, 0, SEEK_SET);
-	while (len < OUT_MAX - 1 &&
-	       (n = read(fd, buf + len, OUT_MAX - 1 - len)) > 0)
-		len += n;
-	buf[len] = '\0';
-	close(fd);
-}
-
-static int tmpfile_fd(void)
-{
-	char path[] = "/tmp/rift-perf-test-XXXXXX";
-	int fd = mkstemp(path);
-
-	CHECK(fd >= 0);
-	unlink(path);
-	return fd;
-}
-
-/* Start rift-perf with args (NULL-terminated) and env ("K=V" or NULL). */
-static pid_t perf_start(const char *const *args, const char *env, int out,
-			int err)
-{
-	const char *argv[64];
-	int n = 0;
-	pid_t pid;
-
-	argv[n++] = perf_path();
-	for (; *args && n < 63; args++)
-		argv[n++] = *args;
-	argv[n] = NULL;
-	fflush(NULL);
-	pid = fork();
-	CHECK(pid >= 0);
-	if (pid == 0) {
-		dup2(out, STDOUT_FILENO);
-		dup2(err, STDERR_FILENO);
-		if (env)
-			putenv((char *)env);
-		execv(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	return pid;
-}
-
-static int perf_wait(pid_t pid)
-{
-	time_t end = time(NULL) + RUN_TIMEOUT_S;
-	int status;
-
-	for (;;) {
-		pid_t r = waitpid(pid, &status, WNOHANG);
-
-		if (r == pid)
-			return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-		if (time(NULL) > end) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &status, 0);
-			FAIL("rift-perf did not finish within %d s",
-			     RUN_TIMEOUT_S);
-		}
-		usleep(5000);
-	}
-}
-
-static void perf_run(struct run *r, const char *env, const char *const *args)
-{
-	int out = tmpfile_fd(), err = tmpfile_fd();
-
-	r->status = perf_wait(perf_start(args, env, out, err));
-	slurp(out, r->out);
-	slurp(err, r->err);
-	printf("$ rift-perf");
-	for (; *args; args++)
-		printf(" %s", *args);
-	printf("\n-> exit %d\n--- stdout\n%s--- stderr\n%s---\n", r->status,
-	       r->out, r->err);
-}
-
-static struct run *new_run(void)
-{
-	struct run *r = calloc(1, sizeof(*r));
-
-	CHECK(r);
-	return r;
-}
-
-/* The number after "key": in json, the first one after the text from. */
-static double jnum_from(const char *json, const char *from, const char *key)
-{
-	char pat[128];
-	const char *p = json;
-	char *end;
-	double v;
-
-	if (from) {
-		p = strstr(p, from);
-		if (!p)
-			FAIL("no '%s' in the JSON", from);
-	}
-	snprintf(pat, sizeof(pat), "\"%s\":", key);
-	p = strstr(p, pat);
-	if (!p)
-		FAIL("no \"%s\" in the JSON", key);
-	p += strlen(pat);
-	v = strtod(p, &end);
-	if (end == p)
-		FAIL("\"%s\" is not a number", key);
-	return v;
-}
-
-static double jnum(const char *json, const char *key)
-{
-	return jnum_from(json, NULL, key);
-}
-
-static int count(const char *hay, const char *needle)
-{
-	int n = 0;
-
-	for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
-		n++;
-	return n;
-}
+#include "perf_run.h"
 
 static void check_lat(const char *json)
 {
@@ -243,7 +101,7 @@ TEST(rift_perf_sweep_and_duration)
 	perf_run(r, NULL, sweep);
 	CHECK_EQ(r->status, 0);
 	/* 2, 4, ... 256: eight sizes, each with its own percentiles */
-	CHECK_EQ(count(r->out, "\"p50\":"), 8);
+	CHECK_EQ(count(r->out, "\"lat_us\": {"), 8);
 	CHECK_CONTAINS(r->out, "\"sizes\": [2, 4, 8, 16, 32, 64, 128, 256]");
 	CHECK_EQ(jnum_from(r->out, "\"size\": 256", "iterations"), 200);
 	check_lat(strstr(r->out, "\"size\": 256"));
@@ -268,8 +126,9 @@ TEST(rift_perf_human_table)
 	perf_run(r, NULL, lat);
 	CHECK_EQ(r->status, 0);
 	CHECK_CONTAINS(r->out, "Transport       : tcp (as requested)");
-	CHECK_CONTAINS(r->out, "p99.9[us]");
-	CHECK_CONTAINS(r->out, "CPU_srv%");
+	CHECK_CONTAINS(r->out, "round trip [us]");
+	CHECK_CONTAINS(r->out, " p99.9 ");
+	CHECK_CONTAINS(r->out, "CPU [%]");
 	perf_run(r, NULL, bw);
 	CHECK_EQ(r->status, 0);
 	CHECK_CONTAINS(r->out, "BW[Gb/s]");

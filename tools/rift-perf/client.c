@@ -12,17 +12,33 @@
 
 #include "perf.h"
 
+static void cl_vfail(struct client *cl, int rc, const char *fmt, va_list ap)
+{
+	if (cl->failed)
+		return; /* the first failure is the one to report */
+	vsnprintf(cl->err, sizeof(cl->err), fmt, ap);
+	cl->err_rc = rc;
+	cl->failed = true;
+}
+
 __attribute__((format(printf, 2, 3))) void cl_fail(struct client *cl,
 						   const char *fmt, ...)
 {
 	va_list ap;
 
-	if (cl->failed)
-		return; /* the first failure is the one to report */
 	va_start(ap, fmt);
-	vsnprintf(cl->err, sizeof(cl->err), fmt, ap);
+	cl_vfail(cl, 0, fmt, ap);
 	va_end(ap);
-	cl->failed = true;
+}
+
+__attribute__((format(printf, 3, 4))) void cl_fail_rc(struct client *cl, int rc,
+						      const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	cl_vfail(cl, rc, fmt, ap);
+	va_end(ap);
 }
 
 static void cl_closed(rift_conn *conn)
@@ -108,7 +124,8 @@ int cl_wait(struct client *cl, bool (*done)(struct client *),
 			work(cl);
 		rc = loop_once(&cl->lp, TICK_MS);
 		if (rc < 0) {
-			cl_fail(cl, "rift_ctx_progress: %s", rift_strerror(rc));
+			cl_fail_rc(cl, rc, "rift_ctx_progress: %s",
+				   rift_strerror(rc));
 			return -1;
 		}
 		look = rc > 0 || work || end != UINT64_MAX || ++idle % 4096 == 0;
@@ -149,8 +166,8 @@ int cl_ask(struct client *cl, uint32_t type, const uint64_t *v, int nv,
 	cl->have_reply = false;
 	rc = ctl_send(cl->ctl.conn, type, v, nv, NULL);
 	if (rc) {
-		cl_fail(cl, "%s: %s (%s)", what, rift_strerror(rc),
-			rift_conn_last_error(cl->ctl.conn));
+		cl_fail_rc(cl, rc, "%s: %s (%s)", what, rift_strerror(rc),
+			   rift_conn_last_error(cl->ctl.conn));
 		return -1;
 	}
 	rc = cl_wait(cl, got_reply, NULL, what, REPLY_TIMEOUT_MS);
@@ -175,10 +192,10 @@ static int cl_connect(struct client *cl, struct cconn *c)
 	c->cl = cl;
 	rc = rift_connect(cl->ctx, cl->url, &cbs, c, &c->conn);
 	if (rc) {
-		cl_fail(cl, "cannot connect to %s: %s", cl->url,
-			*rift_ctx_last_error(cl->ctx)
-				? rift_ctx_last_error(cl->ctx)
-				: rift_strerror(rc));
+		cl_fail_rc(cl, rc, "cannot connect to %s: %s", cl->url,
+			   *rift_ctx_last_error(cl->ctx)
+				   ? rift_ctx_last_error(cl->ctx)
+				   : rift_strerror(rc));
 		c->conn = NULL;
 		return -1;
 	}
@@ -188,13 +205,30 @@ static int cl_connect(struct client *cl, struct cconn *c)
 
 /* ---- the client run ---- */
 
-int client_run(const struct opts *o, int port, struct metrics_src *msrc)
+/* Say why the run ended, once: interrupted, or the failure. */
+static int cl_end_status(struct client *cl, int ret)
+{
+	if (interrupted) {
+		notef("interrupted after %d of %d size(s)", cl->n_res,
+		      cl->o->n_sizes);
+		return EXIT_INTR;
+	}
+	if (cl->failed) {
+		errf_rc(cl->err_rc, "%s", cl->err);
+		return EXIT_FAIL;
+	}
+	return ret;
+}
+
+int client_run(const struct opts *o, int port, struct metrics_src *msrc,
+	       struct client **out)
 {
 	struct client *cl = calloc(1, sizeof(*cl));
 	uint64_t max_size = 0, v[5], end;
 	int rc, ret = 0, step_rc = 0;
 	char why[200];
 
+	*out = cl;
 	if (!cl) {
 		errf("out of memory");
 		return EXIT_FAIL;
@@ -209,9 +243,8 @@ int client_run(const struct opts *o, int port, struct metrics_src *msrc)
 	cl->data = calloc(o->conns, sizeof(*cl->data));
 	cl->payload = calloc(1, o->test == TEST_LAT && max_size ? max_size : 1);
 	if (!cl->data || !cl->payload) {
-		errf("out of memory");
-		ret = EXIT_FAIL;
-		goto free_client;
+		cl_fail_rc(cl, RIFT_ENOMEM, "out of memory");
+		goto fail_early;
 	}
 	for (uint32_t i = 0; i < o->conns; i++) {
 		cl->data[i].idx = (int)i;
@@ -219,18 +252,17 @@ int client_run(const struct opts *o, int port, struct metrics_src *msrc)
 		if (o->test == TEST_LAT) {
 			cl->data[i].ts = calloc(cl->qd, sizeof(uint64_t));
 			if (!cl->data[i].ts) {
-				errf("out of memory");
-				ret = EXIT_FAIL;
-				goto free_client;
+				cl_fail_rc(cl, RIFT_ENOMEM, "out of memory");
+				goto fail_early;
 			}
 		}
 	}
 	if (o->test == TEST_LAT && o->duration <= 0 &&
 	    !(cl->lat.v = malloc(o->iters * o->conns * sizeof(uint64_t)))) {
-		errf("out of memory for %" PRIu64 " samples",
-		     o->iters * o->conns);
-		ret = EXIT_FAIL;
-		goto free_client;
+		cl_fail_rc(cl, RIFT_ENOMEM,
+			   "out of memory for %" PRIu64 " samples",
+			   o->iters * o->conns);
+		goto fail_early;
 	}
 	cl->lat.cap = o->duration <= 0 && o->test == TEST_LAT
 			      ? o->iters * o->conns
@@ -238,9 +270,9 @@ int client_run(const struct opts *o, int port, struct metrics_src *msrc)
 
 	rc = rift_ctx_create(&cl->ctx, &o->cfg);
 	if (rc) {
-		errf("rift_ctx_create: %s", rift_ctx_last_error(NULL));
-		ret = EXIT_FAIL;
-		goto free_client;
+		cl_fail_rc(cl, rc, "rift_ctx_create: %s",
+			   rift_ctx_last_error(NULL));
+		goto fail_early;
 	}
 	loop_init(&cl->lp, cl->ctx, &o->cfg, msrc);
 	url_build(cl->url, sizeof(cl->url), o->transport, o->host, port);
@@ -273,7 +305,7 @@ int client_run(const struct opts *o, int port, struct metrics_src *msrc)
 		v[1] = i;
 		rc = ctl_send(cl->data[i].conn, CTL_JOIN, v, 2, NULL);
 		if (rc) {
-			cl_fail(cl, "JOIN: %s", rift_strerror(rc));
+			cl_fail_rc(cl, rc, "JOIN: %s", rift_strerror(rc));
 			goto close;
 		}
 	}
@@ -283,15 +315,15 @@ int client_run(const struct opts *o, int port, struct metrics_src *msrc)
 	cl->fallback = rift_conn_fallback_reason(cl->data[0].conn);
 	for (uint32_t i = 1; i < cl->n_data; i++)
 		if (rift_conn_transport(cl->data[i].conn) != cl->transport)
-			errf("note: data connection %u runs over %s, "
-			     "connection 0 over %s",
-			     i,
-			     rift_transport_name(
-				     rift_conn_transport(cl->data[i].conn)),
-			     rift_transport_name(cl->transport));
+			notef("note: data connection %u runs over %s, "
+			      "connection 0 over %s",
+			      i,
+			      rift_transport_name(
+				      rift_conn_transport(cl->data[i].conn)),
+			      rift_transport_name(cl->transport));
 	if (o->json) {
 		transport_why(cl, why, sizeof(why));
-		fprintf(stderr, PROG ": transport %s\n", why);
+		notef("transport %s", why);
 	} else {
 		print_header(cl);
 	}
@@ -307,27 +339,14 @@ int client_run(const struct opts *o, int port, struct metrics_src *msrc)
 		cl->n_res++;
 	}
 	if (!o->json && !step_rc)
-		printf("%.*s\n", o->test == TEST_LAT ? LAT_WIDTH : BW_WIDTH,
-		       RULE);
-	if (o->json)
-		print_json(cl, step_rc == -2);
-	if (!step_rc && o->plot) {
-		if (plot_svg(cl))
-			ret = EXIT_FAIL;
-		else if (!o->json)
-			printf(" plot: %s\n", o->plot);
-	}
+		print_rule();
+	check_stable(cl);
+	if (!step_rc && o->plot && !plot_svg(cl) && !o->json)
+		printf(" plot: %s\n", o->plot);
 
 close:
 	progress_clear(cl);
-	if (interrupted) {
-		errf("interrupted after %d of %d size(s)", cl->n_res,
-		     o->n_sizes);
-		ret = EXIT_INTR;
-	} else if (cl->failed) {
-		errf("%s", cl->err);
-		ret = EXIT_FAIL;
-	}
+	ret = cl_end_status(cl, ret);
 	/* Orderly end: the server sees DISCONNECTED and finishes the session.
 	 */
 	for (uint32_t i = 0; i < cl->n_data; i++)
@@ -342,16 +361,31 @@ close:
 	loop_fini(&cl->lp);
 	rc = rift_ctx_destroy(cl->ctx);
 	if (rc) {
-		errf("rift_ctx_destroy: %s", rift_ctx_last_error(cl->ctx));
+		errf_rc(rc, "rift_ctx_destroy: %s",
+			rift_ctx_last_error(cl->ctx));
+		cl_fail_rc(cl, rc, "rift_ctx_destroy: %s",
+			   rift_ctx_last_error(cl->ctx));
 		ret = EXIT_FAIL;
 	}
-free_client:
+	return ret;
+
+fail_early:
+	return cl_end_status(cl, ret);
+}
+
+/* --json's object, then the client is freed; returns status. */
+int client_report(struct client *cl, int status)
+{
+	if (!cl)
+		return status;
+	if (cl->o->json)
+		print_json(cl, status == EXIT_INTR);
 	if (cl->data)
-		for (uint32_t i = 0; i < o->conns; i++)
+		for (uint32_t i = 0; i < cl->o->conns; i++)
 			free(cl->data[i].ts);
 	free(cl->data);
 	free(cl->payload);
 	free(cl->lat.v);
 	free(cl);
-	return ret;
+	return status;
 }

@@ -30,6 +30,11 @@
  * (metrics_http.h): libmicrohttpd's thread asks, each context's loop
  * renders its own context after a progress round.
  *
+ * With --json, stdout gets exactly one JSON object whatever happens: the
+ * client's (client_report) or the server's when they ran, else one for
+ * the failure that stopped rift-perf before (main), from the first
+ * failure reported with errf.
+ *
  * The code is in several files; perf.h says which holds what.
  */
 #include <pthread.h>
@@ -45,13 +50,43 @@
 volatile sig_atomic_t interrupted;
 int stop_all; /* loopback: the client is done (atomic) */
 
+/* The failure behind the exit status, for --json when no object that
+ * carries its own error (client, server) was printed: the first one. */
+static struct {
+	pthread_mutex_t lock;
+	bool set;
+	int rc; /* RIFT_E* or 0 */
+	char msg[768];
+} failure = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
 static void on_signal(int sig)
 {
 	(void)sig;
 	interrupted = 1;
 }
 
-__attribute__((format(printf, 1, 2))) void errf(const char *fmt, ...)
+static void fail_vrecord(int rc, const char *fmt, va_list ap)
+{
+	pthread_mutex_lock(&failure.lock);
+	if (!failure.set) {
+		vsnprintf(failure.msg, sizeof(failure.msg), fmt, ap);
+		failure.rc = rc;
+		failure.set = true;
+	}
+	pthread_mutex_unlock(&failure.lock);
+}
+
+__attribute__((format(printf, 2, 3))) void fail_record(int rc, const char *fmt,
+						       ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fail_vrecord(rc, fmt, ap);
+	va_end(ap);
+}
+
+__attribute__((format(printf, 1, 2))) void notef(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -60,6 +95,36 @@ __attribute__((format(printf, 1, 2))) void errf(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
+}
+
+static void verrf(int rc, const char *fmt, va_list ap)
+{
+	va_list cp;
+
+	va_copy(cp, ap);
+	fail_vrecord(rc, fmt, cp);
+	va_end(cp);
+	fprintf(stderr, PROG ": ");
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
+__attribute__((format(printf, 1, 2))) void errf(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	verrf(0, fmt, ap);
+	va_end(ap);
+}
+
+__attribute__((format(printf, 2, 3))) void errf_rc(int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	verrf(rc, fmt, ap);
+	va_end(ap);
 }
 
 /* --metrics-port: serve the sides this mode runs; 0 or EXIT_FAIL. */
@@ -84,20 +149,26 @@ static int metrics_start(const struct opts *o, struct metrics_http *mh)
 
 static int run(const struct opts *o, struct metrics_http *mh)
 {
+	struct client *cl = NULL;
 	struct server srv;
 	sigset_t stop, old;
 	pthread_t th;
 	int rc;
 
-	if (o->mode == MODE_CLIENT)
-		return client_run(o, o->port, metrics_http_src(mh, 0));
+	if (o->mode == MODE_CLIENT) {
+		rc = client_run(o, o->port, metrics_http_src(mh, 0), &cl);
+		return client_report(cl, rc);
+	}
 
 	memset(&srv, 0, sizeof(srv));
 	srv.o = o;
 	srv.msrc = metrics_http_src(mh, 0);
 	if (o->mode == MODE_SERVER) {
 		srv.who = PROG;
-		return server_run(&srv);
+		rc = server_run(&srv);
+		if (o->json)
+			print_server_json(&srv, rc);
+		return rc;
 	}
 
 	/* Loopback: the server on a thread of its own, the client here. */
@@ -121,12 +192,24 @@ static int run(const struct opts *o, struct metrics_http *mh)
 		pthread_join(th, NULL);
 		return EXIT_FAIL;
 	}
-	rc = client_run(o, srv.port, metrics_http_src(mh, 1));
+	rc = client_run(o, srv.port, metrics_http_src(mh, 1), &cl);
 	__atomic_store_n(&stop_all, 1, __ATOMIC_RELEASE);
 	pthread_join(th, NULL);
-	if (!rc && srv.failed)
+	/* The report waits for the server: its failure is the run's too. */
+	if (!rc && srv.failed) {
 		rc = srv.failed;
-	return rc;
+		if (cl)
+			cl_fail_rc(cl, srv.err_rc, "server: %s", srv.err);
+	}
+	return client_report(cl, rc);
+}
+
+/* --json: the object of a failure nothing else has printed. */
+static void json_failure(const struct opts *o)
+{
+	if (o->json && !json_printed)
+		print_error_json(failure.set ? failure.msg : "failed",
+				 failure.rc);
 }
 
 int main(int argc, char **argv)
@@ -137,8 +220,10 @@ int main(int argc, char **argv)
 	int rc;
 
 	rc = parse_args(argc, argv, &o);
-	if (rc)
+	if (rc) {
+		json_failure(&o); /* o.json is known even when parsing failed */
 		return rc;
+	}
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal; /* no SA_RESTART: poll returns EINTR */
@@ -148,9 +233,15 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	memset(&mh, 0, sizeof(mh));
-	if (o.metrics_port >= 0 && (rc = metrics_start(&o, &mh)))
+	if (o.metrics_port >= 0 && (rc = metrics_start(&o, &mh))) {
+		json_failure(&o);
 		return rc;
+	}
 	rc = run(&o, &mh);
 	metrics_http_stop(&mh);
+	/* Every failure gives one JSON object: the client's and the
+	 * server's carry their error; any other is printed here. */
+	if (rc)
+		json_failure(&o);
 	return rc;
 }

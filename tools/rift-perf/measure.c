@@ -103,9 +103,10 @@ static inline __attribute__((always_inline)) void lat_pump(struct cconn *c, uint
 			return;
 		}
 		if (rc) {
-			cl_fail(cl, "send on data connection %d: %s (%s)",
-				c->idx, rift_strerror(rc),
-				rift_conn_last_error(c->conn));
+			cl_fail_rc(cl, rc,
+				   "send on data connection %d: %s (%s)",
+				   c->idx, rift_strerror(rc),
+				   rift_conn_last_error(c->conn));
 			return;
 		}
 		uint32_t i = c->ts_head + c->ts_n; /* no div: a TCG helper */
@@ -138,7 +139,8 @@ static void lat_recv(struct cconn *c, rift_msg *msg)
 	lat_pump(c, now);
 	t = now > t ? now - t : 0;
 	if (c->recvd > cl->o->warmup && samples_push(&cl->lat, t))
-		cl_fail(cl, "out of memory for latency samples");
+		cl_fail_rc(cl, RIFT_ENOMEM,
+			   "out of memory for latency samples");
 }
 
 /* bw: send a batch on one connection, within qd and the send window. */
@@ -162,10 +164,10 @@ static void bw_pump(struct cconn *c)
 		if (!buf) {
 			buf = rift_buf_alloc(cl->ctx, cl->size);
 			if (!buf) {
-				cl_fail(cl,
-					"rift_buf_alloc(%" PRIu64
-					"): out of memory",
-					cl->size);
+				cl_fail_rc(cl, RIFT_ENOMEM,
+					   "rift_buf_alloc(%" PRIu64
+					   "): out of memory",
+					   cl->size);
 				return;
 			}
 			/*
@@ -189,9 +191,10 @@ static void bw_pump(struct cconn *c)
 		}
 		if (rc) {
 			rift_buf_free(cl->ctx, buf);
-			cl_fail(cl, "send on data connection %d: %s (%s)",
-				c->idx, rift_strerror(rc),
-				rift_conn_last_error(c->conn));
+			cl_fail_rc(cl, rc,
+				   "send on data connection %d: %s (%s)",
+				   c->idx, rift_strerror(rc),
+				   rift_conn_last_error(c->conn));
 			return;
 		}
 		c->sent++;
@@ -260,21 +263,23 @@ void cl_on_event(rift_conn *conn, const rift_event *ev)
 			       ev->message[n] == ':';
 
 		/* rift's message names the URL it tried; do not say it twice */
-		cl_fail(cl, "cannot connect to %s%s%s%s%s%s",
-			has_url ? "" : cl->url, has_url ? "" : ": ",
-			ev->message,
-			fb != RIFT_FALLBACK_NONE
-				? " (auto:// had fallen back to TCP: "
-				: "",
-			fb != RIFT_FALLBACK_NONE ? rift_fallback_reason_str(fb)
-						 : "",
-			fb != RIFT_FALLBACK_NONE ? ")" : "");
+		cl_fail_rc(cl, ev->status, "cannot connect to %s%s%s%s%s%s",
+			   has_url ? "" : cl->url, has_url ? "" : ": ",
+			   ev->message,
+			   fb != RIFT_FALLBACK_NONE
+				   ? " (auto:// had fallen back to TCP: "
+				   : "",
+			   fb != RIFT_FALLBACK_NONE
+				   ? rift_fallback_reason_str(fb)
+				   : "",
+			   fb != RIFT_FALLBACK_NONE ? ")" : "");
 		break;
 	}
 	case RIFT_EVENT_DISCONNECTED:
 		if (ev->status)
-			cl_fail(cl, "%s: session lost: %s",
-				conn_name(c, name, sizeof(name)), ev->message);
+			cl_fail_rc(cl, ev->status, "%s: session lost: %s",
+				   conn_name(c, name, sizeof(name)),
+				   ev->message);
 		else
 			cl_fail(cl, "%s: the server closed the session",
 				conn_name(c, name, sizeof(name)));

@@ -33,6 +33,9 @@ enum {
 	OPT_METRICS_ADDR,
 };
 
+/* ':' first: a missing argument is ':', not '?' */
+#define OPTSTRING ":Sp:d:i:x:s:n:aD:t:q:hV"
+
 static const struct option long_opts[] = {
 	{"server", no_argument, NULL, 'S'},
 	{"loopback", no_argument, NULL, OPT_LOOPBACK},
@@ -126,16 +129,18 @@ static void usage(FILE *f)
 "      --poll MODE         event, busy or adaptive (rift_config.polling)\n"
 "      --config FILE       rift config file (TOML, docs/config.md); RIFT_*\n"
 "                          environment variables override it, options both\n"
-"      --json              one JSON object on stdout instead of the table\n"
+"      --json              one JSON object on stdout instead of the table;\n"
+"                          a failure too is one, with its \"error\"\n"
 "      --plot FILE.svg     draw the sweep (-a) or the latency distribution\n"
-"                          with gnuplot\n"
+"                          with gnuplot (FILE is checked before the run)\n"
 "      --metrics-port PORT serve rift's metrics over HTTP while running:\n"
 "                          GET /metrics (Prometheus), GET /info; 0 = any\n"
 "                          free port (printed on stderr)\n"
 "      --metrics-addr ADDR address for --metrics-port (default 127.0.0.1)\n"
 "  -h, --help, -V, --version\n"
 "\n"
-"Exit status: 0 done, 1 failed (connection, server, gnuplot, metrics port),\n"
+"Exit status: 0 done, 1 failed (connection, server, gnuplot, plot file,\n"
+"metrics port), "
 "2 bad usage, 130 interrupted.\n", DEFAULT_PORT);
 }
 /* clang-format on */
@@ -143,14 +148,53 @@ static void usage(FILE *f)
 __attribute__((format(printf, 2, 3))) static int bad(int code, const char *fmt,
 						     ...)
 {
+	char msg[512];
 	va_list ap;
 
-	fprintf(stderr, PROG ": %s: ", opt_name(code));
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\n" PROG ": try '" PROG " --help'\n");
+	errf("%s: %s", opt_name(code), msg);
+	fprintf(stderr, PROG ": try '" PROG " --help'\n");
 	return EXIT_USAGE;
+}
+
+/* What getopt_long refused (opterr is 0: the message is ours, so that
+ * --json can carry it); argv[optind - 1] is the word it stopped at. */
+static int bad_option(int ch, char **argv)
+{
+	const char *word = optind > 0 ? argv[optind - 1] : "?";
+
+	if (ch == ':' && optopt)
+		return bad(optopt, "needs an argument");
+	/* --json=1: a long option that takes no argument was given one */
+	if (ch != ':' && optopt && !strncmp(word, "--", 2))
+		return bad(optopt, "takes no argument");
+	if (ch == ':')
+		errf("'%s' needs an argument", word);
+	else if (optopt)
+		errf("unknown option '-%c'", optopt);
+	else
+		errf("unknown or ambiguous option '%s'", word);
+	fprintf(stderr, PROG ": try '" PROG " --help'\n");
+	return EXIT_USAGE;
+}
+
+/* Is --json among the options?  Known before anything else is looked
+ * at, so that every failure, the first bad option too, is reported as
+ * JSON.  A pass of getopt_long of its own: it knows which words are
+ * arguments of other options and what abbreviations mean. */
+static bool wants_json(int argc, char **argv)
+{
+	bool json = false;
+	int ch;
+
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, OPTSTRING, long_opts, NULL)) != -1)
+		if (ch == OPT_JSON)
+			json = true;
+	optind = 0; /* glibc: start again from the beginning */
+	return json;
 }
 
 static int parse_u64(const char *s, uint64_t *out)
@@ -225,14 +269,15 @@ int parse_args(int argc, char **argv, struct opts *o)
 	char err[RIFT_CONFIG_ERRLEN];
 
 	memset(o, 0, sizeof(*o));
+	o->json = wants_json(argc, argv);
 	o->test = TEST_LAT;
 	o->transport = "auto";
 	o->port = DEFAULT_PORT;
 	o->conns = 1;
 	o->metrics_port = -1;
 	o->metrics_addr = "127.0.0.1";
-	while ((ch = getopt_long(argc, argv, "Sp:d:i:x:s:n:aD:t:q:hV",
-				 long_opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, OPTSTRING, long_opts, NULL)) !=
+	       -1) {
 		switch (ch) {
 		case 'S':
 			server = true;
@@ -389,8 +434,7 @@ int parse_args(int argc, char **argv, struct opts *o)
 			printf(PROG " (rift %s)\n", rift_version_string());
 			exit(0);
 		default:
-			fprintf(stderr, PROG ": try '" PROG " --help'\n");
-			return EXIT_USAGE;
+			return bad_option(ch, argv);
 		}
 	}
 
@@ -484,6 +528,10 @@ int parse_args(int argc, char **argv, struct opts *o)
 			return bad(OPT_PLOT,
 				   "the client draws; the server has no "
 				   "results");
+		if (plot_writable(o->plot, err, sizeof(err))) {
+			errf("--plot: %s", err);
+			return EXIT_FAIL;
+		}
 		if (!gnuplot_found()) {
 			errf("--plot: gnuplot is not installed (Debian package "
 			     "gnuplot-nox; scripts/setup.sh installs it)");
@@ -494,12 +542,12 @@ int parse_args(int argc, char **argv, struct opts *o)
 	/* Configuration: defaults < file < environment < options. */
 	rift_config_init(&o->cfg);
 	if (o->config &&
-	    rift_config_load(&o->cfg, o->config, err, sizeof(err))) {
-		errf("--config: %s", err);
+	    (rc = rift_config_load(&o->cfg, o->config, err, sizeof(err)))) {
+		errf_rc(rc, "--config: %s", err);
 		return EXIT_USAGE;
 	}
-	if (rift_config_env(&o->cfg, err, sizeof(err))) {
-		errf("%s", err);
+	if ((rc = rift_config_env(&o->cfg, err, sizeof(err)))) {
+		errf_rc(rc, "%s", err);
 		return EXIT_USAGE;
 	}
 	if (dev)
@@ -510,8 +558,9 @@ int parse_args(int argc, char **argv, struct opts *o)
 		o->cfg.gid_index = (int32_t)gid;
 	if (polling >= 0)
 		o->cfg.polling = (rift_polling)polling;
-	if (rift_config_check(&o->cfg)) {
-		errf("options -d/-i/-x/--poll: %s", rift_ctx_last_error(NULL));
+	if ((rc = rift_config_check(&o->cfg))) {
+		errf_rc(rc, "options -d/-i/-x/--poll: %s",
+			rift_ctx_last_error(NULL));
 		return EXIT_USAGE;
 	}
 	for (int i = 0; i < o->n_sizes; i++)

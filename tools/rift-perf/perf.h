@@ -10,7 +10,7 @@
  *   server.c   the server side
  *   client.c   the client side: connections, waiting, the run
  *   measure.c  the client's traffic, one message size at a time
- *   output.c   the table and the JSON object
+ *   output.c   the table, the JSON objects and the warnings
  *   plot.c     --plot with gnuplot
  */
 #ifndef RIFT_TOOLS_PERF_H
@@ -46,6 +46,15 @@
 #define LAT_SIZE_DEFAULT  2
 #define BW_SIZE_DEFAULT	  65536
 #define PLOT_POINTS	  2000 /* CDF points drawn at most */
+/* A step is too short to be stable (a warning says so) when a lat step
+ * measured fewer round trips than this, all connections together: below
+ * it the nearest-rank p99.9 is the maximum ... */
+#define STABLE_MIN_SAMPLES 1000
+/* ... or when a bw step ran for less than this: its rate is then mostly
+ * the ramp of the send window and the END/DONE round trip, ms. */
+#define STABLE_MIN_MS 100
+#define MAX_WARN      4	  /* warnings kept for the report */
+#define WARN_LEN      320 /* bytes of one warning */
 
 #define EXIT_FAIL  1
 #define EXIT_USAGE 2
@@ -97,7 +106,18 @@ struct opts {
 /* main.c */
 extern volatile sig_atomic_t interrupted;
 extern int stop_all; /* loopback: the client is done (atomic) */
+/*
+ * errf: a failure, on stderr; errf_rc names the RIFT_E* code behind it.
+ * The first failure reported (any thread; fail_record only records) is
+ * the "error" of --json's object when neither the client nor the server
+ * printed one.  notef: stderr only, not a failure.
+ */
 __attribute__((format(printf, 1, 2))) void errf(const char *fmt, ...);
+__attribute__((format(printf, 2, 3))) void errf_rc(int rc, const char *fmt,
+						   ...);
+__attribute__((format(printf, 2, 3))) void fail_record(int rc, const char *fmt,
+						       ...);
+__attribute__((format(printf, 1, 2))) void notef(const char *fmt, ...);
 
 /* options.c: parse argv into *o, build the configuration; 0 or an exit
  * status. */
@@ -142,6 +162,8 @@ struct server {
 	struct sconn *conns;
 	int open; /* handles whose close callback is due */
 	int failed;
+	char err[512]; /* why server_run failed, for the report */
+	int err_rc;    /* RIFT_E* behind err, or 0 */
 	/* the client being served */
 	struct sconn *ctl;
 	uint64_t token;
@@ -149,7 +171,8 @@ struct server {
 	uint32_t want_conns, joined;
 	bool session_end; /* the main loop ends the session */
 	bool session_failed;
-	int served; /* sessions that said HELLO */
+	int served;	   /* sessions that said HELLO */
+	int served_failed; /* ... and ended in a failure */
 	/* the current step */
 	uint64_t rmsgs, rbytes;
 	uint64_t want_msgs;
@@ -169,7 +192,7 @@ struct samples {
 };
 
 struct latstats {
-	double min, p50, p90, p99, p999, max, mean, stdev; /* us */
+	double min, p50, p90, p99, p999, max, mean, stdev; /* round trip, us */
 };
 
 struct result {
@@ -208,6 +231,7 @@ struct client {
 	int open;	 /* connections whose close callback is due */
 	bool failed;
 	char err[700];
+	int err_rc; /* RIFT_E* behind err, or 0 */
 	/* control answers */
 	struct ctl reply;
 	bool have_reply;
@@ -233,36 +257,48 @@ struct client {
 	/* results */
 	struct result res[MAX_SIZES];
 	int n_res;
+	char warn[MAX_WARN][WARN_LEN]; /* said on stderr, kept for --json */
+	int n_warn;
 };
 
+/* The first failure is the one reported; cl_fail_rc names its RIFT_E*. */
 __attribute__((format(printf, 2, 3))) void cl_fail(struct client *cl,
 						   const char *fmt, ...);
+__attribute__((format(printf, 3, 4))) void cl_fail_rc(struct client *cl, int rc,
+						      const char *fmt, ...);
 void progress_clear(struct client *cl);
 int cl_wait(struct client *cl, bool (*done)(struct client *),
 	    void (*work)(struct client *), const char *what, int timeout_ms);
 int cl_ask(struct client *cl, uint32_t type, const uint64_t *v, int nv,
 	   uint32_t want, const char *what);
-int client_run(const struct opts *o, int port, struct metrics_src *msrc);
+/* Run the client; its state goes to *out (NULL when none could be made)
+ * for client_report, which prints --json's object and frees it.  Both
+ * return the exit status. */
+int client_run(const struct opts *o, int port, struct metrics_src *msrc,
+	       struct client **out);
+int client_report(struct client *cl, int status);
 
 /* measure.c */
 void cl_on_recv(rift_conn *conn, rift_msg *msg);
 void cl_on_event(rift_conn *conn, const rift_event *ev);
 int cl_step(struct client *cl, uint64_t size, struct result *r);
 
-/* output.c; the rule also closes the table in client.c */
-#define RULE                                                                   \
-	"------------------------------------------------------------"         \
-	"------------------------------------------------------------"
-#define LAT_WIDTH 119 /* of the lat table */
-#define BW_WIDTH  79  /* of the bw table */
+/* output.c.  The table and its header fit TABLE_WIDTH columns. */
+#define TABLE_WIDTH 79
 
+extern bool json_printed; /* --json's one object is out */
 void transport_why(const struct client *cl, char *buf, size_t len);
 void print_header(const struct client *cl);
 void print_row(const struct client *cl, const struct result *r);
+void print_rule(void);
+void check_stable(struct client *cl);
 void print_json(const struct client *cl, bool was_interrupted);
+void print_server_json(const struct server *s, int status);
+void print_error_json(const char *msg, int rc);
 
 /* plot.c */
 bool gnuplot_found(void);
-int plot_svg(const struct client *cl);
+int plot_writable(const char *path, char *err, size_t len);
+int plot_svg(struct client *cl);
 
 #endif /* RIFT_TOOLS_PERF_H */

@@ -3,6 +3,7 @@
  * one size, drawn by gnuplot into an SVG file.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdbool.h>
@@ -35,6 +36,34 @@ bool gnuplot_found(void)
 	return false;
 }
 
+/*
+ * Can path be written?  Asked before the run, so that a typo in a
+ * directory or a file without permission fails at once, not after
+ * minutes of benchmark.  A file that was not there is made and removed
+ * again; one that was is opened for writing and left as it was.
+ * 0, or -1 with err = "cannot write PATH: <errno text>".
+ */
+int plot_writable(const char *path, char *err, size_t len)
+{
+	bool made = true;
+	int fd;
+
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+	if (fd < 0 && errno == EEXIST) {
+		made = false;
+		fd = open(path, O_WRONLY | O_CLOEXEC);
+	}
+	if (fd < 0) {
+		snprintf(err, len, "cannot write %s: %s", path,
+			 strerror(errno));
+		return -1;
+	}
+	close(fd);
+	if (made)
+		unlink(path);
+	return 0;
+}
+
 /* "64", "2K", "8M": a size in powers of 1024, as the options take it. */
 static const char *size_label(uint64_t v, char *buf, size_t len)
 {
@@ -52,6 +81,25 @@ static const char *size_label(uint64_t v, char *buf, size_t len)
 	return buf;
 }
 
+/*
+ * Latency plots: one way, half the round trip (what perftest reports as
+ * latency), on the right-hand axis.  The axes are logarithmic, which
+ * gnuplot's `set link` refuses, so both get their range from the data:
+ * lo..hi microseconds of round trip on the left, half that on the right
+ * (then they have the same scale).
+ */
+static void one_way_axis(FILE *gp, double lo, double hi)
+{
+	/* whole decades, as gnuplot extends a logarithmic axis itself */
+	lo = pow(10, floor(log10(lo > 0.001 ? lo : 0.001)));
+	hi = pow(10, ceil(log10(hi > lo ? hi : lo * 10)));
+	fprintf(gp,
+		"set yrange [%g:%g]\nset logscale y2\nset y2range [%g:%g]\n"
+		"set ytics nomirror\nset y2tics\nset format y2 '%%g'\n"
+		"set y2label 'one way = half the round trip [us]'\n",
+		lo, hi, lo / 2, hi / 2);
+}
+
 /* A gnuplot single-quoted string: '' stands for one quote. */
 static void gp_str(FILE *f, const char *s)
 {
@@ -64,7 +112,8 @@ static void gp_str(FILE *f, const char *s)
 	fputc('\'', f);
 }
 
-int plot_svg(const struct client *cl)
+/* Draw; 0, or -1 with the failure in cl (cl_fail). */
+int plot_svg(struct client *cl)
 {
 	const struct opts *o = cl->o;
 	char why[200], title[400];
@@ -74,7 +123,7 @@ int plot_svg(const struct client *cl)
 	transport_why(cl, why, sizeof(why));
 	gp = popen("gnuplot", "w");
 	if (!gp) {
-		errf("--plot: cannot run gnuplot: %s", strerror(errno));
+		cl_fail(cl, "--plot: cannot run gnuplot: %s", strerror(errno));
 		return -1;
 	}
 	fprintf(gp,
@@ -113,17 +162,26 @@ int plot_svg(const struct client *cl)
 				cl->res[i].size);
 		}
 		fprintf(gp, ")\nset xlabel 'message size [bytes]'\n");
-		if (o->test == TEST_LAT)
+		if (o->test == TEST_LAT) {
+			double lo = cl->res[0].lat.p50, hi = 0;
+
+			for (int i = 0; i < cl->n_res; i++) {
+				if (cl->res[i].lat.p50 < lo)
+					lo = cl->res[i].lat.p50;
+				if (cl->res[i].lat.p999 > hi)
+					hi = cl->res[i].lat.p999;
+			}
+			fprintf(gp, "set logscale y\nset format y '%%g'\n"
+				    "set ylabel 'round trip [us]'\n");
+			one_way_axis(gp, lo, hi);
 			fprintf(gp,
-				"set logscale y\nset format y '%%g'\n"
-				"set ylabel 'round trip [us]'\n"
 				"plot $d using 1:2 with linespoints title "
 				"'p50', "
 				"$d using 1:3 with linespoints title 'p90', "
 				"$d using 1:4 with linespoints title 'p99', "
 				"$d using 1:5 with linespoints title "
 				"'p99.9'\n");
-		else
+		} else {
 			fprintf(gp,
 				"set ylabel 'bandwidth [Gb/s]'\nset y2label "
 				"'message rate [Mmsg/s]'\nset ytics "
@@ -133,6 +191,7 @@ int plot_svg(const struct client *cl)
 				"title 'Gb/s', "
 				"$d using 1:3 axes x1y2 with linespoints title "
 				"'Mmsg/s'\n");
+		}
 	} else {
 		/*
 		 * One size: the round trip at each percentile, the x axis
@@ -168,18 +227,21 @@ int plot_svg(const struct client *cl)
 			"100000)\n"
 			"set xrange [1:%g]\nset xlabel 'percentile'\n"
 			"set ylabel 'round trip [us], %" PRIu64 " B messages'\n"
-			"set label 1 'p50 %.1f  p99 %.1f  p99.9 %.1f  max %.1f "
-			"us' "
-			"at graph 0.02, graph 0.95\n"
+			"set label 1 'round trip p50 %.1f  p99 %.1f  p99.9 %.1f"
+			"  max %.1f us; one way p50 %.1f us' "
+			"at graph 0.02, graph 0.95\n",
+			n > 1 ? n : 2, r->size, r->lat.p50, r->lat.p99,
+			r->lat.p999, r->lat.max, r->lat.p50 / 2);
+		one_way_axis(gp, r->lat.min, r->lat.max);
+		fprintf(gp,
 			"plot $d using 1:2 with lines lw 2 title '%zu round "
 			"trips'\n",
-			n > 1 ? n : 2, r->size, r->lat.p50, r->lat.p99,
-			r->lat.p999, r->lat.max, s->n);
+			s->n);
 	}
 	status = pclose(gp);
 	if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		errf("--plot: gnuplot failed (status %d) writing %s", status,
-		     o->plot);
+		cl_fail(cl, "--plot: gnuplot failed (status %d) writing %s",
+			status, o->plot);
 		return -1;
 	}
 	return 0;

@@ -64,6 +64,20 @@ __attribute__((format(printf, 2, 3))) static void serr(struct server *s,
 	fputc('\n', stderr);
 }
 
+/* A failure that ends server_run: said, kept for the report, recorded. */
+__attribute__((format(printf, 3, 4))) static void
+srv_fatal(struct server *s, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(s->err, sizeof(s->err), fmt, ap);
+	va_end(ap);
+	s->err_rc = rc;
+	serr(s, "%s", s->err);
+	fail_record(rc, "%s%s", s->loopback ? "server: " : "", s->err);
+}
+
 static void srv_closed(rift_conn *conn)
 {
 	struct sconn *sc = rift_conn_user(conn);
@@ -406,6 +420,7 @@ static void srv_end_session(struct server *s)
 			sc_close(sc);
 	if (s->ctl) {
 		s->served++;
+		s->served_failed += s->session_failed;
 		slog(s, "client %s", s->session_failed ? "failed" : "done");
 	}
 	s->ctl = NULL;
@@ -435,7 +450,8 @@ int server_run(struct server *s)
 
 	rc = rift_ctx_create(&s->ctx, &o->cfg);
 	if (rc) {
-		serr(s, "rift_ctx_create: %s", rift_ctx_last_error(NULL));
+		srv_fatal(s, rc, "rift_ctx_create: %s",
+			  rift_ctx_last_error(NULL));
 		__atomic_store_n(&s->ready, -1, __ATOMIC_RELEASE);
 		return EXIT_FAIL;
 	}
@@ -443,7 +459,8 @@ int server_run(struct server *s)
 	url_build(s->url, sizeof(s->url), o->transport, o->host, o->port);
 	rc = rift_listen(s->ctx, s->url, &cbs, s, srv_on_accept, &s->lst);
 	if (rc) {
-		serr(s, "listen %s: %s", s->url, rift_ctx_last_error(s->ctx));
+		srv_fatal(s, rc, "listen %s: %s", s->url,
+			  rift_ctx_last_error(s->ctx));
 		__atomic_store_n(&s->ready, -1, __ATOMIC_RELEASE);
 		ret = EXIT_FAIL;
 		goto destroy_ctx;
@@ -466,7 +483,8 @@ int server_run(struct server *s)
 		}
 		rc = loop_once(&s->lp, TICK_MS);
 		if (rc < 0) {
-			serr(s, "rift_ctx_progress: %s", rift_strerror(rc));
+			srv_fatal(s, rc, "rift_ctx_progress: %s",
+				  rift_strerror(rc));
 			ret = EXIT_FAIL;
 			break;
 		}
@@ -486,7 +504,13 @@ destroy_ctx:
 	loop_fini(&s->lp);
 	rc = rift_ctx_destroy(s->ctx);
 	if (rc) {
-		serr(s, "rift_ctx_destroy: %s", rift_ctx_last_error(s->ctx));
+		/* the first failure is the one to report */
+		if (ret)
+			serr(s, "rift_ctx_destroy: %s",
+			     rift_ctx_last_error(s->ctx));
+		else
+			srv_fatal(s, rc, "rift_ctx_destroy: %s",
+				  rift_ctx_last_error(s->ctx));
 		ret = EXIT_FAIL;
 	}
 	return ret;
