@@ -173,6 +173,76 @@ typedef enum rift_fallback_reason {
 const char *rift_fallback_reason_str(rift_fallback_reason r);
 
 /* ------------------------------------------------------------------------ */
+/* Logging                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Each context logs what happens to its connections, up to the level of
+ * its configuration (rift_config.log_level; the file's log.level; the
+ * environment's RIFT_LOG).  A line is logged when its level is at most
+ * the context's: DEBUG logs everything, OFF nothing.  Below the level a
+ * log point costs one integer compare, so DEBUG lines may sit on the
+ * data path.
+ *
+ *   ERROR  rift gave up on something: a connection that could not be
+ *          established, a session that ended abnormally (no re-attach
+ *          within session_grace_ms, the peer broke the protocol or
+ *          reported an error)
+ *   WARN   something broke and rift handles it: a path down (the session
+ *          re-attaching), auto:// moving to TCP because RDMA setup failed
+ *          or every RDMA path of a live session died, a peer's handshake
+ *          or RESUME refused, a listener pausing accepts, a shared RDMA
+ *          completion queue or an RDMA device failing
+ *   INFO   the life of connections: connected, accepted, re-attached (on
+ *          which path), each re-attach attempt and why it failed, every
+ *          failed attempt of a first connect, auto:// using TCP where RDMA
+ *          is not available, a session closed by its peer, an incoming
+ *          connection whose handshake timed out, RDMA port state
+ *          changes
+ *   DEBUG  detail for developers: control frames (ACK, PING, ...), queue
+ *          pairs, completion queues, the attempts of a first connect
+ */
+typedef enum rift_log_level {
+	RIFT_LOG_OFF = 0,
+	RIFT_LOG_ERROR = 1,
+	RIFT_LOG_WARN = 2,  /* the default (unless RIFT_LOG says otherwise) */
+	RIFT_LOG_INFO = 3,
+	RIFT_LOG_DEBUG = 4,
+} rift_log_level;
+
+/* "off", "error", "warn", "info" or "debug", as RIFT_LOG and log.level
+ * take them; "unknown" for other values.  Static storage. */
+const char *rift_log_level_name(rift_log_level level);
+
+/*
+ * Where a context's lines go: to rift_config.log_cb when it is set, else
+ * to stderr, one line each, "rift[PID] SECONDS LEVEL: MESSAGE" (SECONDS
+ * of CLOCK_MONOTONIC), e.g.
+ *   rift[4242] 8121.044203 warn: session 7b0241ceda3fdc18: path down: ...
+ *
+ * The callback gets rift_config.log_user, the line's level and the
+ * message alone (no PID, time, level or newline; at most 511 bytes, cut
+ * beyond), valid only during the call.  It is called on the thread running
+ * the context's loop (rift_ctx_progress, rift_ctx_run, rift_ctx_run_mode)
+ * and on the thread calling a function of the context that logs
+ * (rift_connect, rift_listen, ...): with one context per thread, that
+ * thread.  Contexts of several threads that share a callback call it from
+ * each of them, concurrently: it must be thread-safe then.  It must not
+ * call a rift function that takes a handle (rift_strerror,
+ * rift_log_level_name and the like are fine), and it runs inside the
+ * loop: it should return quickly.
+ *
+ * Lines that concern no context go to stderr, never to a callback, at the
+ * level RIFT_LOG names (WARN when unset) as rift_config_init last read it:
+ * the registered memory pool is the process's, shared by every context
+ * and grown by a thread of its own, and threads rift runs beside the loops
+ * (that one, the RDMA teardown thread) cannot call a context's callback on
+ * its thread.
+ */
+typedef void (*rift_log_cb)(void *user, rift_log_level level,
+			    const char *msg);
+
+/* ------------------------------------------------------------------------ */
 /* Configuration                                                            */
 /* ------------------------------------------------------------------------ */
 
@@ -181,7 +251,12 @@ const char *rift_fallback_reason_str(rift_fallback_reason r);
  * which sets every field to its default, then change what you need.  Zero
  * is never "use default" after init: it means zero where zero is allowed,
  * and rift_ctx_create rejects it (RIFT_EINVAL, naming the field in
- * rift_ctx_last_error(NULL)) where it is not.
+ * rift_ctx_last_error(NULL)) where it is not.  One default comes from the
+ * environment: log_level is the level RIFT_LOG names (RIFT_LOG=debug),
+ * RIFT_LOG_WARN when it is unset (or names no level: rift_ctx_create and
+ * rift_config_env refuse that).  So RIFT_LOG reaches every context whose
+ * program does not set log_level itself, even one that never calls
+ * rift_config_env.
  */
 typedef enum rift_cm {
 	RIFT_CM_RDMACM = 0, /* rdma_cm: the standard, interoperable way */
@@ -249,6 +324,11 @@ typedef struct rift_config {
 	/* rdma: messages from this size move by RDMA READ rendezvous, not a
 	 * stream of copies; 0 = never (appended: the struct grows at its end) */
 	uint32_t rndv_threshold;       /* bytes */
+	/* logging (appended), see "Logging" above: lines up to log_level go
+	 * to log_cb(log_user, ...), or to stderr when log_cb is NULL */
+	rift_log_level log_level;      /* default RIFT_LOG_WARN, or RIFT_LOG */
+	rift_log_cb log_cb;            /* NULL: stderr */
+	void *log_user;                /* log_cb's first argument */
 } rift_config;
 
 void rift__config_init(rift_config *cfg, size_t size);
@@ -265,11 +345,11 @@ int rift_config_check(const rift_config *cfg);
  * Config files and environment overrides (docs/config.md lists every key).
  *
  * A config file is strict TOML: a [section] per layer ([progress],
- * [connect], [session], [tcp], [rdma], [pool], [metrics]), the keys RDMA
- * operators know (sq_depth, cq_size, gid_index, ...), sizes as integers or
- * as strings with a unit, all powers of 1024 ("64KiB", "64KB", "64k" are
- * 65536; "1GB" is 2^30).  Unknown keys, wrong types and out-of-range values
- * are errors with the file, line and column.
+ * [connect], [session], [tcp], [rdma], [pool], [metrics], [log]), the
+ * keys RDMA operators know (sq_depth, cq_size, gid_index, ...), sizes as
+ * integers or as strings with a unit, all powers of 1024 ("64KiB",
+ * "64KB", "64k" are 65536; "1GB" is 2^30).  Unknown keys, wrong types
+ * and out-of-range values are errors with the file, line and column.
  *
  * Later calls win, so the intended order gives file < environment < code:
  *
@@ -310,9 +390,12 @@ int rift_config_load(rift_config *cfg, const char *path, char *err,
  * Values are written as in a file without quotes; booleans also take
  * 1/0, yes/no, on/off.  An unknown variable under a known section prefix
  * (RIFT_RDMA_SQ_DEPT) is an error, so typos are not silently ignored.
- * Returns 0, or RIFT_EINVAL with err = "env RIFT_RDMA_SQ_DEPTH: message"
- * naming the variable.  In a set-user-ID program (secure execution, see
- * secure_getenv(3)) the environment is ignored and 0 is returned.
+ * log.level has a short name besides RIFT_LOG_LEVEL: RIFT_LOG=info
+ * (setting both is an error).  Returns 0, or RIFT_EINVAL with
+ * err = "env RIFT_RDMA_SQ_DEPTH: message" naming the variable.  In a
+ * set-user-ID program (secure execution, see secure_getenv(3)) the
+ * environment is ignored and 0 is returned (rift_config_init then ignores
+ * RIFT_LOG too).
  */
 int rift_config_env(rift_config *cfg, char *err, size_t errlen);
 
@@ -321,7 +404,8 @@ int rift_config_env(rift_config *cfg, char *err, size_t errlen);
  * every key with a trailing comment saying where its value came from:
  *   # default            as set by rift_config_init
  *   # rift.toml:12       rift_config_load of that file, line 12
- *   # env RIFT_X_Y       rift_config_env
+ *   # env RIFT_X_Y       rift_config_env (log.level: also rift_config_init,
+ *                        from RIFT_LOG)
  *   # set in code        anything else (assigned after init/load/env)
  * Origins are remembered for the struct that load/env changed; a copy of
  * it keeps them while all its values equal the loaded ones, and a value
@@ -500,10 +584,11 @@ uint64_t rift_config_memlock_need(const rift_config *cfg, uint64_t *max_bytes);
 /* ------------------------------------------------------------------------ */
 
 /*
- * Create a context.  cfg may be NULL for defaults; it is copied.
- * Returns 0 and *out, or RIFT_EINVAL (bad config, or out NULL; see
- * rift_ctx_last_error(NULL)), RIFT_ENOMEM, RIFT_EMFILE, with *out set to
- * NULL.
+ * Create a context.  cfg may be NULL for defaults; it is copied (log_cb
+ * and log_user too: the callback is called until rift_ctx_destroy
+ * returns).  Returns 0 and *out, or RIFT_EINVAL (bad config, RIFT_LOG set
+ * to no level's name, or out NULL; see rift_ctx_last_error(NULL)),
+ * RIFT_ENOMEM, RIFT_EMFILE, with *out set to NULL.
  */
 int rift_ctx_create(rift_ctx **out, const rift_config *cfg);
 

@@ -167,13 +167,46 @@ static inline bool rift__fault_hit(rift__fault_point p)
 }
 #endif
 
-/* ---- logging: RIFT_LOG=debug in the environment, to stderr ---- */
-extern int rift__log_level; /* 0 off, 1 debug */
-void rift__log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-#define RIFT_DEBUG(...)                                                       \
+/*
+ * ---- logging (util/log.c; rift.h, "Logging", says what each level is
+ * for) ----
+ *
+ * RIFT_ERROR / RIFT_WARN / RIFT_INFO / RIFT_DEBUG(ctx, fmt, ...): a line
+ * of the context ctx (to its cfg.log_cb, or stderr), when its level is at
+ * most ctx->cfg.log_level; the arguments are evaluated only then, so a
+ * log point costs one compare below the level.  A line goes to the
+ * context it concerns: code with a path (p->ctx), a connection or a
+ * listener reaches it, and only on that context's thread.
+ * RIFT_PLOG(level, fmt, ...): a line that concerns no context (the
+ * process's pool, the verbs wrapper's teardown calls, threads beside the
+ * loops), to stderr up to rift__log_level (RIFT_LOG), never to a log_cb.
+ */
+#define RIFT_LOG_LINE 512 /* bytes of a line with its NUL; longer are cut */
+extern const char *const rift__log_names[]; /* by level, NULL-terminated */
+extern int rift__log_level; /* no context's lines: RIFT_LOG, atomic */
+void rift__log(const rift_ctx *ctx, int level, const char *fmt, ...)
+	__attribute__((cold, format(printf, 3, 4)));
+/* The level a name stands for ("warn"), or -1. */
+int rift__log_parse(const char *name);
+/* The level RIFT_LOG names (secure_getenv), RIFT_LOG_WARN when it is
+ * unset, -1 when it names none. */
+int rift__log_env(void);
+
+#define RIFT_LOG_AT(ctx, level, ...)                                          \
 	do {                                                                  \
-		if (rift__log_level)                                          \
-			rift__log(__VA_ARGS__);                               \
+		const rift_ctx *rift__lctx = (ctx);                           \
+		if ((int)(level) <= (int)rift__lctx->cfg.log_level)           \
+			rift__log(rift__lctx, (level), __VA_ARGS__);          \
+	} while (0)
+#define RIFT_ERROR(ctx, ...) RIFT_LOG_AT(ctx, RIFT_LOG_ERROR, __VA_ARGS__)
+#define RIFT_WARN(ctx, ...) RIFT_LOG_AT(ctx, RIFT_LOG_WARN, __VA_ARGS__)
+#define RIFT_INFO(ctx, ...) RIFT_LOG_AT(ctx, RIFT_LOG_INFO, __VA_ARGS__)
+#define RIFT_DEBUG(ctx, ...) RIFT_LOG_AT(ctx, RIFT_LOG_DEBUG, __VA_ARGS__)
+#define RIFT_PLOG(level, ...)                                                 \
+	do {                                                                  \
+		if ((int)(level) <=                                           \
+		    __atomic_load_n(&rift__log_level, __ATOMIC_RELAXED))      \
+			rift__log(NULL, (level), __VA_ARGS__);                \
 	} while (0)
 
 /* ---- loop ---- */

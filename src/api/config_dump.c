@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "api/config_int.h"
@@ -94,6 +95,18 @@ static void dump_value(const struct key *k, const rift_config *c, char *buf,
 	}
 }
 
+/* Whether rift_config_init took k's default from k's own variable
+ * (log.level from RIFT_LOG): it is set to one of k's names. */
+static bool env_default(const struct key *k)
+{
+	const char *v = k->env ? secure_getenv(k->env) : NULL;
+
+	for (size_t i = 0; v && k->names && k->names[i]; i++)
+		if (!strcmp(v, k->names[i]))
+			return true;
+	return false;
+}
+
 int rift_config_dump(const rift_config *cfg, char *buf, size_t len)
 {
 	struct out o = { buf, len, 0 };
@@ -143,11 +156,13 @@ int rift_config_dump(const rift_config *cfg, char *buf, size_t len)
 					 org[i].line);
 			} else if (known && org[i].from == FROM_ENV &&
 				   rift__cfg_same(&snap, &c, k)) {
-				rift__cfg_env_name(
-					k->section,
-					org[i].alias ? k->alias : k->name, var,
-					sizeof(var));
+				rift__cfg_env_var(k, org[i].alias, var,
+						  sizeof(var));
 				snprintf(from, sizeof(from), "env %s", var);
+			} else if (rift__cfg_same(&def, &c, k) &&
+				   env_default(k)) {
+				/* rift_config_init took it from there */
+				snprintf(from, sizeof(from), "env %s", k->env);
 			} else if (rift__cfg_same(&def, &c, k)) {
 				snprintf(from, sizeof(from), "default");
 			} else {

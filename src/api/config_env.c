@@ -127,6 +127,17 @@ void rift__cfg_env_name(const char *section, const char *name, char *buf,
 		buf[i] = (char)toupper((unsigned char)buf[i]);
 }
 
+void rift__cfg_env_var(const struct key *k, unsigned which, char *buf,
+		       size_t len)
+{
+	if (which == ENV_OTHER)
+		snprintf(buf, len, "%s", k->env);
+	else
+		rift__cfg_env_name(k->section,
+				   which == ENV_ALIAS ? k->alias : k->name, buf,
+				   len);
+}
+
 /*
  * A RIFT_<SECTION>_* variable that names no key is a typo: report it
  * rather than run with the default the operator meant to change.
@@ -207,29 +218,36 @@ int rift_config_env(rift_config *cfg, char *err, size_t errlen)
 	before = tmp;
 	for (size_t i = 0; i < N_KEYS; i++) {
 		const struct key *k = &rift__cfg_keys[i];
-		const char *val, *val2 = NULL;
+		const char *val = NULL;
+		unsigned which = ENV_NAME;
 		struct setting st;
-		bool alias = false;
+		bool alias;
 
-		rift__cfg_env_name(k->section, k->name, var, sizeof(var));
-		val = secure_getenv(var);
-		if (k->alias) {
-			rift__cfg_env_name(k->section, k->alias, var2,
-					   sizeof(var2));
-			val2 = secure_getenv(var2);
-		}
-		if (val && val2) {
-			rift__set_err(err, errlen, "env %s: %s is set too; use one",
-				var2, var);
-			return RIFT_EINVAL;
-		}
-		if (val2) {
-			val = val2;
-			alias = true;
+		/* The key's variables: its name's, its alias's, its own
+		 * (RIFT_LOG); one of them at most may be set. */
+		for (unsigned w = ENV_NAME; w <= ENV_OTHER; w++) {
+			const char *v;
+
+			if ((w == ENV_ALIAS && !k->alias) ||
+			    (w == ENV_OTHER && !k->env))
+				continue;
+			rift__cfg_env_var(k, w, var2, sizeof(var2));
+			v = secure_getenv(var2);
+			if (!v)
+				continue;
+			if (val) {
+				rift__set_err(err, errlen,
+					"env %s: %s is set too; use one",
+					var2, var);
+				return RIFT_EINVAL;
+			}
+			val = v;
+			which = w;
 			memcpy(var, var2, sizeof(var));
 		}
 		if (!val)
 			continue;
+		alias = which == ENV_ALIAS;
 		if (k->off + k->width > cfg->size) {
 			rift__set_err(err, errlen,
 				"env %s: not in this program's rift_config "
@@ -246,7 +264,7 @@ int rift_config_env(rift_config *cfg, char *err, size_t errlen)
 		}
 		rift__cfg_store(&tmp, k, &st);
 		got[i].from = FROM_ENV;
-		got[i].alias = alias;
+		got[i].alias = (uint8_t)which;
 	}
 	if (rift__cfg_cross_check(&tmp, got, &at, m, sizeof(m))) {
 		if (at < 0) {
@@ -254,9 +272,7 @@ int rift_config_env(rift_config *cfg, char *err, size_t errlen)
 		} else {
 			const struct key *k = &rift__cfg_keys[at];
 
-			rift__cfg_env_name(k->section,
-					   got[at].alias ? k->alias : k->name,
-					   var, sizeof(var));
+			rift__cfg_env_var(k, got[at].alias, var, sizeof(var));
 			rift__set_err(err, errlen, "env %s: %s", var, m);
 		}
 		return RIFT_EINVAL;

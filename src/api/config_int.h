@@ -33,10 +33,14 @@ struct key {
 	int64_t min, max;         /* integer kinds, per element */
 	const char *const *names; /* K_ENUM: by value, NULL-terminated */
 	const char *help;
+	/* Another environment variable for the key, besides the ones of
+	 * its name and alias, and the one rift_config_init takes its
+	 * default from (log.level: RIFT_LOG), or NULL. */
+	const char *env;
 };
 
-#define N_KEYS 39    /* rows of rift__cfg_keys (config_keys.c checks it) */
-#define N_SECTIONS 7 /* entries of rift__cfg_sections */
+#define N_KEYS 40    /* rows of rift__cfg_keys (config_keys.c checks it) */
+#define N_SECTIONS 8 /* entries of rift__cfg_sections */
 
 /*
  * A converted value, before it is stored: integers for the numeric kinds
@@ -50,6 +54,8 @@ struct setting {
 /* ---- origins ---- */
 
 enum { FROM_DEFAULT = 0, FROM_FILE, FROM_ENV };
+/* Which variable set a key (struct origin.alias, FROM_ENV). */
+enum { ENV_NAME = 0, ENV_ALIAS = 1, ENV_OTHER = 2 };
 
 #define ORIGIN_SLOTS 16
 #define ORIGIN_FILES 4
@@ -59,7 +65,8 @@ enum { FROM_DEFAULT = 0, FROM_FILE, FROM_ENV };
 struct origin {
 	uint8_t from;  /* FROM_* */
 	uint8_t file;  /* FROM_FILE: index in slot files, or NO_FILE */
-	uint8_t alias; /* the alias name (or its variable) was used */
+	uint8_t alias; /* the alias name was used; FROM_ENV: which
+			  variable, ENV_NAME, ENV_ALIAS or ENV_OTHER */
 	unsigned line, col;
 };
 
@@ -128,5 +135,8 @@ void rift__cfg_origin_record(const rift_config *cfg,
 
 void rift__cfg_env_name(const char *section, const char *name, char *buf,
 			size_t len);
+/* The variable of k that set it (ENV_NAME, ENV_ALIAS or ENV_OTHER). */
+void rift__cfg_env_var(const struct key *k, unsigned which, char *buf,
+		       size_t len);
 
 #endif

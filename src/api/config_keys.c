@@ -29,7 +29,12 @@ _Static_assert(RIFT_POLL_EVENT == 0 && RIFT_POLL_BUSY == 1 &&
 	       "polling_names follows rift_polling");
 _Static_assert(RIFT_CM_RDMACM == 0 && RIFT_CM_TCP == 1,
 	       "cm_names follows rift_cm");
-_Static_assert(sizeof(rift_polling) == 4 && sizeof(rift_cm) == 4,
+_Static_assert(RIFT_LOG_OFF == 0 && RIFT_LOG_ERROR == 1 &&
+		       RIFT_LOG_WARN == 2 && RIFT_LOG_INFO == 3 &&
+		       RIFT_LOG_DEBUG == 4,
+	       "rift__log_names (util/log.c) follows rift_log_level");
+_Static_assert(sizeof(rift_polling) == 4 && sizeof(rift_cm) == 4 &&
+		       sizeof(rift_log_level) == 4,
 	       "enum members are stored as 32-bit integers");
 
 #define M(f)                                                                  \
@@ -131,6 +136,11 @@ const struct key rift__cfg_keys[] = {
 	/* [metrics] */
 	{ "metrics", "enabled", NULL, M(metrics), K_BOOL, 0, 1, NULL,
 	  "keep counters and histograms" },
+	/* [log] */
+	{ "log", "level", NULL, M(log_level), K_ENUM, RIFT_LOG_OFF,
+	  RIFT_LOG_DEBUG, rift__log_names,
+	  "lines logged: off, error, warn, info or debug",
+	  .env = "RIFT_LOG" },
 };
 #undef M
 
@@ -139,7 +149,7 @@ _Static_assert(RIFT_ARRAY_SIZE(rift__cfg_keys) == N_KEYS,
 
 const char *const rift__cfg_sections[] = { "progress", "connect", "session",
 					   "tcp",      "rdma",    "pool",
-					   "metrics" };
+					   "metrics",  "log" };
 _Static_assert(RIFT_ARRAY_SIZE(rift__cfg_sections) == N_SECTIONS,
 	       "N_SECTIONS (config_int.h) counts rift__cfg_sections");
 

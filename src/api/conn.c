@@ -58,9 +58,17 @@ static int attempt_start(rift_conn *conn, unsigned i, uint64_t limit,
 
 	rift__sockaddr_str((const struct sockaddr *)&conn->addrs[i], addr,
 			   sizeof(addr));
-	RIFT_DEBUG("%s://%s%s%s: attempt (bound %llu ms)", conn->ops->name,
-		   addr, alt ? " via " : "", alt ? way : "",
-		   (unsigned long long)limit);
+	/* A first connect's attempts are detail (one that fails is told);
+	 * a re-attach's are the story of a failover. */
+	RIFT_LOG_AT(ctx,
+		    conn->state == RIFT_CONN_DETACHED ? RIFT_LOG_INFO
+						      : RIFT_LOG_DEBUG,
+		    "session %016llx: %s to %s://%s%s%s (bound %llu ms)",
+		    (unsigned long long)conn->session_id,
+		    conn->state == RIFT_CONN_DETACHED ? "re-attaching"
+						      : "connecting",
+		    conn->ops->name, addr, alt ? " via " : "", alt ? way : "",
+		    (unsigned long long)limit);
 	rift__metrics_connect_attempt(conn);
 	ctx->errmsg[0] = '\0'; /* what a failing connect says, below */
 	if (rift__fault_hit(RIFT_FAULT_TCP_CONNECT) && conn->ops->kind == RIFT_TRANSPORT_TCP)
@@ -189,12 +197,12 @@ static void race_timer_cb(rift_timer *t, void *user)
 	}
 	if (!p && conn->n_addrs >= 2 &&
 	    attempt_start(conn, i, limit, false, &p))
-		RIFT_DEBUG("race: %s", conn->last_error);
+		RIFT_DEBUG(conn->ctx, "race: %s", conn->last_error);
 	/* No other address to try now (one address, or the next one's link
 	 * is down): the other way, unless tried above. */
 	if (!p) {
 		if (!alt || attempt_start(conn, cur, limit, true, &p)) {
-			RIFT_DEBUG("race: %s", conn->last_error);
+			RIFT_DEBUG(conn->ctx, "race: %s", conn->last_error);
 			return;
 		}
 		i = cur;
@@ -222,7 +230,17 @@ static int conn_setup_client(rift_ctx *ctx, rift_conn *conn,
 			return rift__ctx_fail(ctx, RIFT_ENOTSUP,
 					      "%s:// unavailable: %s", ops->name,
 					      rift_fallback_reason_str(why));
-		/* Recorded and counted once, never a silent switch. */
+		/* Recorded, counted and logged once, never a silent
+		 * switch. */
+		RIFT_INFO(ctx,
+			  "session %016llx: %s; auto://%s%s%s:%u connects over "
+			  "%s",
+			  (unsigned long long)conn->session_id,
+			  rift_fallback_reason_str(why),
+			  strchr(url->addrs[0].host, ':') ? "[" : "",
+			  url->addrs[0].host,
+			  strchr(url->addrs[0].host, ':') ? "]" : "",
+			  url->addrs[0].port, fb->name);
 		ops = fb;
 		conn->fallback = why;
 		ctx->stats.fallbacks[why]++;
@@ -250,9 +268,7 @@ int rift_connect(rift_ctx *ctx, const char *url, const rift_conn_callbacks *cbs,
 	conn = rift__conn_alloc(ctx, cbs, user, true);
 	if (!conn)
 		return rift__ctx_fail(ctx, RIFT_ENOMEM, "rift_connect: out of memory");
-	rc = conn_setup_client(ctx, conn, &u);
-	if (rc)
-		goto fail_conn;
+	/* The id first: what the setup logs names the session. */
 	do {
 		if (getrandom(&conn->session_id, sizeof(conn->session_id), 0) !=
 		    sizeof(conn->session_id)) {
@@ -260,6 +276,9 @@ int rift_connect(rift_ctx *ctx, const char *url, const rift_conn_callbacks *cbs,
 			goto fail_conn;
 		}
 	} while (conn->session_id == 0);
+	rc = conn_setup_client(ctx, conn, &u);
+	if (rc)
+		goto fail_conn;
 	conn->state = RIFT_CONN_CONNECTING;
 	conn->retry_timer.cb = retry_timer_cb;
 	conn->race_timer.cb = race_timer_cb;
@@ -436,6 +455,8 @@ void rift_conn_close(rift_conn *conn, void (*close_cb)(rift_conn *conn))
 		return;
 	ctx = conn->ctx;
 	p = conn->path;
+	RIFT_DEBUG(ctx, "session %016llx: closed by the application",
+		   (unsigned long long)conn->session_id);
 	conn->closing = true;
 	conn->close_cb = close_cb;
 	rift__sessions_del(conn); /* no RESUME can find it now */

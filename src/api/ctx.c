@@ -25,6 +25,11 @@
 
 void rift__config_init(rift_config *cfg, size_t size)
 {
+	/* RIFT_LOG is log_level's default: it reaches programs that never
+	 * call rift_config_env (rift_ctx_create refuses a bad one).  It is
+	 * also the level of the lines no context has (util/log.c). */
+	int env = rift__log_env();
+	rift_log_level level = env < 0 ? RIFT_LOG_WARN : (rift_log_level)env;
 	rift_config d = {
 		.size = (uint32_t)(size < sizeof(d) ? size : sizeof(d)),
 		.polling = RIFT_POLL_EVENT,
@@ -74,7 +79,12 @@ void rift__config_init(rift_config *cfg, size_t size)
 		.huge_pages = 0,
 		.metrics = 1,
 		.rndv_threshold = 64u << 10,
+		.log_level = level,
+		.log_cb = NULL,
+		.log_user = NULL,
 	};
+
+	__atomic_store_n(&rift__log_level, (int)level, __ATOMIC_RELAXED);
 	if (cfg)
 		memcpy(cfg, &d, d.size);
 }
@@ -154,6 +164,7 @@ static int cfg_check(const rift_config *c)
 	R(huge_pages, 0, 1);
 	R(metrics, 0, 1);
 	R(rndv_threshold, 0, 1u << 30);
+	R(log_level, RIFT_LOG_OFF, RIFT_LOG_DEBUG);
 #undef R
 	if (!rc && (c->gid_index < -1 || c->gid_index > 4095)) {
 		rc = rift__ctx_fail(NULL, RIFT_EINVAL,
@@ -219,13 +230,17 @@ int rift_ctx_create(rift_ctx **out, const rift_config *cfg)
 	int rc;
 
 	rift__ctx_fail(NULL, 0, "%s", ""); /* no creation error yet */
-	/* Contexts may be made on several threads: a store, never a
-	 * read-modify-write, and only ever of 1. */
-	if (getenv("RIFT_LOG") && strcmp(getenv("RIFT_LOG"), "debug") == 0)
-		__atomic_store_n(&rift__log_level, 1, __ATOMIC_RELAXED);
 	if (!out)
 		return rift__ctx_fail(NULL, RIFT_EINVAL, "rift_ctx_create: out is NULL");
 	*out = NULL; /* until it succeeds: no stale handle on failure */
+	/* rift_config_init fell back to WARN for it: say so, as
+	 * rift_config_env does, rather than run at a level nobody chose. */
+	if (rift__log_env() < 0)
+		return rift__ctx_fail(NULL, RIFT_EINVAL,
+				      "env RIFT_LOG: '%.40s' is not one of "
+				      "\"off\", \"error\", \"warn\", "
+				      "\"info\" or \"debug\"",
+				      secure_getenv("RIFT_LOG"));
 	rift_config_init(&def);
 	if (cfg) {
 		if (cfg->size < offsetof(rift_config, busy_poll_us) ||

@@ -104,6 +104,10 @@ int rift_listen(rift_ctx *ctx, const char *url, const rift_conn_callbacks *cbs,
 	}
 	rift__list_add_tail(&ctx->listeners, &l->node);
 	ctx->stats.listeners_active++;
+	if (why != RIFT_FALLBACK_NONE)
+		RIFT_INFO(ctx, "auto:// listener on port %d: %s; it serves %s "
+			  "only", l->port, rift_fallback_reason_str(why),
+			  l->ops->name);
 	*out = l;
 	return 0;
 }

@@ -98,7 +98,8 @@ static void *resolve_main(void *arg)
 	/* The eventfd's write publishes the result (the loop reads it after
 	 * epoll says so); the job stays alive until our reference goes. */
 	if (write(job->efd, &one, sizeof(one)) < 0)
-		RIFT_DEBUG("resolver: eventfd: %s", strerror(errno));
+		RIFT_PLOG(RIFT_LOG_WARN, "resolver: eventfd: %s",
+			  strerror(errno));
 	job_unref(job);
 	return NULL;
 }
@@ -114,7 +115,7 @@ static void job_done(rift__io *io, uint32_t revents)
 
 	RIFT_UNUSED(revents);
 	if (read(job->efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-		RIFT_DEBUG("resolver: eventfd: %s", strerror(errno));
+		RIFT_WARN(conn->ctx, "resolver: eventfd: %s", strerror(errno));
 	pthread_mutex_lock(&job->mu);
 	done = job->done;
 	pthread_mutex_unlock(&job->mu);
@@ -132,7 +133,7 @@ static void job_done(rift__io *io, uint32_t revents)
 	memcpy(conn->addrs, job->addrs, sizeof(job->addrs[0]) * job->n_addrs);
 	memcpy(conn->addr_lens, job->lens, sizeof(job->lens[0]) * job->n_addrs);
 	conn->n_addrs = job->n_addrs;
-	RIFT_DEBUG("resolved %u address%s", conn->n_addrs,
+	RIFT_DEBUG(conn->ctx, "resolved %u address%s", conn->n_addrs,
 		   conn->n_addrs == 1 ? "" : "es");
 	job_unref(job);
 	rift__conn_attempt(conn);

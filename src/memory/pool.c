@@ -154,27 +154,31 @@ static int commit_region(struct rift__pool *pool, char *err, size_t errlen)
 		goto out;
 	}
 	__atomic_store_n(&pool->n_regions, i + 1, __ATOMIC_RELEASE);
-	if (rift__log_level) {
+	/* The process's pool, maybe on its grower thread: no context's. */
+	if (__atomic_load_n(&rift__log_level, __ATOMIC_RELAXED) >=
+	    RIFT_LOG_DEBUG) {
 		/* What the pool is spent on: regions per class, blocks held. */
 		unsigned per[RIFT_BLOCK_CLASSES] = { 0 };
 
 		for (size_t k = 0; k < i; k++)
 			if (pool->regions[k].cls >= 0)
 				per[pool->regions[k].cls]++;
-		RIFT_DEBUG("pool: region %zu (%zu MiB) registered with %d "
-			   "devices in %.1f ms; regions per class %u/%u/%u/%u/%u, "
-			   "blocks held %llu/%llu/%llu/%llu/%llu, send %llu KiB "
-			   "recv %llu KiB",
-			   i, pool->region >> 20, pool->n_devs,
-			   (rift__clock_us() - t0) / 1e3, per[0], per[1], per[2],
-			   per[3], per[4],
-			   (unsigned long long)pool->blocks_in_use[0],
-			   (unsigned long long)pool->blocks_in_use[1],
-			   (unsigned long long)pool->blocks_in_use[2],
-			   (unsigned long long)pool->blocks_in_use[3],
-			   (unsigned long long)pool->blocks_in_use[4],
-			   (unsigned long long)pool->in_use[0] >> 10,
-			   (unsigned long long)pool->in_use[1] >> 10);
+		RIFT_PLOG(RIFT_LOG_DEBUG,
+			  "pool: region %zu (%zu MiB) registered with %d "
+			  "devices in %.1f ms; regions per class "
+			  "%u/%u/%u/%u/%u, blocks held "
+			  "%llu/%llu/%llu/%llu/%llu, send %llu KiB recv %llu "
+			  "KiB",
+			  i, pool->region >> 20, pool->n_devs,
+			  (rift__clock_us() - t0) / 1e3, per[0], per[1], per[2],
+			  per[3], per[4],
+			  (unsigned long long)pool->blocks_in_use[0],
+			  (unsigned long long)pool->blocks_in_use[1],
+			  (unsigned long long)pool->blocks_in_use[2],
+			  (unsigned long long)pool->blocks_in_use[3],
+			  (unsigned long long)pool->blocks_in_use[4],
+			  (unsigned long long)pool->in_use[0] >> 10,
+			  (unsigned long long)pool->in_use[1] >> 10);
 	}
 out:
 	pool->committing = false;
@@ -667,9 +671,11 @@ static void *pool_alloc(struct rift__pool *pool, size_t len,
 			i = commit_region(pool, err, errlen);
 		}
 		if (t_wait)
-			RIFT_DEBUG("pool: a %u-byte block waited %.1f ms for a "
-				   "region",
-				   pool->block[c], (rift__clock_us() - t_wait) / 1e3);
+			RIFT_PLOG(RIFT_LOG_DEBUG,
+				  "pool: a %u-byte block waited %.1f ms for a "
+				  "region",
+				  pool->block[c],
+				  (rift__clock_us() - t_wait) / 1e3);
 		if (i >= 0 && carve(pool, (size_t)i, c, mine)) {
 			snprintf(err, errlen, "pool: out of memory for the "
 					      "block table of a region");

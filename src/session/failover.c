@@ -74,6 +74,18 @@ static bool fall_back(rift_conn *conn, rift_fallback_reason why)
 	fb = rift__transport_fallback(conn->ops);
 	if (!fb)
 		return false;
+	if (why == RIFT_FALLBACK_PATH_LOST)
+		RIFT_WARN(ctx,
+			  "session %016llx: every %s address failed (last: "
+			  "%s); auto:// re-attaches over %s",
+			  (unsigned long long)conn->session_id, conn->ops->name,
+			  conn->last_error, fb->name);
+	else
+		RIFT_WARN(ctx,
+			  "session %016llx: %s (%s); auto:// falls back to %s",
+			  (unsigned long long)conn->session_id,
+			  rift_fallback_reason_str(why), conn->last_error,
+			  fb->name);
 	conn->ops = fb;
 	conn->fallback = why;
 	ctx->stats.fallbacks[why]++;
@@ -90,6 +102,10 @@ void rift__conn_attempt_failed(rift_conn *conn, int err)
 
 	conn->attempts++;
 	conn->total_attempts++;
+	RIFT_INFO(ctx, "session %016llx: %s attempt %u failed: %s",
+		  (unsigned long long)conn->session_id,
+		  conn->state == RIFT_CONN_CONNECTING ? "connect" : "re-attach",
+		  conn->total_attempts, conn->last_error);
 	if (conn->state == RIFT_CONN_CONNECTING) {
 		if (conn->attempts > ctx->cfg.retries) {
 			conn->attempts = 0;
@@ -162,7 +178,7 @@ static void path_lost(rift_conn *conn, rift__path *p, int err)
 
 	if (p == conn->racer) {
 		/* The racing attempt failed: the other one goes on. */
-		RIFT_DEBUG("%s: racing attempt failed", p->peer);
+		RIFT_DEBUG(ctx, "%s: racing attempt failed", p->peer);
 		drop_racer(conn);
 		return;
 	}
@@ -190,6 +206,12 @@ static void path_lost(rift_conn *conn, rift__path *p, int err)
 		rift__conn_die(conn, RIFT_EVENT_DISCONNECTED, err == RIFT_EOF ? 0 : err);
 		return;
 	}
+	RIFT_WARN(ctx, "session %016llx: path down: %s: %s; %s %u ms",
+		  (unsigned long long)conn->session_id, rift_err_name(err),
+		  conn->last_error,
+		  conn->is_client ? "re-attaching, grace"
+				  : "waiting for the client to re-attach,",
+		  ctx->cfg.session_grace_ms);
 	conn->state = RIFT_CONN_DETACHED;
 	conn->transport = RIFT_TRANSPORT_NONE;
 	conn->detached_us = ctx->now_us;
@@ -221,11 +243,23 @@ void rift__path_failed(rift__path *p, int err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	RIFT_DEBUG("%s: path failed: %s: %s", p->peer, rift_err_name(err), msg);
+	RIFT_DEBUG(p->ctx, "%s: path failed: %s: %s", p->peer,
+		   rift_err_name(err), msg);
 	if (err == RIFT_EPROTO)
 		p->ctx->stats.protocol_errors++;
 	if (!conn) {
-		rift__path_kill(p); /* server handshake path: nobody to tell */
+		/* A server's handshake path: nobody else to tell.  A peer
+		 * refused is worth a warning, one that never finished its
+		 * handshake a note; one that went before it (a racing
+		 * attempt that lost, a probe) is detail. */
+		if (err == RIFT_EPROTO || err == RIFT_ESESSION ||
+		    err == RIFT_ECONNREFUSED || err == RIFT_ENOMEM)
+			RIFT_WARN(p->ctx, "%s: handshake refused: %s: %s",
+				  p->peer, rift_err_name(err), msg);
+		else if (err == RIFT_ETIMEDOUT)
+			RIFT_INFO(p->ctx, "%s: handshake failed: %s: %s",
+				  p->peer, rift_err_name(err), msg);
+		rift__path_kill(p);
 		return;
 	}
 	snprintf(conn->last_error, sizeof(conn->last_error), "%s: %s", p->peer,
@@ -245,7 +279,7 @@ void rift__path_connected(rift__path *p)
 							   : conn->addr_idx);
 	/* Racing attempts: the first to connect carries the handshake. */
 	if (p == conn->racer) {
-		RIFT_DEBUG("%s: connected first; %s dropped", p->peer,
+		RIFT_DEBUG(p->ctx, "%s: connected first; %s dropped", p->peer,
 			   conn->path ? conn->path->peer : "-");
 		racer_wins(conn);
 	}

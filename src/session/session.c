@@ -163,6 +163,19 @@ void rift__conn_die(rift_conn *conn, rift_event_type type, int status)
 	conn->transport = RIFT_TRANSPORT_NONE;
 	if (status == RIFT_ETIMEDOUT && type == RIFT_EVENT_DISCONNECTED)
 		conn->ctx->stats.sessions_expired++;
+	if (type == RIFT_EVENT_ERROR)
+		RIFT_ERROR(conn->ctx,
+			   "session %016llx: connection failed: %s: %s",
+			   (unsigned long long)conn->session_id,
+			   rift_err_name(status), conn->last_error);
+	else if (status)
+		RIFT_ERROR(conn->ctx, "session %016llx: session lost: %s: %s",
+			   (unsigned long long)conn->session_id,
+			   rift_err_name(status), conn->last_error);
+	else
+		RIFT_INFO(conn->ctx, "session %016llx: closed by the peer: %s",
+			  (unsigned long long)conn->session_id,
+			  conn->last_error);
 	rift__conn_emit(conn, type, status, conn->last_error);
 }
 
@@ -292,6 +305,24 @@ static void attach(rift_conn *conn, rift__path *p)
 	rift__path_kick(p);
 }
 
+/* The session is attached to p now: "connected to", "accepted from" or
+ * "re-attached on" p's peer; when it was detached (since detached_us),
+ * for how long. */
+static void log_attached(const rift_conn *conn, const rift__path *p,
+			 const char *what, bool detached)
+{
+	const rift_ctx *ctx = conn->ctx;
+
+	if (detached)
+		RIFT_INFO(ctx, "session %016llx: %s %s after %llu ms detached",
+			  (unsigned long long)conn->session_id, what, p->peer,
+			  (unsigned long long)(ctx->now_us -
+					       conn->detached_us) / 1000u);
+	else
+		RIFT_INFO(ctx, "session %016llx: %s %s",
+			  (unsigned long long)conn->session_id, what, p->peer);
+}
+
 /* Fill the handshake payload of a frame of that type describing our
  * side (a RESUME's or RESUME_ACK's tag is sealed once it is encoded). */
 static void hello_fill(rift_conn *conn, uint8_t type, struct rift__hello *h)
@@ -396,6 +427,7 @@ static int server_resume(rift__path *p, const uint8_t *payload,
 	rift_conn *conn = rift__sessions_find(p->ctx, p->lst ? p->lst->serial : 0,
 					      hello->session_id);
 	const char *why = NULL;
+	bool detached;
 
 	/* The peer asked for a session this listener never had, or that
 	 * already ended or expired. */
@@ -410,6 +442,7 @@ static int server_resume(rift__path *p, const uint8_t *payload,
 		return resume_refuse(p, why);
 
 	conn->attach_seq = hello->attach;
+	detached = conn->state == RIFT_CONN_DETACHED;
 	/* The old path may not have noticed its death yet: replace it.  It
 	 * never writes again, so rewinding cannot pull data from under it. */
 	rift__conn_abandon_path(conn);
@@ -421,6 +454,7 @@ static int server_resume(rift__path *p, const uint8_t *payload,
 	conn->stats.path_changes++;
 	rift__metrics_path_changed(conn);
 	p->ctx->stats.sessions_resumed++;
+	log_attached(conn, p, "re-attached on", detached);
 	rift__conn_emit(conn, RIFT_EVENT_PATH_CHANGED, 0, "session re-attached");
 	return p->state == RIFT_PATH_DEAD ? RIFT_ECLOSED : 0;
 }
@@ -458,6 +492,7 @@ static int server_handshake(rift__path *p, const struct rift__hdr *h,
 	conn->peer_fallback = hello.flags & RIFT_HELLO_FB_MASK;
 	p->pending |= RIFT_PEND_HELLO_ACK;
 	attach(conn, p);
+	log_attached(conn, p, "accepted from", false);
 	p->lst->on_accept(p->lst, conn);
 	return p->state == RIFT_PATH_DEAD ? RIFT_ECLOSED : 0;
 }
@@ -511,6 +546,8 @@ static int client_handshake(rift__path *p, const struct rift__hdr *h,
 	conn->peer_max_msg = hello.max_msg_size;
 	conn->peer_fallback = hello.flags & RIFT_HELLO_FB_MASK;
 	attach(conn, p);
+	log_attached(conn, p, resume ? "re-attached on" : "connected to",
+		     resume);
 	if (resume) {
 		conn->stats.path_changes++;
 		rift__metrics_path_changed(conn);
@@ -622,7 +659,7 @@ int rift__path_on_frame(rift__path *p, const struct rift__hdr *h,
 		return RIFT_ECLOSED;
 	}
 	if (h->type != RIFT_FRAME_DATA)
-		RIFT_DEBUG("%s: frame %s len %u ack %llu", p->peer,
+		RIFT_DEBUG(p->ctx, "%s: frame %s len %u ack %llu", p->peer,
 			   rift__frame_name(h->type), h->len,
 			   (unsigned long long)h->ack);
 	if (p->state == RIFT_PATH_HANDSHAKE) {

@@ -400,8 +400,8 @@ bool rift__accept_failed(rift_ctx *ctx, rift__io *io, rift_timer *pause,
 		return true; /* that one is gone; next */
 	if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
 		ctx->stats.accept_pauses++;
-		RIFT_DEBUG("accept: %s; pausing the listener %d ms",
-			   strerror(err), ACCEPT_PAUSE_MS);
+		RIFT_WARN(ctx, "accept: %s; pausing the listener %d ms",
+			  strerror(err), ACCEPT_PAUSE_MS);
 		rift__io_modify(ctx, io, 0);
 		rift_timer_start(pause, ACCEPT_PAUSE_MS, 0);
 	}

@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <string.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -24,6 +25,10 @@ rift_config fz_config(void)
 	cfg.keepalive_interval_ms = 1800000;
 	cfg.keepalive_timeout_ms = 3600000;
 	cfg.session_grace_ms = 3600000;
+	/* Every input is a refused peer: a warning each would be most of a
+	 * run's time.  RIFT_LOG=debug still shows them, replaying a crash. */
+	if (!getenv("RIFT_LOG"))
+		cfg.log_level = RIFT_LOG_OFF;
 	return cfg;
 }
 

@@ -105,10 +105,11 @@ static void load_ok(rift_config *cfg, const char *text)
 	CHECK_STR(err, "");
 }
 
-/* Every member up to the last one, without tail padding. */
+/* Every member a key sets, up to the last one, without padding. */
 static bool same_cfg(const rift_config *a, const rift_config *b)
 {
-	return !memcmp(a, b, offsetof(rift_config, metrics) + sizeof(int));
+	return !memcmp(a, b, offsetof(rift_config, log_level) +
+				     sizeof(rift_log_level));
 }
 
 /* The file must be refused with exactly this message, cfg untouched. */
@@ -546,7 +547,10 @@ static const char every_key[] =
 	"huge_pages = true\n"
 	"\n"
 	"[metrics]\n"
-	"enabled = false\n";
+	"enabled = false\n"
+	"\n"
+	"[log]\n"
+	"level = \"debug\"\n";
 
 TEST(config_file_sets_every_key)
 {
@@ -597,6 +601,7 @@ TEST(config_file_sets_every_key)
 	CHECK_EQ(c.recv_reserve_pct, 25);
 	CHECK_EQ(c.huge_pages, 1);
 	CHECK_EQ(c.metrics, 0);
+	CHECK_EQ(c.log_level, RIFT_LOG_DEBUG);
 	CHECK_EQ(rift_config_check(&c), 0);
 }
 
@@ -1173,6 +1178,7 @@ TEST(config_dump_round_trip)
 	a.recv_reserve_pct = 100;
 	a.huge_pages = 1;
 	a.metrics = 0;
+	a.log_level = RIFT_LOG_OFF;
 	CHECK_EQ(rift_config_check(&a), 0);
 
 	snprintf(text, sizeof(text), "%s", dump(&a));

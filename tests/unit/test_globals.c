@@ -53,7 +53,8 @@ static const struct allowed allowed[] = {
 	{ BOOT, "rift__rdma_accepts", "atomic; once per accept" },
 	{ BOOT, "rift__rdma_accept_us", "atomic; once per accept" },
 	{ BOOT, "rift__rdma_accept_samples", "atomic stores; once per accept" },
-	{ "util/log", "rift__log_level", "atomic; only ever set to 1 (RIFT_LOG)" },
+	{ "util/log", "rift__log_level",
+	  "atomic stores of RIFT_LOG's level (rift_config_init)" },
 	{ "util/fault", "faults", "test builds only: armed by the test itself" },
 };
 

@@ -46,6 +46,11 @@ NULL_CHECK(rift_fallback_reason_str)
 {
 	CHECK(rift_fallback_reason_str((rift_fallback_reason)-1) != NULL);
 }
+NULL_CHECK(rift_log_level_name)
+{
+	CHECK_STR(rift_log_level_name((rift_log_level)-1), "unknown");
+	CHECK_STR(rift_log_level_name((rift_log_level)5), "unknown");
+}
 NULL_CHECK(rift__config_init)
 {
 	rift__config_init(NULL, sizeof(rift_config));
@@ -311,6 +316,7 @@ static const struct api_check api[] = {
 	ENTRY(rift_err_name),
 	ENTRY(rift_transport_name),
 	ENTRY(rift_fallback_reason_str),
+	ENTRY(rift_log_level_name),
 	ENTRY(rift__config_init),
 	ENTRY(rift_config_check),
 	ENTRY(rift_config_load),

@@ -190,8 +190,9 @@ static int listen_tcp(struct rdma_listener *rl, const struct sockaddr *sa,
 	if (rift__vb_id_create(rctx_of(ctx)->ch, &rl->kind, &rl->id, verr) ||
 	    rift__vb_bind(rl->id, (struct sockaddr *)&ss, verr) ||
 	    rift__vb_listen(rl->id, (int)ctx->cfg.listen_backlog, verr)) {
-		RIFT_DEBUG("cm=tcp listener: no rdma_cm id to refuse rdma_cm "
-			   "clients with: %s", verr);
+		RIFT_INFO(ctx, "cm=tcp listener on port %d: no rdma_cm id to "
+			       "refuse rdma_cm clients with: %s",
+			  l->port, verr);
 		rift__vb_id_destroy(rl->id);
 		rl->id = NULL;
 	}
@@ -220,8 +221,10 @@ static int side_channel(struct rdma_listener *rl, const struct sockaddr *sa,
 				&rl->tl);
 	l->port = port;
 	if (rc && !l->auto_scheme) {
-		RIFT_DEBUG("rdma listener on port %d: no cm=tcp side channel: "
-			   "%s", port, l->ctx->errmsg);
+		RIFT_INFO(l->ctx,
+			  "rdma listener on port %d: no cm=tcp side channel: "
+			  "%s",
+			  port, l->ctx->errmsg);
 		l->ctx->errmsg[0] = '\0';
 		rl->tl = NULL;
 		return 0;

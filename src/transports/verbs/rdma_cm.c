@@ -97,7 +97,7 @@ static void path_cm_event(struct rdma_path *rp, struct rdma_cm_event *ev)
 	char mismatch[320];
 	int rc;
 
-	RIFT_DEBUG("rdma path %p: %s (status %d)", (void *)p,
+	RIFT_DEBUG(p->ctx, "rdma path %p: %s (status %d)", (void *)p,
 		   rift__vb_cm_event_str(ev->event), ev->status);
 	if (p->state == RIFT_PATH_DEAD)
 		return;
@@ -131,7 +131,7 @@ static void path_cm_event(struct rdma_path *rp, struct rdma_cm_event *ev)
 		}
 		rc = rift__vb_resolve_route(rp->id, (int)cfg->connect_timeout_ms,
 					    err);
-		RIFT_DEBUG("rdma path %p: route asked", (void *)p);
+		RIFT_DEBUG(p->ctx, "rdma path %p: route asked", (void *)p);
 		if (rc) {
 			p->fb_reason = RIFT_FALLBACK_ROUTE_RESOLVE;
 			rift__path_failed(p, rc, "%s", err);
@@ -176,7 +176,8 @@ static void path_cm_event(struct rdma_path *rp, struct rdma_cm_event *ev)
 				break;
 			}
 		}
-		RIFT_DEBUG("%s: established, rendezvous %s/%s, READ depth %u "
+		RIFT_DEBUG(p->ctx,
+			   "%s: established, rendezvous %s/%s, READ depth %u "
 			   "(cm: initiator %u responder %u)",
 			   p->peer, rp->rndv_local ? "on" : "off",
 			   rp->peer_rndv ? "on" : "off", rp->rd_max,
@@ -319,7 +320,8 @@ static int accept_qp_up(struct rdma_path *rp, const struct rdma_conn_param *cp,
 		a.max_rd_atomic = cp->initiator_depth;
 	rc = rift__vb_qp_modify(rp->qp, &a, mask, "RTS", err);
 	if (!rc)
-		RIFT_DEBUG("%s: own QP %u RTS: ack timeout %u, retry %u, rnr "
+		RIFT_DEBUG(rp->base.ctx,
+			   "%s: own QP %u RTS: ack timeout %u, retry %u, rnr "
 			   "retry %u, READ depth %u/%u",
 			   rp->base.peer, rp->qp->qp_num, a.timeout,
 			   a.retry_cnt, a.rnr_retry, a.max_rd_atomic,
@@ -341,13 +343,15 @@ static void listener_cm_event(struct rdma_listener *rl, struct rdma_cm_event *ev
 	uint8_t rej;
 	char addr[64], msg[320];
 
-	RIFT_DEBUG("rdma listener %p: %s", (void *)l,
+	RIFT_DEBUG(l->ctx, "rdma listener %p: %s", (void *)l,
 		   rift__vb_cm_event_str(ev->event));
 	if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST)
 		return;
 	if (rl->cm_tcp) {
 		/* cm=tcp listens for rdma_cm only to say so. */
-		RIFT_DEBUG("rdma_cm request at a cm=tcp listener: rejected");
+		RIFT_INFO(l->ctx, "rdma listener on port %d: rdma_cm request "
+				  "refused: the listener takes cm=tcp only",
+			  l->port);
 		rej = RIFT_REJ_CM_TCP;
 		goto reject;
 	}

@@ -88,9 +88,9 @@ void rift__rdma_cq_fail(struct shared_cq *s, const char *why)
 	if (s->failed)
 		return;
 	s->failed = true;
-	RIFT_DEBUG("%s: shared CQ of %u paths failed: %s",
-		   rift__vb_device_name(s->dev->verbs->device), s->holders,
-		   why);
+	RIFT_WARN(s->dev->ctx, "%s: shared CQ of %u paths failed: %s",
+		  rift__vb_device_name(s->dev->verbs->device), s->holders,
+		  why);
 	for (it = s->users.next; it != &s->users; it = it->next) {
 		struct rdma_path *rp = rift__list_entry(it, struct rdma_path,
 							cq_node);
@@ -115,7 +115,7 @@ static void note_cb(rift__io *io, uint32_t revents)
 
 	RIFT_UNUSED(revents);
 	if (read(r->note_fd, &v, sizeof(v)) < 0)
-		RIFT_DEBUG("CQ error note: read: %s", strerror(errno));
+		RIFT_DEBUG(r->ctx, "CQ error note: read: %s", strerror(errno));
 	for (it = r->cqs.next; it != &r->cqs; it = it->next) {
 		struct shared_cq *s = rift__list_entry(it, struct shared_cq,
 						       node);
@@ -140,7 +140,7 @@ static void cq_async_cb(rift__io *io, uint32_t revents)
 
 	RIFT_UNUSED(revents);
 	while (rift__vb_async_next(d->verbs, &ev) == 0) {
-		RIFT_DEBUG("%s: async event %s",
+		RIFT_DEBUG(d->ctx, "%s: async event %s",
 			   rift__vb_device_name(d->verbs->device),
 			   rift__vb_event_str(ev.event_type));
 		if (ev.event_type == IBV_EVENT_CQ_ERR) {
@@ -155,7 +155,8 @@ static void cq_async_cb(rift__io *io, uint32_t revents)
 						 __ATOMIC_RELEASE);
 				if (write(s->dev->r->note_fd, &one,
 					  sizeof(one)) < 0)
-					RIFT_DEBUG("CQ error note: write: %s",
+					RIFT_DEBUG(d->ctx,
+						   "CQ error note: write: %s",
 						   strerror(errno));
 			}
 			pthread_mutex_unlock(&cqreg_mu);
@@ -223,7 +224,7 @@ static struct cq_dev *cq_dev_get(struct rift__rdma_ctx *r,
 			    cq_async_cb))
 		d->async_on = true;
 	else
-		RIFT_DEBUG("%s: CQ errors not watched",
+		RIFT_DEBUG(ctx, "%s: CQ errors not watched",
 			   rift__vb_device_name(verbs->device));
 	r->cqdev[r->n_cqdev++] = d;
 	return d;
@@ -296,11 +297,12 @@ int rift__rdma_cq_reserve(rift_ctx *ctx, struct ibv_context *verbs,
 		s->cap = n;
 		s->armed = true;
 		if (!cqreg_add(s))
-			RIFT_DEBUG("shared CQ: overflow events not watched");
+			RIFT_DEBUG(ctx, "shared CQ: overflow events not "
+					"watched");
 		rift__list_add_tail(&r->cqs, &s->node);
 		d->n_cqs++;
 		ctx->stats.cqs++;
-		RIFT_DEBUG("%s: shared CQ %u of %u entries",
+		RIFT_DEBUG(ctx, "%s: shared CQ %u of %u entries",
 			   rift__vb_device_name(verbs->device), d->n_cqs,
 			   s->cap);
 	}

@@ -182,7 +182,7 @@ static void warm_devices(rift_ctx *ctx)
 	int n, d;
 
 	if (rift__vb_cm_devices(&list, &n, verr)) {
-		RIFT_DEBUG("warm-up: %s", verr);
+		RIFT_DEBUG(ctx, "warm-up: %s", verr);
 		return;
 	}
 	for (int i = 0; i < n; i++) {
@@ -192,13 +192,13 @@ static void warm_devices(rift_ctx *ctx)
 				      sizeof(err)) ||
 		    rift__rdma_cq_reserve(ctx, list[i], 0, &s, err,
 					  sizeof(err))) {
-			RIFT_DEBUG("warm-up of %s: %s",
+			RIFT_DEBUG(ctx, "warm-up of %s: %s",
 				   rift__vb_device_name(list[i]->device), err);
 			continue;
 		}
 		s->holders--; /* kept: a device's first CQ stays */
 	}
-	RIFT_DEBUG("warm-up: %d devices in %.1f ms", n,
+	RIFT_DEBUG(ctx, "warm-up: %d devices in %.1f ms", n,
 		   (rift__clock_us() - t0) / 1e3);
 	rift__vb_cm_devices_free(list);
 }
@@ -300,8 +300,15 @@ static void watch_cb(rift__io *io, uint32_t revents)
 		free(r->sel);
 		r->sel = NULL;
 
-		RIFT_DEBUG("%s port %d: %s", rift__vb_device_name(w->dev), port,
-			   rift__vb_event_str(type));
+		/* Port state changes decide which paths live. */
+		RIFT_LOG_AT(w->ctx,
+			    fatal ? RIFT_LOG_WARN
+			    : type == IBV_EVENT_PORT_ERR ||
+					    type == IBV_EVENT_PORT_ACTIVE
+				    ? RIFT_LOG_INFO
+				    : RIFT_LOG_DEBUG,
+			    "%s port %d: %s", rift__vb_device_name(w->dev),
+			    port, rift__vb_event_str(type));
 		if (type == IBV_EVENT_PORT_ACTIVE || fatal)
 			rift__rdma_parked_release(r, w->dev, fatal ? 0 : port);
 		if (type != IBV_EVENT_PORT_ERR && !fatal)
@@ -346,7 +353,7 @@ void rift__rdma_watch_device(rift_ctx *ctx, struct ibv_device *dev)
 	if (rift__vb_device_open(dev, &w->c, err) ||
 	    rift__vb_async_setup(w->c, err) ||
 	    rift__io_start(ctx, &w->io, w->c->async_fd, EPOLLIN, watch_cb)) {
-		RIFT_DEBUG("no port events for %s: %s",
+		RIFT_DEBUG(ctx, "no port events for %s: %s",
 			   rift__vb_device_name(dev), err);
 		if (w->c)
 			rift__vb_device_close(w->c);

@@ -286,7 +286,7 @@ static void refill_cb(rift_timer *t, void *user)
 
 		if (!r || res_make(ctx, rl->prep_verbs, rl->prep_port, true, r,
 				   &fb, err, sizeof(err))) {
-			RIFT_DEBUG("prepared-QP pool: %s",
+			RIFT_DEBUG(ctx, "prepared-QP pool: %s",
 				   r ? err : "out of memory");
 			free(r);
 			rl->refill_fails++;

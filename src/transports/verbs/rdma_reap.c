@@ -29,7 +29,7 @@ void rift__rdma_qp_err(struct rdma_path *rp)
 
 	if ((rp->user_qp || rp->tc || rp->park) && rp->qp &&
 	    rift__vb_qp_modify(rp->qp, &a, IBV_QP_STATE, "ERR", err))
-		RIFT_DEBUG("%s: %s", rp->base.peer, err);
+		RIFT_DEBUG(rp->base.ctx, "%s: %s", rp->base.peer, err);
 }
 
 /*
@@ -54,6 +54,7 @@ struct reaper {
 	bool stop;
 	int efd;
 	rift__io io;
+	rift_ctx *ctx;                       /* whose paths */
 };
 
 static void reap_finish(struct rdma_path *rp);
@@ -96,8 +97,9 @@ static void *reaper_main(void *arg)
 		pthread_mutex_lock(&rr->mu);
 		rp->reap_next = rr->done;
 		rr->done = rp;
-		if (write(rr->efd, &one, sizeof(one)) < 0)
-			RIFT_DEBUG("reaper: eventfd: %s", strerror(errno));
+		if (write(rr->efd, &one, sizeof(one)) < 0) /* no loop here */
+			RIFT_PLOG(RIFT_LOG_DEBUG, "reaper: eventfd: %s",
+				  strerror(errno));
 	}
 	pthread_mutex_unlock(&rr->mu);
 	return NULL;
@@ -111,7 +113,7 @@ static unsigned reaper_collect(struct reaper *rr)
 	uint64_t v;
 
 	if (read(rr->efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-		RIFT_DEBUG("reaper: eventfd: %s", strerror(errno));
+		RIFT_DEBUG(rr->ctx, "reaper: eventfd: %s", strerror(errno));
 	pthread_mutex_lock(&rr->mu);
 	rp = rr->done;
 	rr->done = NULL;
@@ -142,6 +144,7 @@ static struct reaper *reaper_get(struct rift__rdma_ctx *r)
 	if (!rr)
 		return NULL;
 	rr->todo_tail = &rr->todo;
+	rr->ctx = r->ctx;
 	rr->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (rr->efd < 0)
 		goto fail_efd;
@@ -220,8 +223,8 @@ static void path_park(struct rift__rdma_ctx *r, struct rdma_path *rp)
 {
 	rp->reap_next = r->parked;
 	r->parked = rp;
-	RIFT_DEBUG("%s: torn down when port %u is active again", rp->base.peer,
-		   rp->port_num);
+	RIFT_DEBUG(r->ctx, "%s: torn down when port %u is active again",
+		   rp->base.peer, rp->port_num);
 }
 
 static void reaper_push(struct rift__rdma_ctx *r, struct rdma_path *rp);

@@ -151,8 +151,10 @@ static bool rndv_bind(struct rdma_path *rp, struct rift__omsg *m, void *mr,
 	else if (rift__vb_mw_alloc(rp->pd, &bd->mw, err) == 0)
 		err[0] = '\0';
 	if (err[0]) {
-		RIFT_DEBUG("%s: rendezvous off on this path, large messages "
-			   "stream: %s", rp->base.peer, err);
+		RIFT_INFO(rp->base.ctx,
+			  "%s: rendezvous off on this path, large messages "
+			  "stream: %s",
+			  rp->base.peer, err);
 		free(bd);
 		rp->rndv_serve = false;
 		rp->base.ctx->stats.rndv_bind_failures++;

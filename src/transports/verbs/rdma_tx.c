@@ -588,8 +588,8 @@ static RIFT_HOT_INLINE void post_sends(struct rdma_path *rp)
 		return;
 	}
 	/* Bookkeeping after the doorbell, off the request/reply path. */
-	RIFT_DEBUG("%s: posted %d sends, credits left %u", p->peer, nwr,
-		   rp->credits);
+	RIFT_DEBUG(p->ctx, "%s: posted %d sends, credits left %u", p->peer,
+		   nwr, rp->credits);
 	rift__metrics_credit_stall(p, rp->credits < 2 && has_output(rp));
 	p->last_tx_us = p->ctx->now_us;
 	if (has_output(rp) && rp->credits >= 2 && rp->slots_free)

@@ -283,7 +283,7 @@ void rift__rdma_cq_event_cb(rift__io *io, uint32_t revents)
 		rift__rdma_cq_poll(r, s);
 	}
 	if (rc != RIFT_EAGAIN)
-		RIFT_DEBUG("%s", err);
+		RIFT_DEBUG(r->ctx, "%s", err);
 }
 
 /*

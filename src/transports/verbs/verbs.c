@@ -533,7 +533,8 @@ void rift__vb_comp_channel_destroy(struct ibv_comp_channel *ch)
 {
 	COUNT(destroy);
 	if (ch && ibv_destroy_comp_channel(ch))
-		RIFT_DEBUG("ibv_destroy_comp_channel: %s", strerror(errno));
+		RIFT_PLOG(RIFT_LOG_DEBUG, "ibv_destroy_comp_channel: %s",
+			  strerror(errno));
 }
 
 int rift__vb_cq_create(struct ibv_context *verbs, uint32_t *cqe, void *ctx,
@@ -560,7 +561,7 @@ void rift__vb_cq_destroy(struct ibv_cq *cq)
 	COUNT(destroy);
 	rc = cq ? ibv_destroy_cq(cq) : 0;
 	if (rc)
-		RIFT_DEBUG("ibv_destroy_cq: %s", strerror(rc));
+		RIFT_PLOG(RIFT_LOG_DEBUG, "ibv_destroy_cq: %s", strerror(rc));
 }
 
 int rift__vb_cq_next_event(uint64_t *calls, struct ibv_comp_channel *ch,
