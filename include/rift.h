@@ -910,7 +910,12 @@ void rift_listener_close(rift_listener *l, void (*close_cb)(rift_listener *l));
  * RIFT_EAGAIN (the send window is full: wait for WRITABLE),
  * RIFT_EMSGSIZE (longer than this side's max_msg_size, or than the peer's,
  * which its handshake told; rift_conn_last_error says which), RIFT_ENOTCONN
- * (not yet connected or already disconnected), RIFT_ECLOSED (closing).
+ * (the connection failed or was disconnected), RIFT_ECLOSED (closing).
+ * A new connection accepts sends at once: they are queued within the
+ * send window and go out when the session attaches (CONNECTED).  If one
+ * of them turns out longer than the peer's max_msg_size, the connection
+ * fails with ERROR, status RIFT_EMSGSIZE; if the connection fails, what
+ * was queued is dropped with it.
  */
 int rift_conn_send(rift_conn *conn, const void *data, size_t len);
 

@@ -341,7 +341,10 @@ static inline int send_check(rift_conn *conn, size_t len)
 
 	if (conn->closing)
 		return RIFT_ECLOSED;
-	if (conn->state == RIFT_CONN_CONNECTING || conn->state == RIFT_CONN_DEAD)
+	/* A connection accepts sends from the start, as UCX endpoints do:
+	 * queued within the window, they go out once the session attaches
+	 * (the peer's limits are checked then, see client_handshake). */
+	if (conn->state == RIFT_CONN_DEAD)
 		return RIFT_ENOTCONN;
 	if (len > ctx->cfg.max_msg_size)
 		return RIFT_EMSGSIZE;

@@ -541,6 +541,23 @@ static int client_handshake(rift__path *p, const struct rift__hdr *h,
 		return path_reject(p, RIFT_EPROTO, why);
 	if (!resume)
 		memcpy(conn->key, hello.auth, sizeof(conn->key));
+	/* Messages queued before the peer told its limit: one longer than
+	 * it accepts would end the session later with RIFT_EPROTO on its
+	 * side; the connection fails now, saying why. */
+	for (struct rift__omsg *m = conn->head; !resume && m; m = m->next)
+		if (m->len > hello.max_msg_size) {
+			char big[160];
+
+			snprintf(big, sizeof(big),
+				 "a message of %llu bytes sent before CONNECTED "
+				 "exceeds the peer's max_msg_size (%llu bytes)",
+				 (unsigned long long)m->len,
+				 (unsigned long long)hello.max_msg_size);
+			path_reject(p, RIFT_EMSGSIZE, big);
+			rift__conn_error(conn, "%s", big);
+			rift__conn_die(conn, RIFT_EVENT_ERROR, RIFT_EMSGSIZE);
+			return RIFT_ECLOSED;
+		}
 	conn_rewind(conn, &hello);
 	conn->peer_window = hello.window;
 	conn->peer_max_msg = hello.max_msg_size;

@@ -197,6 +197,79 @@ TEST_T(close_tells_peer_and_runs_callback_once)
 	CHECK_EQ(closed_count, 1);
 }
 
+/*
+ * Issue 15, item 4: a new connection accepts sends at once, as UCX
+ * endpoints do; they are queued within the window and delivered in order
+ * once the session attaches.  Before, every send until CONNECTED returned
+ * RIFT_ENOTCONN.
+ */
+TEST_T(sends_before_connected_are_queued_and_delivered)
+{
+	rift_ctx *ctx = h_ctx(NULL);
+	struct side srv = { .verify = true, .seed = 11, .max_size = 3000 },
+		    cli = { 0 };
+	rift_listener *l = h_listen(ctx, &srv);
+	rift_conn *c = h_connect(ctx, rift_listener_port(l), &cli);
+	rift_conn *conns[2];
+
+	CHECK_EQ(cli.connected, 0);
+	for (uint64_t i = 0; i < 50; i++)
+		CHECK_EQ(h_send(c, 11, i, 3000), 0);
+	h_connected(ctx, &cli);
+	CHECK(h_wait_u64(ctx, &srv.recv_count, 50, 10000));
+	CHECK_EQ(srv.bad, 0);
+	conns[0] = c;
+	conns[1] = srv.conn;
+	h_teardown(ctx, l, conns, 2);
+}
+
+/* ... and one longer than the peer turns out to accept fails the
+ * connection with ERROR / RIFT_EMSGSIZE, saying why; nothing of it is
+ * delivered. */
+TEST_T(send_before_connected_beyond_the_peers_limit_fails_the_connection)
+{
+	rift_config scfg = h_config();
+	rift_ctx *cctx = h_ctx(NULL), *sctx;
+	struct side srv = { 0 }, cli = { 0 };
+	rift_listener *l;
+	rift_conn *c, *conns[1];
+	static uint8_t big[100000];
+	char url[128];
+	uint64_t end;
+
+	scfg.max_msg_size = 64 << 10;
+	sctx = h_ctx(&scfg);
+	l = h_listen(sctx, &srv);
+	snprintf(url, sizeof(url), "%s", rt_url(rift_listener_port(l)));
+	CHECK_EQ(rift_connect(cctx, url, &h_callbacks, &cli, &c), 0);
+	cli.conn = c;
+	CHECK_EQ(rift_conn_send(c, "small", 5), 0);
+	CHECK_EQ(rift_conn_send(c, big, sizeof(big)), 0);
+	end = h_now_us() + 10000000u;
+	while (!cli.errors && !cli.connected && h_now_us() < end) {
+		rift_ctx_run_mode(cctx, RIFT_RUN_NOWAIT, 0);
+		rift_ctx_run_mode(sctx, RIFT_RUN_NOWAIT, 0);
+	}
+	printf("client: %s: %s\n", rift_err_name(cli.last_status),
+	       cli.last_message);
+	CHECK_EQ(cli.connected, 0);
+	CHECK_EQ(cli.errors, 1);
+	CHECK_EQ(cli.last_status, RIFT_EMSGSIZE);
+	CHECK_CONTAINS(cli.last_message, "exceeds the peer's max_msg_size");
+	CHECK_EQ(rift_conn_send(c, "x", 1), RIFT_ENOTCONN);
+	/* The server's side ends too, having delivered nothing. */
+	end = h_now_us() + 10000000u;
+	while (srv.connected && !srv.disconnected && h_now_us() < end) {
+		rift_ctx_run_mode(cctx, RIFT_RUN_NOWAIT, 0);
+		rift_ctx_run_mode(sctx, RIFT_RUN_NOWAIT, 0);
+	}
+	CHECK_EQ(srv.recv_count, 0);
+	conns[0] = c;
+	h_teardown(cctx, NULL, conns, 1);
+	conns[0] = srv.conn;
+	h_teardown(sctx, l, conns, srv.conn ? 1 : 0);
+}
+
 TEST_T(connect_refused_reports_error_with_reason)
 {
 	rift_config cfg = h_config();
