@@ -33,7 +33,9 @@
  *    to the process when the thread exits.
  *  - Closing a handle cancels what is pending on it and then runs its close
  *    callback exactly once, from a later progress call (never from inside
- *    the close call itself).
+ *    the close call itself).  A connection is the exception that delivers
+ *    first: rift_conn_close sends what was queued before it (bounded by
+ *    linger_ms), rift_conn_abort drops it.
  *  - Destroying a context that still owns connections, listeners or timers
  *    fails with RIFT_EBUSY: every object must be closed first.  Retained
  *    messages (rift_msg_retain) are not owned by the context: they may be
@@ -329,6 +331,10 @@ typedef struct rift_config {
 	rift_log_level log_level;      /* default RIFT_LOG_WARN, or RIFT_LOG */
 	rift_log_cb log_cb;            /* NULL: stderr */
 	void *log_user;                /* log_cb's first argument */
+	/* rift_conn_close: longest wait for the peer to acknowledge what was
+	 * queued and to answer CLOSE, after which the close is abortive;
+	 * 0 = no wait (appended) */
+	uint32_t linger_ms;            /* ms */
 } rift_config;
 
 void rift__config_init(rift_config *cfg, size_t size);
@@ -595,8 +601,11 @@ int rift_ctx_create(rift_ctx **out, const rift_config *cfg);
 /*
  * Destroy a context.  Fails with RIFT_EBUSY, changing nothing, while it
  * still owns connections, listeners or timers (including ones whose close
- * callback has not run yet).  Messages retained from its connections stay
- * valid, with the memory they lie in, until each is released.
+ * callback has not run yet), connections still lingering after
+ * rift_conn_close aside: those are aborted, as rift_conn_abort would (their
+ * peers see RIFT_ECONNRESET), and their close callbacks run from inside
+ * this call.  Messages retained from its connections stay valid, with the
+ * memory they lie in, until each is released.
  */
 int rift_ctx_destroy(rift_ctx *ctx);
 
@@ -764,6 +773,11 @@ typedef struct rift_ctx_stats {
 	uint64_t resumes_refused;      /* RESUMEs refused, the session
 					  they named untouched (rift_listen);
 					  in protocol_errors too, count */
+	uint64_t closes_aborted;       /* established connections whose
+					  close did not end in order:
+					  rift_conn_abort, linger_ms passed,
+					  the session ended first
+					  (rift_conn_close), count */
 } rift_ctx_stats;
 
 void rift__ctx_stats_init(rift_ctx_stats *st, size_t size);
@@ -821,11 +835,20 @@ const char *rift_event_name(rift_event_type t);
  *  CONNECTED      transport and peer of the first path.
  *  ERROR          status: why the connection could not be established.
  *                 No further event follows; close the connection.
- *  DISCONNECTED   status: 0 if the peer closed it in order, else why the
- *                 session died (RIFT_ETIMEDOUT: no re-attach within the
- *                 grace time; RIFT_EPROTO: the peer broke the protocol;
- *                 RIFT_ESESSION: the peer no longer knows the session).
- *                 Unacknowledged messages are lost with the session.
+ *  DISCONNECTED   status: 0 if the peer closed it in order
+ *                 (rift_conn_close): every message it sent before closing
+ *                 was delivered to on_recv before this event.  Else why
+ *                 the session died: RIFT_ECONNRESET: the peer aborted
+ *                 (rift_conn_abort, its linger_ms ran out, its context was
+ *                 destroyed), messages it sent may be missing;
+ *                 RIFT_ETIMEDOUT: no re-attach within the grace time;
+ *                 RIFT_EPROTO: the peer broke the protocol; RIFT_ESESSION:
+ *                 the peer no longer knows the session.  A peer that could
+ *                 not tell its abort (no path was attached) shows as one
+ *                 of the last two.  Messages the peer had not
+ *                 acknowledged are lost with the session (a peer that
+ *                 closed acknowledges and discards what arrives after its
+ *                 close).
  *  PATH_DOWN      status: why the path broke.  Sending still works (it is
  *                 buffered within the send window) and will be replayed.
  *  PATH_CHANGED   transport and peer of the new path.
@@ -951,12 +974,61 @@ int rift_conn_recv_stop(rift_conn *conn);
 int rift_conn_recv_start(rift_conn *conn);
 
 /*
- * Close the connection: tells the peer (DISCONNECTED with status 0 there),
- * drops unsent and unacknowledged messages, and runs close_cb (may be NULL)
- * once from a later progress call, after which the handle is freed.  No
- * other callback runs after rift_conn_close returns.
+ * Close the connection in order.  The messages queued before the call are
+ * still delivered: the session lingers, re-attaching and replaying across
+ * broken paths as ever, until the peer has acknowledged every one (it
+ * acknowledges a message once on_recv ran for it), then sends CLOSE; the
+ * peer answers with its own and sees DISCONNECTED with status 0, after the
+ * last message.  Both ends may close at once: each delivers its queue, and
+ * a CLOSE crossing the other's ends both.
+ *
+ * linger_ms (rift_config) bounds the wait.  When it passes first (the
+ * peer stopped receiving, no path re-attached in time), the close becomes
+ * abortive, as rift_conn_abort's: the queue is dropped and the peer sees
+ * DISCONNECTED with RIFT_ECONNRESET.  With linger_ms 0 a close is orderly
+ * only if nothing is unacknowledged and a path is attached.  A session
+ * that ends for its usual reasons meanwhile (grace time, the peer's
+ * abort) ends the close with it.
+ *
+ * From the call on, sends are refused (RIFT_ECLOSED) and no callback but
+ * close_cb runs: messages that arrive meanwhile, and those held by
+ * rift_conn_recv_stop, are acknowledged and discarded (never delivered),
+ * so a peer closing at the same time is not held up by this end.
+ * close_cb (may be NULL) runs once, from a later progress call, when the
+ * close has ended: about a round trip after the last acknowledgement, at
+ * most linger_ms after the call (an abortive end then waits, as
+ * rift_conn_abort's, for the ERROR frame to leave); the handle is freed
+ * after it returns.
+ * Inside close_cb, rift_conn_last_error() says how it ended: "" when it
+ * was orderly (everything acknowledged, CLOSE sent), else why not, e.g.
+ * "close: linger_ms (300 ms) passed with 12 messages (786432 bytes)
+ * unacknowledged" (counted in rift_ctx_stats.closes_aborted).  A
+ * connection not established yet, or that had ended already (ERROR,
+ * DISCONNECTED), closes at once, its last error kept.  A second close is
+ * ignored; rift_conn_abort cuts a linger short.
  */
 void rift_conn_close(rift_conn *conn, void (*close_cb)(rift_conn *conn));
+
+/*
+ * Close the connection abortively: unsent and unacknowledged messages are
+ * dropped, held ones too, nothing more is sent or delivered, and the peer
+ * is told with an ERROR frame on the path attached now: it sees
+ * DISCONNECTED with RIFT_ECONNRESET.  The frame goes behind what the
+ * transport was writing already (what of the queue was on its way may
+ * still arrive first), and the path closes once the transport has taken
+ * it, or failed, or keepalive_timeout_ms passed.  Without an attached path
+ * (the session was re-attaching), or if the frame was lost, the peer sees
+ * the path go, then RIFT_ETIMEDOUT (a server, after its grace time) or
+ * RIFT_ESESSION (a client, at its next re-attach).  close_cb (may be NULL)
+ * runs once from a later progress call, then, and rift_conn_last_error()
+ * in it says what was dropped ("rift_conn_abort with 200 messages
+ * (13107200 bytes) unacknowledged").  On a connection rift_conn_close left
+ * lingering, it ends the linger now (in order if its CLOSE went already:
+ * then nothing is left to drop), and close_cb replaces the callback
+ * rift_conn_close was given; on one closed or aborted already it does
+ * nothing.
+ */
+void rift_conn_abort(rift_conn *conn, void (*close_cb)(rift_conn *conn));
 
 void *rift_conn_user(const rift_conn *conn);
 void rift_conn_set_user(rift_conn *conn, void *user);
@@ -969,7 +1041,8 @@ rift_fallback_reason rift_conn_fallback_reason(const rift_conn *conn);
 /*
  * Readable message for the connection's last failure, e.g.
  * "connect 127.0.0.1:7788: connection refused (3 attempts)".  "" if none.
- * Valid until the next failure or the close callback.
+ * Valid until the next failure or the end of the close callback (in which
+ * it says how the close ended: rift_conn_close).
  */
 const char *rift_conn_last_error(const rift_conn *conn);
 

@@ -557,6 +557,7 @@ struct rift_ctx {
 	struct rift__list listeners;
 	struct rift__list paths;   /* every path, attached or not */
 	struct rift__list flushq;  /* paths to flush this round */
+	struct rift__list lingering_conns;   /* closed, still delivering */
 	struct rift__list closing_conns;     /* awaiting close callback */
 	struct rift__list closing_listeners; /* awaiting close callback */
 	struct rift__list dead_paths; /* failed paths to destroy */

@@ -77,6 +77,9 @@ const struct key rift__cfg_keys[] = {
 	{ "session", "max_msg_size", NULL, M(max_msg_size), K_SIZE, 1,
 	  4 * GiB - 1, NULL, "largest message accepted, bytes (a frame's "
 	  "length has 32 bits)" },
+	{ "session", "linger_ms", NULL, M(linger_ms), K_UINT, 0, 3600000, NULL,
+	  "rift_conn_close delivers the queue for at most this long, then "
+	  "aborts, ms" },
 	/* [tcp] */
 	{ "tcp", "read_buffer", NULL, M(tcp_read_buffer), K_SIZE, 4 * KiB,
 	  64 * MiB, NULL, "receive buffer per TCP path, bytes" },

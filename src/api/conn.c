@@ -173,7 +173,7 @@ static void race_timer_cb(rift_timer *t, void *user)
 	bool alt;
 
 	RIFT_UNUSED(t);
-	if (conn->racer || !conn->path || conn->closing ||
+	if (conn->racer || !conn->path ||
 	    conn->path->state != RIFT_PATH_CONNECTING ||
 	    (conn->state != RIFT_CONN_CONNECTING &&
 	     conn->state != RIFT_CONN_DETACHED))
@@ -449,35 +449,32 @@ int rift_conn_recv_start(rift_conn *conn)
 	return 0;
 }
 
+/* Both closes: the session goes on, or ends, in session/close.c. */
 void rift_conn_close(rift_conn *conn, void (*close_cb)(rift_conn *conn))
 {
-	rift_ctx *ctx;
-	rift__path *p;
-
 	if (!conn || conn->closing)
 		return;
-	ctx = conn->ctx;
-	p = conn->path;
-	RIFT_DEBUG(ctx, "session %016llx: closed by the application",
+	RIFT_DEBUG(conn->ctx, "session %016llx: closed by the application",
 		   (unsigned long long)conn->session_id);
 	conn->closing = true;
 	conn->close_cb = close_cb;
-	rift__sessions_del(conn); /* no RESUME can find it now */
-	if (p && p->state == RIFT_PATH_ATTACHED) {
-		/* Best effort: finish the frame in progress and say goodbye
-		 * in the same write, without waiting. */
-		conn->cursor = NULL;
-		p->pending |= RIFT_PEND_CLOSE;
-		p->ops->flush(p);
-	}
-	rift__conn_abandon_path(conn);
+	conn->ctx->stats.conns_active--;
 	rift__resolve_cancel(conn);
-	rift_timer_stop(&conn->retry_timer);
-	rift_timer_stop(&conn->ack_timer);
-	rift__conn_drop_held(conn);
-	rift__list_del(&conn->node);
-	rift__list_add_tail(&ctx->closing_conns, &conn->node);
-	ctx->stats.conns_active--;
+	rift__conn_close(conn, false);
+}
+
+void rift_conn_abort(rift_conn *conn, void (*close_cb)(rift_conn *conn))
+{
+	/* Once: a close that ended, or an abort under way, is left be. */
+	if (!conn || (conn->closing && (!conn->lingering || conn->aborting)))
+		return;
+	if (!conn->closing) {
+		conn->closing = true;
+		conn->ctx->stats.conns_active--;
+	}
+	conn->close_cb = close_cb;
+	rift__resolve_cancel(conn);
+	rift__conn_close(conn, true);
 }
 
 int rift__conn_cut(rift_conn *conn)

@@ -82,6 +82,9 @@ void rift__config_init(rift_config *cfg, size_t size)
 		.log_level = level,
 		.log_cb = NULL,
 		.log_user = NULL,
+		/* As long as a broken session may take to re-attach: a close
+		 * rides out one failover by default. */
+		.linger_ms = 10000,
 	};
 
 	__atomic_store_n(&rift__log_level, (int)level, __ATOMIC_RELAXED);
@@ -165,6 +168,7 @@ static int cfg_check(const rift_config *c)
 	R(metrics, 0, 1);
 	R(rndv_threshold, 0, 1u << 30);
 	R(log_level, RIFT_LOG_OFF, RIFT_LOG_DEBUG);
+	R(linger_ms, 0, 3600000);
 #undef R
 	if (!rc && (c->gid_index < -1 || c->gid_index > 4095)) {
 		rc = rift__ctx_fail(NULL, RIFT_EINVAL,
@@ -265,6 +269,7 @@ int rift_ctx_create(rift_ctx **out, const rift_config *cfg)
 	rift__list_init(&ctx->listeners);
 	rift__list_init(&ctx->paths);
 	rift__list_init(&ctx->flushq);
+	rift__list_init(&ctx->lingering_conns);
 	rift__list_init(&ctx->closing_conns);
 	rift__list_init(&ctx->closing_listeners);
 	rift__list_init(&ctx->dead_paths);
@@ -303,12 +308,10 @@ fail_fds:
 	return rc;
 }
 
-int rift_ctx_destroy(rift_ctx *ctx)
+/* What keeps a context from being destroyed (closes still lingering
+ * aside); RIFT_EBUSY with the message set, or 0. */
+static int ctx_busy(rift_ctx *ctx)
 {
-	if (!ctx)
-		return RIFT_EINVAL;
-	/* Let close callbacks that are already due run first. */
-	rift__ctx_deferred(ctx);
 	if (!rift__list_empty(&ctx->conns) || !rift__list_empty(&ctx->listeners) ||
 	    !rift__list_empty(&ctx->closing_conns) ||
 	    !rift__list_empty(&ctx->closing_listeners) || ctx->n_timers)
@@ -318,6 +321,34 @@ int rift_ctx_destroy(rift_ctx *ctx)
 				      (unsigned long long)ctx->stats.conns_active,
 				      (unsigned long long)ctx->stats.listeners_active,
 				      (unsigned long long)ctx->n_timers);
+	return 0;
+}
+
+int rift_ctx_destroy(rift_ctx *ctx)
+{
+	int rc;
+
+	if (!ctx)
+		return RIFT_EINVAL;
+	/* Let close callbacks that are already due run first. */
+	rift__ctx_deferred(ctx);
+	rc = ctx_busy(ctx);
+	if (rc)
+		return rc;
+	/* Closes still delivering end now, abortively (nobody will run
+	 * this loop again), and their callbacks run here; one of those may
+	 * have opened something. */
+	if (!rift__list_empty(&ctx->lingering_conns)) {
+		while (!rift__list_empty(&ctx->lingering_conns))
+			rift__conn_close_abort(
+				rift__list_entry(ctx->lingering_conns.next,
+						 rift_conn, node),
+				"rift_ctx_destroy", false);
+		rift__ctx_deferred(ctx);
+		rc = ctx_busy(ctx);
+		if (rc)
+			return rc;
+	}
 	/* Unattached server paths (mid-handshake) belong to the context. */
 	while (!rift__list_empty(&ctx->paths)) {
 		rift__path *p = rift__list_entry(ctx->paths.next, rift__path,

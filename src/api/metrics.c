@@ -298,6 +298,10 @@ static const struct family_def ctx_counters[] = {
 	  "session, no proof of its secret, replayed, or a state it cannot "
 	  "rewind to (also counted as protocol errors).",
 	  CTX_STAT(resumes_refused) },
+	{ "rift_closes_aborted_total",
+	  "Established connections whose close did not end in order: "
+	  "rift_conn_abort, linger_ms passed, or the session ended first.",
+	  CTX_STAT(closes_aborted) },
 	{ "rift_credit_stalls_total",
 	  "RDMA: times a sender ran out of peer receive credits with data "
 	  "waiting.",
@@ -786,6 +790,7 @@ int rift_metrics_info(rift_ctx *ctx, char *buf, size_t len)
 	kv(&o, "sessions_resumed", st->sessions_resumed);
 	kv(&o, "sessions_expired", st->sessions_expired);
 	kv(&o, "resumes_refused", st->resumes_refused);
+	kv(&o, "closes_aborted", st->closes_aborted);
 	kv(&o, "path_downs", st->path_downs);
 	kv(&o, "failovers", st->failovers);
 	kv(&o, "failbacks", st->failbacks);

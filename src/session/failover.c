@@ -182,6 +182,21 @@ static void path_lost(rift_conn *conn, rift__path *p, int err)
 		drop_racer(conn);
 		return;
 	}
+	/* The session is ending already (a close ending, the peer's CLOSE
+	 * being answered: close.c): only the path goes. */
+	if ((conn->closing && !conn->lingering) ||
+	    (conn->close_rcvd && !conn->closing)) {
+		rift__conn_abandon_path(conn);
+		return;
+	}
+	/* Our CLOSE left on it with everything acknowledged: the peer hung
+	 * up after reading it, or nothing is left to re-attach for; or an
+	 * abort waited for it (close.c). */
+	if (conn->lingering && (conn->close_sent || conn->aborting) &&
+	    p->state == RIFT_PATH_ATTACHED) {
+		rift__conn_close_hangup(conn);
+		return;
+	}
 	if (p->state != RIFT_PATH_ATTACHED || conn->state != RIFT_CONN_ESTABLISHED) {
 		/* A client attempt (connecting or handshaking) failed. */
 		if (conn->racer && err != RIFT_EPROTO && err != RIFT_ESESSION) {

@@ -95,6 +95,7 @@ rift_conn *rift__conn_alloc(rift_ctx *ctx, const rift_conn_callbacks *cbs,
 	rift__timer_init(ctx, &conn->retry_timer, NULL, conn);
 	rift__timer_init(ctx, &conn->race_timer, NULL, conn);
 	rift__timer_init(ctx, &conn->ack_timer, ack_timer_cb, conn);
+	rift__timer_init(ctx, &conn->linger_timer, NULL, conn); /* close.c */
 	rift__list_init(&conn->drain_node);
 	rift__list_add_tail(&ctx->conns, &conn->node);
 	ctx->stats.conns_active++;
@@ -152,6 +153,12 @@ void rift__conn_die(rift_conn *conn, rift_event_type type, int status)
 {
 	if (conn->state == RIFT_CONN_DEAD)
 		return;
+	/* Closed by the application: its close ends with the session, and
+	 * nothing is said (close.c). */
+	if (conn->closing) {
+		rift__conn_close_lost(conn);
+		return;
+	}
 	rift__sessions_del(conn); /* no RESUME can find it now */
 	rift__conn_abandon_path(conn);
 	rift_timer_stop(&conn->retry_timer);
@@ -303,6 +310,10 @@ static void attach(rift_conn *conn, rift__path *p)
 	p->timer.cb = keepalive_tick;
 	rift_timer_start(&p->timer, tick ? tick : 1, tick ? tick : 1);
 	rift__path_kick(p);
+	/* A closing session re-attached: CLOSE may be due now (the rewind
+	 * may have acknowledged the rest). */
+	if (conn->lingering)
+		rift__conn_linger_check(conn);
 }
 
 /* The session is attached to p now: "connected to", "accepted from" or
@@ -643,6 +654,24 @@ static int hold(rift__path *p, const struct rift__hdr *h, void *payload,
 	return 0;
 }
 
+/*
+ * A DATA frame for a connection the application closed: nobody is left
+ * to deliver it to, and a peer closing at the same time waits for its
+ * queue to be acknowledged.  Acknowledged as if delivered, and dropped.
+ */
+static int discard(rift__path *p, const struct rift__hdr *h, void *owned)
+{
+	rift_conn *conn = p->conn;
+
+	rift__spare_put(conn->ctx, owned);
+	conn->recv_seq = conn->held_seq = h->seq;
+	conn->rx_unacked += (uint64_t)h->len + RIFT_HDR_SIZE;
+	if (conn->rx_unacked >= conn->peer_window / 4)
+		p->pending |= RIFT_PEND_ACK;
+	rift__path_kick(p); /* the ack timer follows the flush */
+	return 0;
+}
+
 void rift__conn_drain(rift_conn *conn)
 {
 	static uint8_t empty;
@@ -707,9 +736,14 @@ int rift__path_on_frame(rift__path *p, const struct rift__hdr *h,
 			free(owned);
 			return path_reject(p, RIFT_EPROTO, why);
 		}
+		/* Closing: the last acknowledgement may make CLOSE due (or
+		 * end the close); no callback runs, so this is the one
+		 * place (the inline delivery is off: recv_stopped). */
+		if (conn->lingering && !conn->head)
+			rift__conn_linger_check(conn);
 		if (p->state == RIFT_PATH_DEAD) {
 			free(owned);
-			return RIFT_ECLOSED; /* closed from WRITABLE */
+			return RIFT_ECLOSED; /* closed from WRITABLE, or ended */
 		}
 		if (h->type != RIFT_FRAME_DATA)
 			return 0;
@@ -723,21 +757,32 @@ int rift__path_on_frame(rift__path *p, const struct rift__hdr *h,
 			return path_reject(p, RIFT_EPROTO,
 					   "gap in message sequence");
 		}
+		if (conn->closing)
+			return discard(p, h, owned);
 		if (conn->recv_stopped || conn->held_head)
 			return hold(p, h, payload, owned);
 		rift__conn_deliver(conn, h, payload, owned);
 		return p->state == RIFT_PATH_DEAD ? RIFT_ECLOSED : 0;
 	case RIFT_FRAME_CLOSE:
-		rift__conn_error(conn, "%s: peer closed the session", p->peer);
-		rift__conn_die(conn, RIFT_EVENT_DISCONNECTED, 0);
-		return RIFT_ECLOSED;
+		/* Its ack is the peer's last word on ours (close.c). */
+		if (rift__conn_ack(conn, h->ack, &why))
+			return path_reject(p, RIFT_EPROTO, why);
+		if (p->state == RIFT_PATH_DEAD)
+			return RIFT_ECLOSED;
+		rift__conn_peer_close(p, h);
+		return p->state == RIFT_PATH_DEAD ? RIFT_ECLOSED : 0;
 	case RIFT_FRAME_ERROR:
 		if (rift__error_decode(payload, h->len, &ef, &why))
 			return path_reject(p, RIFT_EPROTO, why);
 		rift__conn_error(conn, "%s: peer reported %s: %s", p->peer,
 				 rift_err_name(ef.code), ef.text);
+		/* The peer forgot the session, or aborted it (close.c);
+		 * anything else it reports is a protocol error. */
 		rift__conn_die(conn, RIFT_EVENT_DISCONNECTED,
-			 ef.code == RIFT_ESESSION ? RIFT_ESESSION : RIFT_EPROTO);
+			       ef.code == RIFT_ESESSION ||
+					       ef.code == RIFT_ECONNRESET
+				       ? ef.code
+				       : RIFT_EPROTO);
 		return RIFT_ECLOSED;
 	default:
 		return path_reject(p, RIFT_EPROTO,
@@ -791,6 +836,10 @@ size_t rift__sess_control(rift__path *p, uint8_t *buf, size_t cap)
 		if (order[i].type == RIFT_FRAME_ERROR) {
 			h.len = (uint32_t)rift__error_encode(
 				payload, p->error_code, p->error_text);
+			/* An abort waits for this (close.c): it may end now,
+			 * from the timers, once this flush is done. */
+			if (conn && conn->aborting)
+				rift_timer_start(&conn->linger_timer, 0, 0);
 		} else if (order[i].type <= RIFT_FRAME_RESUME_ACK) {
 			if (!conn)
 				continue;
@@ -810,6 +859,12 @@ size_t rift__sess_control(rift__path *p, uint8_t *buf, size_t cap)
 		}
 		if (order[i].type == RIFT_FRAME_PING && conn)
 			conn->stats.pings_sent++;
+		/* CLOSE carries the last sequence sent: a receiver that
+		 * lacks some of it knows the close was not in order. */
+		if (order[i].type == RIFT_FRAME_CLOSE && conn) {
+			h.seq = conn->next_seq;
+			conn->close_sent = true;
+		}
 		rift__hdr_encode(buf + used, &h);
 		used += RIFT_HDR_SIZE + h.len;
 	}

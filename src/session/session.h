@@ -29,13 +29,23 @@ typedef enum rift__conn_state {
 
 struct rift_conn {
 	rift_ctx *ctx;
-	struct rift__list node; /* ctx->conns, then ctx->closing_conns */
+	/* ctx->conns; after rift_conn_close ctx->lingering_conns while the
+	 * close delivers; then ctx->closing_conns (close_cb due) */
+	struct rift__list node;
 	rift_conn_callbacks cbs;
 	void *user;
 	void (*close_cb)(rift_conn *conn);
 	rift__conn_state state;
 	bool is_client;
-	bool closing;
+	bool closing;           /* rift_conn_close or rift_conn_abort called */
+	/* Closing, and the session goes on until the close ends: the queue
+	 * is delivered, then CLOSE exchanged (session/close.c). */
+	bool lingering;
+	/* Lingering for an abort: the queue dropped, until the transport
+	 * takes the ERROR that tells the peer (session/close.c). */
+	bool aborting;
+	bool close_sent;        /* CLOSE encoded for the peer: all acknowledged */
+	bool close_rcvd;        /* the peer's CLOSE arrived */
 	bool recv_stopped;
 	bool want_writable;     /* a send got RIFT_EAGAIN */
 	bool auto_scheme;       /* auto://: RDMA may fall back to TCP */
@@ -66,6 +76,7 @@ struct rift_conn {
 	uint64_t racer_us;      /* when it began */
 	rift_timer race_timer;  /* starts it */
 	rift_timer ack_timer;   /* explicit ack when idle */
+	rift_timer linger_timer; /* closing: linger_ms (session/close.c) */
 
 	uint64_t session_id;
 	/* The session key (session/wire.h, "Who may attach a path"): drawn
@@ -295,6 +306,37 @@ void rift__path_kill(rift__path *p);
 void rift__path_release(rift__path *p);
 /* The session is over: tell the application once (session.c). */
 void rift__conn_die(rift_conn *conn, rift_event_type type, int status);
+/*
+ * ---- closing (session/close.c) ----
+ * rift_conn_close and rift_conn_abort on a connection marked closing (and
+ * no longer counted active): abortive false lingers until the queue is
+ * acknowledged and CLOSE exchanged, true drops it and tells the peer.  A
+ * connection not established yet, or ended already, closes at once.
+ */
+void rift__conn_close(rift_conn *conn, bool abortive);
+/*
+ * Drop the queue and tell the peer (ERROR, RIFT_ECONNRESET) on the
+ * attached path; who names the cause in the messages ("rift_conn_abort").
+ * wait: the close ends once the transport took the ERROR (or the path
+ * failed, or keepalive_timeout_ms passed); without (rift_ctx_destroy), at
+ * once, the ERROR written if the path takes it now.
+ */
+void rift__conn_close_abort(rift_conn *conn, const char *who, bool wait);
+/* A lingering conn's queue may have emptied (an ack) or a path attached:
+ * send CLOSE if it is time, and end the close if the peer's came first. */
+void rift__conn_linger_check(rift_conn *conn);
+/* The peer's CLOSE arrived on p (its ack applied): answer it and end the
+ * session, or, closing too, wait for our own queue.  p may be dead after. */
+void rift__conn_peer_close(rift__path *p, const struct rift__hdr *h);
+/* A lingering conn's session is over for a reason of its own (grace time,
+ * the peer's ERROR, RESUME refused), last_error set: the close ends, not
+ * in order. */
+void rift__conn_close_lost(rift_conn *conn);
+/* p of a lingering conn failed after its CLOSE left: the peer hung up
+ * after reading it (or the path broke with everything acknowledged): the
+ * close ends in order.  Or during an abort: it ends as it began. */
+void rift__conn_close_hangup(rift_conn *conn);
+
 /* Deliver held messages (receiving restarted); from deferred work. */
 void rift__conn_drain(rift_conn *conn);
 /* Free the held messages (the session is over). */
@@ -351,7 +393,9 @@ static RIFT_HOT_INLINE struct rift__omsg *rift__sess_next(rift__path *p,
 	struct rift__omsg *m;
 	struct rift__hdr h = { .type = RIFT_FRAME_DATA };
 
-	if (p->state != RIFT_PATH_ATTACHED || !conn || conn->closing)
+	/* A closing conn still sends (it lingers); an abort clears the
+	 * cursor first. */
+	if (p->state != RIFT_PATH_ATTACHED || !conn)
 		return NULL;
 	m = after ? after->next : conn->cursor;
 	if (!m)

@@ -19,6 +19,12 @@
  * refused at its header (session/stream.c), so the only bytes a peer that
  * never sent a HELLO can make us take are a handshake's own.
  *
+ * CLOSE (no payload) ends a session in order (session/close.c): it is
+ * sent once every message its sender queued is acknowledged, its seq is
+ * the sender's last sequence number (0 from peers before it carried one)
+ * and its ack the sender's last; the peer answers with its own.  An abort
+ * is an ERROR with the code RIFT_ECONNRESET.
+ *
  * Version 2 (RIFT_WIRE_VERSION) added the session secret to the
  * handshake payload (below); a version 1 peer is refused at its first
  * header ("unsupported frame version").
@@ -88,7 +94,7 @@ enum rift__frame_type {
 	RIFT_FRAME_DATA = 5,       /* one message */
 	RIFT_FRAME_ACK = 6,        /* explicit cumulative ack */
 	RIFT_FRAME_PING = 7,       /* keepalive */
-	RIFT_FRAME_CLOSE = 8,      /* orderly end of the session */
+	RIFT_FRAME_CLOSE = 8,      /* orderly end: all acknowledged (above) */
 	RIFT_FRAME_ERROR = 9,      /* fatal error, with code and text */
 	RIFT_FRAME__MAX = 9,
 };

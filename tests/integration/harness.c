@@ -319,11 +319,43 @@ void h_teardown(rift_ctx *ctx, rift_listener *l, rift_conn **conns, int n)
 	}
 	for (int i = 0; i < 200 && closes_done < want; i++)
 		rift_ctx_run(ctx, 5);
-	CHECK_EQ(closes_done, want);
+	/* A close whose peer does not answer (its loop is not running, its
+	 * process is gone) lingers up to linger_ms: rift_ctx_destroy aborts
+	 * it and runs its callback. */
+	if (closes_done < want)
+		printf("teardown: %d close(s) still lingering after 1 s: "
+		       "rift_ctx_destroy aborts them\n",
+		       want - closes_done);
 	rc = rift_ctx_destroy(ctx);
 	if (rc)
 		FAIL("leak check: rift_ctx_destroy: %s: %s", rift_err_name(rc),
 		     rift_ctx_last_error(ctx));
+	CHECK_EQ(closes_done, want);
+}
+
+void h_teardown2(rift_ctx *a, rift_listener *la, rift_conn **ca, int na,
+		 rift_ctx *b, rift_listener *lb, rift_conn **cb, int nb)
+{
+	int want = 0;
+
+	closes_done = 0;
+	for (int i = 0; i < na; i++)
+		if (ca[i]) {
+			rift_conn_close(ca[i], count_close);
+			want++;
+		}
+	for (int i = 0; i < nb; i++)
+		if (cb[i]) {
+			rift_conn_close(cb[i], count_close);
+			want++;
+		}
+	for (int i = 0; i < 1000 && closes_done < want; i++) {
+		rift_ctx_run(a, 1);
+		rift_ctx_run(b, 1);
+	}
+	CHECK_EQ(closes_done, want); /* both loops ran: in order */
+	h_teardown(a, la, NULL, 0);
+	h_teardown(b, lb, NULL, 0);
 }
 
 void h_connected(rift_ctx *ctx, struct side *s)

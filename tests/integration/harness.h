@@ -62,9 +62,16 @@ bool h_wait_u64(rift_ctx *ctx, const uint64_t *v, uint64_t target,
 void h_connected(rift_ctx *ctx, struct side *s);
 /* Send message i of the side's own stream; returns rift_conn_send's code. */
 int h_send(rift_conn *conn, uint64_t seed, uint64_t i, size_t max_size);
-/* Close conns/listener, run until the close callbacks ran, destroy ctx and
- * fail the test if anything is left (the leak check). */
+/* Close conns/listener, run until the close callbacks ran (1 s at most:
+ * rift_ctx_destroy aborts closes still lingering then, whose peer did not
+ * answer), destroy ctx and fail the test if anything is left (the leak
+ * check). */
 void h_teardown(rift_ctx *ctx, rift_listener *l, rift_conn **conns, int n);
+/* The same for two contexts on this thread whose connections are each
+ * other's peers: both loops run while they close, so the closes end in
+ * order (they must, within 5 s), then each context is torn down. */
+void h_teardown2(rift_ctx *a, rift_listener *la, rift_conn **ca, int na,
+		 rift_ctx *b, rift_listener *lb, rift_conn **cb, int nb);
 uint64_t h_now_us(void);
 /* Path of a built tool (build/bin/NAME, also found from the test binary's
  * own location); skips the test when it is not built. */

@@ -282,7 +282,7 @@ static void cm_tcp_client_at(const char *scheme)
 	struct side cli = { 0 };
 	rift_ctx *sctx, *cctx;
 	rift_listener *l = NULL;
-	rift_conn *conns[1];
+	rift_conn *conns[2];
 
 	sctx = h_ctx(&lc);
 	cctx = h_ctx(&cc);
@@ -302,9 +302,8 @@ static void cm_tcp_client_at(const char *scheme)
 	CHECK_EQ(srv.bad, 0u);
 	CHECK_EQ(rift_conn_transport(srv.conn), RIFT_TRANSPORT_RDMA);
 	conns[0] = cli.conn;
-	h_teardown(cctx, NULL, conns, 1);
-	conns[0] = srv.conn;
-	h_teardown(sctx, l, conns, 1);
+	conns[1] = srv.conn;
+	h_teardown2(cctx, NULL, conns, 1, sctx, l, conns + 1, 1);
 }
 
 TEST_T(an_rdmacm_listener_takes_cm_tcp_clients)

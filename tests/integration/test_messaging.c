@@ -189,7 +189,8 @@ TEST_T(close_tells_peer_and_runs_callback_once)
 	CHECK_EQ(rift_conn_send(c, "x", 1), RIFT_ECLOSED);
 	CHECK(h_wait(ctx, &srv.disconnected, 5000));
 	CHECK_EQ(srv.last_status, 0); /* orderly */
-	CHECK_EQ(closed_count, 1);
+	CHECK_EQ(srv.recv_count, 1);  /* "bye" came first */
+	CHECK(h_wait(ctx, &closed_count, 5000)); /* after the peer's CLOSE */
 	CHECK_EQ(rift_conn_send(srv.conn, "x", 1), RIFT_ENOTCONN);
 	CHECK_EQ(cli.disconnected, 0); /* no event after close */
 	conns[0] = srv.conn;
@@ -547,7 +548,7 @@ static uint8_t *patterns[NPAT];
 
 struct threaded_server {
 	int port;
-	int ready, stop;
+	int ready, stop, done;
 	uint64_t recv_count, bad;
 	rift_conn *conn;
 };
@@ -588,6 +589,7 @@ static void *server_thread(void *arg)
 		rift_ctx_run(ctx, 5);
 	conns[0] = ts->conn;
 	h_teardown(ctx, l, conns, 1);
+	__atomic_store_n(&ts->done, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
 
@@ -631,6 +633,9 @@ TEST_T(stream_64k_messages_zero_copy_threaded)
 	if (cli.disconnected)
 		FAIL("session died: %s", cli.last_message);
 	__atomic_store_n(&ts.stop, 1, __ATOMIC_RELEASE);
+	/* The server closes its end: this end answers its CLOSE. */
+	while (!__atomic_load_n(&ts.done, __ATOMIC_ACQUIRE))
+		rift_ctx_run(ctx, 5);
 	pthread_join(th, NULL);
 	CHECK_EQ(ts.recv_count, n);
 	CHECK_EQ(ts.bad, 0);
@@ -676,7 +681,7 @@ TEST_T(send_above_the_peers_max_msg_size_is_refused_at_once)
 	struct side srv = { 0 }, cli = { 0 };
 	rift_ctx *sctx, *cctx;
 	rift_listener *l;
-	rift_conn *conns[1];
+	rift_conn *conns[2];
 	static uint8_t big[(1u << 20) + 1];
 	uint8_t *b;
 	uint64_t end;
@@ -713,7 +718,6 @@ TEST_T(send_above_the_peers_max_msg_size_is_refused_at_once)
 	CHECK_EQ(srv.recv_bytes, (uint64_t)(1u << 20) + 100);
 	CHECK(!srv.disconnected && !cli.disconnected && !srv.errors);
 	conns[0] = cli.conn;
-	h_teardown(cctx, NULL, conns, 1);
-	conns[0] = srv.conn;
-	h_teardown(sctx, l, conns, 1);
+	conns[1] = srv.conn;
+	h_teardown2(cctx, NULL, conns, 1, sctx, l, conns + 1, 1);
 }

@@ -108,8 +108,12 @@ static void load_ok(rift_config *cfg, const char *text)
 /* Every member a key sets, up to the last one, without padding. */
 static bool same_cfg(const rift_config *a, const rift_config *b)
 {
+	/* every member up to log_level at once (no padding there), then
+	 * the appended ones by name (padding before the pointers) */
 	return !memcmp(a, b, offsetof(rift_config, log_level) +
-				     sizeof(rift_log_level));
+				     sizeof(rift_log_level)) &&
+	       a->log_cb == b->log_cb && a->log_user == b->log_user &&
+	       a->linger_ms == b->linger_ms;
 }
 
 /* The file must be refused with exactly this message, cfg untouched. */
@@ -513,6 +517,7 @@ static const char every_key[] =
 	"ack_delay_ms = 0\n"
 	"send_window = \"64MiB\"\n"
 	"max_msg_size = \"1GB\"\n"
+	"linger_ms = 2_500\n"
 	"\n"
 	"[tcp]\n"
 	"read_buffer = \"1M\"\n"
@@ -571,6 +576,7 @@ TEST(config_file_sets_every_key)
 	CHECK_EQ(c.ack_delay_ms, 0);
 	CHECK_EQ(c.send_window, 64ull << 20);
 	CHECK_EQ(c.max_msg_size, 1ull << 30);
+	CHECK_EQ(c.linger_ms, 2500);
 	CHECK_EQ(c.tcp_read_buffer, 1u << 20);
 	CHECK_EQ(c.listen_backlog, 128);
 	CHECK_STR(c.device, "mlx5_1");
@@ -830,6 +836,7 @@ static const struct {
 	FIELD("ack_delay_ms", ack_delay_ms),
 	FIELD("send_window", send_window),
 	FIELD("max_msg_size", max_msg_size),
+	FIELD("linger_ms", linger_ms),
 	FIELD("read_buffer", tcp_read_buffer),
 	FIELD("listen_backlog", listen_backlog),
 	FIELD("port", port),
@@ -963,7 +970,7 @@ TEST(config_ranges_agree_with_rift_config_check)
 		}
 		checked++;
 	}
-	CHECK_EQ(checked, 32);
+	CHECK_EQ(checked, 33);
 }
 
 /* ---- the environment ---- */
@@ -989,7 +996,9 @@ TEST(config_env_overrides)
 	setenv("RIFT_METRICS_ENABLED", "off", 1);
 	setenv("RIFT_POOL_HUGE_PAGES", "YES", 1);
 	setenv("RIFT_CONNECT_CONNECTION_TIMEOUT_MS", "4000", 1);
+	setenv("RIFT_SESSION_LINGER_MS", "0", 1);
 	CHECK_EQ(rift_config_env(&c, err, sizeof(err)), 0);
+	CHECK_EQ(c.linger_ms, 0);
 	CHECK_EQ(c.sq_depth, 512);
 	CHECK_EQ(c.polling, RIFT_POLL_BUSY);
 	CHECK_STR(c.device, "rxe0");
@@ -1147,6 +1156,7 @@ TEST(config_dump_round_trip)
 	a.ack_delay_ms = 10000;
 	a.send_window = 5000; /* not a whole KiB: written as an integer */
 	a.max_msg_size = (1ull << 32) - 1;
+	a.linger_ms = 3600000;
 	a.tcp_read_buffer = 4097;
 	a.listen_backlog = 65535;
 	snprintf(a.device, sizeof(a.device), "we\"ird\\dev\tice");

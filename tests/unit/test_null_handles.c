@@ -233,6 +233,10 @@ NULL_CHECK(rift_conn_close)
 {
 	rift_conn_close(NULL, NULL);
 }
+NULL_CHECK(rift_conn_abort)
+{
+	rift_conn_abort(NULL, NULL);
+}
 NULL_CHECK(rift_conn_user)
 {
 	CHECK(rift_conn_user(NULL) == NULL);
@@ -354,6 +358,7 @@ static const struct api_check api[] = {
 	ENTRY(rift_conn_recv_stop),
 	ENTRY(rift_conn_recv_start),
 	ENTRY(rift_conn_close),
+	ENTRY(rift_conn_abort),
 	ENTRY(rift_conn_user),
 	ENTRY(rift_conn_set_user),
 	ENTRY(rift_conn_set_callbacks),

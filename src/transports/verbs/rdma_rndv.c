@@ -196,7 +196,7 @@ bool rift__rdma_rndv_desc(struct rdma_path *rp, uint8_t *buf,
 		return false;
 	/* Look before encoding: small messages pay nothing here. */
 	m = p->conn->cursor;
-	if (!m || p->state != RIFT_PATH_ATTACHED || p->conn->closing ||
+	if (!m || p->state != RIFT_PATH_ATTACHED ||
 	    !rift__rdma_rndv_wanted(rp, m, &region_rkey, &mr) ||
 	    !rndv_bind(rp, m, mr, bind, &rkey))
 		return false;

@@ -148,7 +148,7 @@ static uint32_t direct(struct rdma_path *rp, struct ibv_sge *sge, uint32_t cap,
 
 	if (rp->cur || rp->ctrl_off < rp->ctrl_len || p->pending ||
 	    p->ctx->cfg.max_send_sge < 2 || p->state != RIFT_PATH_ATTACHED ||
-	    !p->conn || p->conn->closing || !(m = p->conn->cursor) ||
+	    !p->conn || !(m = p->conn->cursor) ||
 	    RIFT_HDR_SIZE + m->len > cap)
 		return 0;
 	len = (uint32_t)(RIFT_HDR_SIZE + m->len);
