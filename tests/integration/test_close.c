@@ -19,6 +19,10 @@ struct rx {
 	rift_conn *conn;
 	uint64_t seed;
 	bool stop;              /* rift_conn_recv_stop as soon as accepted */
+	uint64_t stop_at;       /* ... and once this many arrived (0: never):
+				   the tests cut paths mid-transfer however
+				   fast the transport is (verbs delivers all
+				   200 before a loop round ends) */
 	uint64_t got, bad;
 	int disconnected, status, path_down, path_changed;
 	uint64_t got_at_end;    /* messages delivered when DISCONNECTED came */
@@ -67,6 +71,8 @@ static void rx_recv(rift_conn *conn, rift_msg *msg)
 	    memcmp(rift_msg_data(msg), want, MSG) != 0)
 		r->bad++;
 	r->got++;
+	if (r->stop_at && r->got == r->stop_at)
+		CHECK_EQ(rift_conn_recv_stop(conn), 0);
 }
 
 static const rift_conn_callbacks rx_cbs = { .on_event = rx_event,
@@ -407,6 +413,7 @@ TEST_TIMEOUT(close_rides_out_path_breaks, 120)
 
 	cfg.retry_delay_ms = 5;
 	ctx = h_ctx(&cfg);
+	r.stop_at = COUNT / 5;
 	l = rx_listen(ctx, &r);
 	tx_connect(ctx, l, &t, &r);
 	for (uint64_t i = 0; i < COUNT; i++)
@@ -419,11 +426,14 @@ TEST_TIMEOUT(close_rides_out_path_breaks, 120)
 			CHECK(r.got < COUNT);
 			CHECK_EQ(rift__conn_cut(t.conn), 0);
 			cut = true;
+			r.stop_at = COUNT * 3 / 5;
+			CHECK_EQ(rift_conn_recv_start(r.conn), 0);
 		}
 		if (!armed && r.got >= COUNT * 3 / 5 && r.path_changed) {
 			CHECK(r.got < COUNT);
 			rift__fault_arm(fp, 1, 1);
 			armed = true;
+			CHECK_EQ(rift_conn_recv_start(r.conn), 0);
 		}
 	}
 	printf("delivered %llu, path down %d changed %d, fault fired %llu: "
@@ -461,6 +471,7 @@ TEST_TIMEOUT(close_while_reattaching_delivers_everything, 120)
 
 	cfg.retry_delay_ms = 5;
 	ctx = h_ctx(&cfg);
+	r.stop_at = COUNT / 5;
 	l = rx_listen(ctx, &r);
 	tx_connect(ctx, l, &t, &r);
 	for (uint64_t i = 0; i < COUNT; i++)
@@ -474,6 +485,7 @@ TEST_TIMEOUT(close_while_reattaching_delivers_everything, 120)
 	       h_now_us() < end)
 		rift_ctx_run_mode(ctx, RIFT_RUN_ONCE, 10);
 	CHECK_EQ(rift_conn_transport(t.conn), RIFT_TRANSPORT_NONE);
+	CHECK_EQ(rift_conn_recv_start(r.conn), 0);
 	tx_close(&t); /* detached: re-attaching */
 	CHECK(h_wait(ctx, &r.disconnected, 60000));
 	printf("delivered %llu, path changed %d: %s %s\n",
