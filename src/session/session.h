@@ -113,6 +113,7 @@ struct rift_conn {
 	uint64_t peer_max_msg;  /* peer's max_msg_size, bytes; 0 before */
 
 	rift_transport transport;
+	bool quiet;             /* holds the pool quiet (rift__conn_quiet) */
 	rift_fallback_reason fallback;      /* why our side is not on RDMA */
 	rift_fallback_reason peer_fallback; /* the peer's, from its handshake */
 	char last_error[RIFT_ERRMSG_LEN];
@@ -250,6 +251,9 @@ void rift__conn_emit(rift_conn *conn, rift_event_type type, int status,
 		     const char *message);
 /* Start (or retry) the next connection attempt of a client conn. */
 void rift__conn_attempt(rift_conn *conn);
+/* While the session re-attaches (on), the process's pool registers no
+ * region (rift__pool_quiet); off when it attached again or ended. */
+void rift__conn_quiet(rift_conn *conn, bool on);
 /* A client attempt failed with err: retry, rotate addresses or give up. */
 void rift__conn_attempt_failed(rift_conn *conn, int err);
 /*
@@ -531,7 +535,7 @@ static RIFT_HOT_INLINE void rift__conn_ack_apply(rift_conn *conn, uint64_t ack)
 	if (!conn->head)
 		conn->tail = NULL;
 	conn->acked_seq = ack;
-	if (conn->want_writable && conn->window_used < conn->ctx->cfg.send_window) {
+	if (conn->want_writable && conn->window_used < rift__conn_window(conn)) {
 		conn->want_writable = false;
 		rift__conn_emit(conn, RIFT_EVENT_WRITABLE, 0, "send window open");
 	}
