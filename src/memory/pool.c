@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "memory/pool_int.h"
@@ -220,7 +221,8 @@ static size_t spare_wanted(const struct rift__pool *pool)
 	for (unsigned k = 0; k < GROW_AHEAD_MAX && k < pool->n_carved; k++)
 		if (now - pool->carved_us[k] < GROW_AHEAD_US)
 			n++;
-	return n ? n : 1;
+	/* and the one kept for paths' rings (spare_for) */
+	return (n ? n : 1) + (pool->n_carved ? 1 : 0);
 }
 
 static bool grow_needed(const struct rift__pool *pool)
@@ -228,6 +230,51 @@ static bool grow_needed(const struct rift__pool *pool)
 	return pool->n_devs && !pool->committing &&
 	       pool->n_regions < pool->max_regions &&
 	       spare_regions(pool) < spare_wanted(pool);
+}
+
+/*
+ * Quiet while sessions re-attach.  Registering a region pins 16 MiB on
+ * every device, and while the grower did so (100-300 ms a region under
+ * emulation, regions back to back in a session's first seconds) the lab's
+ * re-attaches stood still with everything else in the process: the
+ * aimed soak's first re-attach took 190-790 ms with the pool growing and
+ * 90-145 ms with the same pool registered at start.  So the grower waits
+ * while a session is re-attaching, at most QUIET_MAX_US from the first
+ * one (a re-attach to dead addresses can take seconds, and growth must
+ * not stop for that long); allocations that need a region meanwhile wait
+ * or go their other way as ever.  Returns whether it waited (mu held).
+ */
+#define QUIET_MAX_US 300000
+
+static bool quiet_wait(struct rift__pool *pool)
+{
+	uint64_t now = rift__clock_us(), end;
+	struct timespec ts;
+
+	if (!pool->quiet_n || now - pool->quiet_since_us >= QUIET_MAX_US)
+		return false;
+	end = pool->quiet_since_us + QUIET_MAX_US;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += (time_t)((end - now) / 1000000u);
+	ts.tv_nsec += (long)((end - now) % 1000000u) * 1000;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(&pool->grow_cv, &pool->mu, &ts);
+	return true;
+}
+
+void rift__pool_quiet(struct rift__pool *pool, bool on)
+{
+	pthread_mutex_lock(&pool->mu);
+	if (on) {
+		if (!pool->quiet_n++)
+			pool->quiet_since_us = rift__clock_us();
+	} else if (pool->quiet_n && !--pool->quiet_n) {
+		pthread_cond_signal(&pool->grow_cv);
+	}
+	pthread_mutex_unlock(&pool->mu);
 }
 
 static void *grower_main(void *arg)
@@ -242,9 +289,12 @@ static void *grower_main(void *arg)
 		if (pool->grow_stop)
 			break;
 		pool->grow_want = false;
-		while (!pool->grow_stop && grow_needed(pool) &&
-		       commit_region(pool, err, sizeof(err)) >= 0)
-			;
+		while (!pool->grow_stop && grow_needed(pool)) {
+			if (quiet_wait(pool))
+				continue;
+			if (commit_region(pool, err, sizeof(err)) < 0)
+				break;
+		}
 	}
 	pthread_mutex_unlock(&pool->mu);
 	return NULL;
@@ -589,10 +639,37 @@ static uint32_t refill(struct bucket *b, int c, uint32_t want)
 	return got;
 }
 
-static void *pool_alloc(struct rift__pool *pool, size_t len,
-			enum rift__pool_use use, bool wait, int *rc, char *err,
-			size_t errlen)
+/*
+ * How an allocation may get a block when none is free: TRY never waits
+ * for a region; WAIT waits for one (or commits it); RESERVE waits too and
+ * may take the last spare region, which the others leave: a path's rings
+ * (rdma_qp.c) take it, so that a re-attach in a session's first seconds,
+ * when traffic takes every region the grower commits, does not wait for a
+ * registration (160 ms twice in a row for one re-attach in the lab).
+ */
+enum alloc_mode { ALLOC_TRY, ALLOC_WAIT, ALLOC_RESERVE };
+
+/* The index of a committed, uncarved region this mode may take, or -1
+ * (mu held). */
+static int spare_for(const struct rift__pool *pool, enum alloc_mode mode)
 {
+	size_t n = 0;
+	int first = -1;
+
+	for (size_t k = 0; k < pool->n_regions; k++)
+		if (pool->regions[k].cls < 0 && n++ == 0)
+			first = (int)k;
+	if (n == 1 && mode != ALLOC_RESERVE && pool->n_devs && pool->n_carved &&
+	    pool->n_regions < pool->max_regions)
+		return -1; /* the reserve */
+	return first;
+}
+
+static void *pool_alloc(struct rift__pool *pool, size_t len,
+			enum rift__pool_use use, enum alloc_mode mode, int *rc,
+			char *err, size_t errlen)
+{
+	bool wait = mode != ALLOC_TRY;
 	int c = class_of(pool, len);
 	uint32_t batch;
 	uint64_t held;
@@ -638,9 +715,7 @@ static void *pool_alloc(struct rift__pool *pool, size_t len,
 		for (;;) {
 			/* Committed but not yet carved (the initial size, or
 			 * grown ahead) first; else the one under way. */
-			for (size_t k = 0; k < pool->n_regions && i < 0; k++)
-				if (pool->regions[k].cls < 0)
-					i = (int)k;
+			i = spare_for(pool, mode);
 			if (i >= 0 || !pool->committing || !wait)
 				break;
 			if (!t_wait)
@@ -703,14 +778,21 @@ void *rift__pool_alloc(struct rift__pool *pool, size_t len,
 		       enum rift__pool_use use, int *rc, char *err,
 		       size_t errlen)
 {
-	return pool_alloc(pool, len, use, true, rc, err, errlen);
+	return pool_alloc(pool, len, use, ALLOC_WAIT, rc, err, errlen);
 }
 
 void *rift__pool_try_alloc(struct rift__pool *pool, size_t len,
 			   enum rift__pool_use use, int *rc, char *err,
 			   size_t errlen)
 {
-	return pool_alloc(pool, len, use, false, rc, err, errlen);
+	return pool_alloc(pool, len, use, ALLOC_TRY, rc, err, errlen);
+}
+
+void *rift__pool_alloc_reserve(struct rift__pool *pool, size_t len,
+			       enum rift__pool_use use, int *rc, char *err,
+			       size_t errlen)
+{
+	return pool_alloc(pool, len, use, ALLOC_RESERVE, rc, err, errlen);
 }
 
 void rift__pool_free(struct rift__pool *pool, void *block,

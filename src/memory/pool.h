@@ -98,6 +98,15 @@ void *rift__pool_try_alloc(struct rift__pool *pool, size_t len,
 			   enum rift__pool_use use, int *rc, char *err,
 			   size_t errlen);
 /*
+ * rift__pool_alloc that may take the pool's last spare region, which the
+ * other calls leave for this one: for the rings of a new path, so that a
+ * re-attach does not wait for a registration while traffic takes every
+ * region the grower commits.
+ */
+void *rift__pool_alloc_reserve(struct rift__pool *pool, size_t len,
+			       enum rift__pool_use use, int *rc, char *err,
+			       size_t errlen);
+/*
  * A buffer of at least len bytes beyond the largest class: a mapping of
  * its own, registered with every device (a freed one of about the same
  * size is reused from a small cache, registration and all).  Same errors
@@ -108,6 +117,12 @@ void *rift__pool_try_alloc(struct rift__pool *pool, size_t len,
 void *rift__pool_alloc_large(struct rift__pool *pool, size_t len,
 			     enum rift__pool_use use, int *rc, char *err,
 			     size_t errlen);
+/*
+ * A session of this pool is re-attaching (on: true), or done (false):
+ * while any is, the grower commits no region, for at most QUIET_MAX_US
+ * (pool.c says why).  Calls pair up; any thread.
+ */
+void rift__pool_quiet(struct rift__pool *pool, bool on);
 /* Give a block back; use must be the one it was allocated for. */
 void rift__pool_free(struct rift__pool *pool, void *block,
 		     enum rift__pool_use use);

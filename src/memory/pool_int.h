@@ -76,6 +76,10 @@ struct rift__pool {
 	pthread_t grower;
 	pthread_cond_t grow_cv;
 	bool grower_started, grow_want, grow_stop;
+	/* Sessions re-attaching (rift__pool_quiet): the grower commits no
+	 * region meanwhile, for at most QUIET_MAX_US from the first. */
+	unsigned quiet_n;
+	uint64_t quiet_since_us;
 	/* One region at a time is committed, outside mu (commit_region);
 	 * who needs it waits on commit_cv.  Under mu. */
 	bool committing;

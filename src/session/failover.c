@@ -230,6 +230,7 @@ static void path_lost(rift_conn *conn, rift__path *p, int err)
 	conn->state = RIFT_CONN_DETACHED;
 	conn->transport = RIFT_TRANSPORT_NONE;
 	conn->detached_us = ctx->now_us;
+	rift__conn_quiet(conn, true);
 	rift__metrics_path_down(conn);
 	rift__conn_emit(conn, RIFT_EVENT_PATH_DOWN, err, conn->last_error);
 	if (conn->state != RIFT_CONN_DETACHED)

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "memory/pool.h"
 #include "session/session.h"
 #include "util/secret.h"
 
@@ -161,6 +162,7 @@ void rift__conn_die(rift_conn *conn, rift_event_type type, int status)
 	}
 	rift__sessions_del(conn); /* no RESUME can find it now */
 	rift__conn_abandon_path(conn);
+	rift__conn_quiet(conn, false);
 	rift_timer_stop(&conn->retry_timer);
 	rift_timer_stop(&conn->ack_timer);
 	/* Held messages were never acknowledged: the peer counts them as
@@ -288,6 +290,16 @@ uint64_t rift__conn_attempt_limit(const rift_conn *conn)
 	return rto < limit ? rto : limit;
 }
 
+void rift__conn_quiet(rift_conn *conn, bool on)
+{
+	struct rift__pool *pool = rift__ctx_pool_held(conn->ctx);
+
+	if (conn->quiet == on || !pool)
+		return;
+	conn->quiet = on;
+	rift__pool_quiet(pool, on);
+}
+
 static void attach(rift_conn *conn, rift__path *p)
 {
 	rift_ctx *ctx = conn->ctx;
@@ -297,6 +309,7 @@ static void attach(rift_conn *conn, rift__path *p)
 		setup_sample(conn, ctx->now_us - conn->attempt_us);
 	conn->timeouts = 0;
 
+	rift__conn_quiet(conn, false);
 	conn->path = p;
 	p->conn = conn;
 	p->state = RIFT_PATH_ATTACHED;

@@ -45,8 +45,8 @@ static int take_blocks(struct rift__pool *pool, struct qp_res *r,
 	int rc;
 
 	for (uint32_t i = 0; i < n; i++) {
-		bufs[i] = rift__pool_alloc(pool, r->buf_size, use, &rc, err,
-					   errlen);
+		bufs[i] = rift__pool_alloc_reserve(pool, r->buf_size, use, &rc,
+						   err, errlen);
 		if (!bufs[i])
 			return rc;
 		if (!rift__pool_keys(pool, bufs[i], r->dev_slot, &lkeys[i],
