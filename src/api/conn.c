@@ -460,6 +460,10 @@ void rift_conn_close(rift_conn *conn, void (*close_cb)(rift_conn *conn))
 	conn->close_cb = close_cb;
 	conn->ctx->stats.conns_active--;
 	rift__resolve_cancel(conn);
+	/* linger_ms counts from this call, not from the loop's last round
+	 * (timers follow loop time; the application may have worked for a
+	 * while since: 40 ms of a 300 ms linger in the lab). */
+	conn->ctx->now_us = rift__clock_us();
 	rift__conn_close(conn, false);
 }
 
