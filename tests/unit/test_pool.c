@@ -412,6 +412,35 @@ static int regs(int *n)
 	return v;
 }
 
+/* A device whose registrations off the main thread wait for the gate. */
+static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
+static bool gate_open, gate_reached;
+
+/* A pool of 2 MiB regions up to max, none registered at start, with one
+ * device whose registrations reg makes; the registration counters and
+ * the gate start afresh. */
+static struct rift__pool *pool_dev(const struct rift__pool_reg *reg,
+				   uint64_t max)
+{
+	static int dev = 1;
+	rift_config cfg;
+	struct rift__pool *p = NULL;
+	char err[256];
+
+	reg_main = pthread_self();
+	regs_main = regs_other = 0;
+	gate_open = gate_reached = false;
+	rift_config_init(&cfg);
+	cfg.pool_initial = 0;
+	cfg.pool_increment = 2u << 20;
+	cfg.pool_max = max;
+	if (rift__pool_get(&cfg, reg, &p, err, sizeof(err)))
+		FAIL("pool: %s", err);
+	CHECK_EQ(rift__pool_add_device(p, &dev, err, sizeof(err)), 0);
+	return p;
+}
+
 /* Wait up to 5 s for n registrations off the allocating thread. */
 static int regs_other_reach(int n)
 {
@@ -429,22 +458,13 @@ static int regs_other_reach(int n)
 TEST(pool_grows_ahead_of_need_off_the_allocating_thread)
 {
 	static const struct rift__pool_reg fake = { .reg = fake_reg, .dereg = no_dereg };
-	rift_config cfg;
 	struct rift__pool *p = NULL;
 	struct rift__pool_usage u;
 	char err[256];
-	int rc, dev = 1;
+	int rc;
 	void *a, *b;
 
-	reg_main = pthread_self();
-	regs_main = regs_other = 0;
-	rift_config_init(&cfg);
-	cfg.pool_initial = 0;
-	cfg.pool_increment = 2u << 20;
-	cfg.pool_max = 8u << 20;
-	if (rift__pool_get(&cfg, &fake, &p, err, sizeof(err)))
-		FAIL("pool: %s", err);
-	CHECK_EQ(rift__pool_add_device(p, &dev, err, sizeof(err)), 0);
+	p = pool_dev(&fake, 8u << 20);
 	/* The first region: nothing was committed ahead of it. */
 	a = rift__pool_alloc(p, 1, RIFT_POOL_SEND, &rc, err, sizeof(err));
 	CHECK(a != NULL);
@@ -467,10 +487,8 @@ TEST(pool_grows_ahead_of_need_off_the_allocating_thread)
 	rift__pool_put(p);
 }
 
-/* A device whose registrations off the main thread wait for the gate. */
-static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
-static bool gate_open, gate_reached;
+/* gated_reg: a device whose registrations off the main thread wait for
+ * the gate (gate_mu, gate_cv, gate_open and gate_reached, above). */
 
 static int gated_reg(void *dev, void *addr, size_t len, void **handle,
 		     uint32_t *lkey, uint32_t *rkey, char *err, size_t errlen)
@@ -509,25 +527,15 @@ TEST(pool_registers_regions_without_holding_its_lock)
 {
 	static const struct rift__pool_reg gated = { .reg = gated_reg,
 						     .dereg = no_dereg };
-	rift_config cfg;
 	struct rift__pool *p = NULL;
 	char err[256];
-	int rc, dev = 1;
+	int rc;
 	pthread_t t;
 	void *a, *lg;
 	bool done = false;
 
-	reg_main = pthread_self();
-	regs_main = regs_other = 0;
-	gate_open = gate_reached = false;
 	atomic_store(&usage_done, 0);
-	rift_config_init(&cfg);
-	cfg.pool_initial = 0;
-	cfg.pool_increment = 2u << 20;
-	cfg.pool_max = 16u << 20;
-	if (rift__pool_get(&cfg, &gated, &p, err, sizeof(err)))
-		FAIL("pool: %s", err);
-	CHECK_EQ(rift__pool_add_device(p, &dev, err, sizeof(err)), 0);
+	p = pool_dev(&gated, 16u << 20);
 	lg = rift__pool_alloc_large(p, 3u << 20, RIFT_POOL_SEND, &rc, err,
 				    sizeof(err));
 	CHECK(lg != NULL);
@@ -569,22 +577,12 @@ TEST(pool_registers_regions_without_holding_its_lock)
 TEST(pool_try_alloc_never_waits_for_a_region)
 {
 	static const struct rift__pool_reg gated = { .reg = gated_reg, .dereg = no_dereg };
-	rift_config cfg;
 	struct rift__pool *p = NULL;
 	char err[256];
-	int rc, dev = 1;
+	int rc;
 	void *a, *b = NULL;
 
-	reg_main = pthread_self();
-	regs_main = regs_other = 0;
-	gate_open = gate_reached = false;
-	rift_config_init(&cfg);
-	cfg.pool_initial = 0;
-	cfg.pool_increment = 2u << 20;
-	cfg.pool_max = 16u << 20;
-	if (rift__pool_get(&cfg, &gated, &p, err, sizeof(err)))
-		FAIL("pool: %s", err);
-	CHECK_EQ(rift__pool_add_device(p, &dev, err, sizeof(err)), 0);
+	p = pool_dev(&gated, 16u << 20);
 	/* The first region, for 8 KiB blocks; the grower's next one waits
 	 * at the gate. */
 	a = rift__pool_alloc(p, 1, RIFT_POOL_SEND, &rc, err, sizeof(err));
@@ -627,22 +625,13 @@ TEST(pool_try_alloc_never_waits_for_a_region)
 TEST(pool_grower_stays_quiet_while_sessions_reattach)
 {
 	static const struct rift__pool_reg fake = { .reg = fake_reg, .dereg = no_dereg };
-	rift_config cfg;
 	struct rift__pool *p = NULL;
 	char err[256];
-	int rc, dev = 1, r0, n = 0;
+	int rc, r0, n = 0;
 	void *a, *b, *c[16];
 	uint64_t t0;
 
-	reg_main = pthread_self();
-	regs_main = regs_other = 0;
-	rift_config_init(&cfg);
-	cfg.pool_initial = 0;
-	cfg.pool_increment = 2u << 20;
-	cfg.pool_max = 64u << 20;
-	if (rift__pool_get(&cfg, &fake, &p, err, sizeof(err)))
-		FAIL("pool: %s", err);
-	CHECK_EQ(rift__pool_add_device(p, &dev, err, sizeof(err)), 0);
+	p = pool_dev(&fake, 64u << 20);
 	a = rift__pool_alloc(p, 1, RIFT_POOL_SEND, &rc, err, sizeof(err));
 	CHECK(a != NULL);
 	CHECK_EQ(regs_other_reach(2), 2); /* a region ahead, one for rings */
@@ -696,21 +685,12 @@ TEST(pool_grower_stays_quiet_while_sessions_reattach)
 TEST(pool_keeps_the_last_spare_region_for_rings)
 {
 	static const struct rift__pool_reg fake = { .reg = fake_reg, .dereg = no_dereg };
-	rift_config cfg;
 	struct rift__pool *p = NULL;
 	char err[256];
-	int rc, dev = 1, n = 0, main_before;
+	int rc, n = 0, main_before;
 	void *a, *t[16], *ring;
 
-	reg_main = pthread_self();
-	regs_main = regs_other = 0;
-	rift_config_init(&cfg);
-	cfg.pool_initial = 0;
-	cfg.pool_increment = 2u << 20;
-	cfg.pool_max = 64u << 20;
-	if (rift__pool_get(&cfg, &fake, &p, err, sizeof(err)))
-		FAIL("pool: %s", err);
-	CHECK_EQ(rift__pool_add_device(p, &dev, err, sizeof(err)), 0);
+	p = pool_dev(&fake, 64u << 20);
 	a = rift__pool_alloc(p, 1, RIFT_POOL_SEND, &rc, err, sizeof(err));
 	CHECK(a != NULL);
 	CHECK(regs_other_reach(2) >= 2);
