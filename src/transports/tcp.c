@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -184,6 +185,7 @@ static void tcp_flush(rift__path *p)
 	if (tp->connecting || p->state == RIFT_PATH_DEAD)
 		return;
 	for (;;) {
+		struct msghdr msg = { 0 };
 		ssize_t n;
 
 		if (tp->iov_n == 0) {
@@ -196,7 +198,12 @@ static void tcp_flush(rift__path *p)
 					  "writev: connection reset (fault point)");
 			return;
 		}
-		n = writev(tp->fd, tp->iov + tp->iov_i, tp->iov_n - tp->iov_i);
+		/* writev with MSG_NOSIGNAL: a library must not raise SIGPIPE
+		 * in its application when the peer has gone (the default
+		 * action ends the process); EPIPE fails the path instead. */
+		msg.msg_iov = tp->iov + tp->iov_i;
+		msg.msg_iovlen = (size_t)(tp->iov_n - tp->iov_i);
+		n = sendmsg(tp->fd, &msg, MSG_NOSIGNAL);
 		conn_stat_add(p, true);
 		if (n < 0) {
 			if (errno == EINTR)

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "session/session.h"
@@ -185,8 +186,9 @@ static void tc_fail(struct rift__cmtcp *tc, int err, rift_fallback_reason fb,
 static void tc_write(struct rift__cmtcp *tc)
 {
 	while (tc->out_off < tc->out_n) {
-		ssize_t n = write(tc->fd, tc->out + tc->out_off,
-				  tc->out_n - tc->out_off);
+		/* MSG_NOSIGNAL: no SIGPIPE for the application (tcp.c). */
+		ssize_t n = send(tc->fd, tc->out + tc->out_off,
+				 tc->out_n - tc->out_off, MSG_NOSIGNAL);
 
 		if (n < 0 && errno == EINTR)
 			continue;
