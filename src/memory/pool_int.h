@@ -98,4 +98,14 @@ void rift__pool_large_unmap(struct rift__pool *pool, struct large *lg);
 void rift__pool_large_free(struct rift__pool *pool, void *block,
 			   enum rift__pool_use use);
 
+/* pool_grow.c: register region r with device d (memlock checked first);
+ * commit one more region (mu held, let go meanwhile; its index or < 0
+ * with err); wake the grower when the pool wants regions ahead (mu
+ * held). */
+int rift__pool_reg_region(struct rift__pool *pool, struct region *r, int d,
+			  char *err, size_t errlen);
+int rift__pool_commit_region(struct rift__pool *pool, char *err,
+			     size_t errlen);
+void rift__pool_grow_ahead(struct rift__pool *pool);
+
 #endif
