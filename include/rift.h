@@ -943,6 +943,32 @@ void rift_listener_close(rift_listener *l, void (*close_cb)(rift_listener *l));
 int rift_conn_send(rift_conn *conn, const void *data, size_t len);
 
 /*
+ * Delivery confirmation.  As rift_conn_send, and cb(conn, user, status)
+ * runs exactly once, from a later progress call: with status 0 once the
+ * peer acknowledged the message (its on_recv returned for it: the peer's
+ * application has it; held by rift_conn_recv_stop is not yet), or with
+ * the reason the session ended first (RIFT_ETIMEDOUT, RIFT_EPROTO,
+ * RIFT_ECONNRESET, ...; before the DISCONNECTED or ERROR event).  What
+ * DRBD's protocol C or a key-value store's WAIT are built on.  After
+ * rift_conn_close or rift_conn_abort no such callback runs (as no other
+ * does): an orderly close_cb (rift_conn_last_error "") says every queued
+ * message was delivered.  On a non-zero return cb never runs.
+ */
+typedef void (*rift_send_cb)(rift_conn *conn, void *user, int status);
+int rift_conn_send_cb(rift_conn *conn, const void *data, size_t len,
+		      rift_send_cb cb, void *user);
+
+/*
+ * Gather send: one message made of iovcnt pieces, in order (struct iovec
+ * of <sys/uio.h>; no more than 64 pieces), without the caller copying
+ * them into one buffer first.  Otherwise as rift_conn_send; cb (may be
+ * NULL) as rift_conn_send_cb.
+ */
+struct iovec;
+int rift_conn_sendv(rift_conn *conn, const struct iovec *iov, int iovcnt,
+		    rift_send_cb cb, void *user);
+
+/*
  * Zero-copy sends: allocate a message buffer, fill it, and hand it over with
  * rift_conn_send_buf.  On success the buffer belongs to rift (do not touch
  * or free it); on failure it stays the caller's, to retry or free with

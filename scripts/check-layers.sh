@@ -34,7 +34,8 @@ rift__sess_control
 rift__path_init rift__path_destroy
 rift__stream_*
 rift__hdr_encode rift__hdr_decode rift__error_encode rift__frame_name
-rift__conn_emit rift__buf_release_slow rift__spare_put rift__metrics_acked
+rift__conn_emit rift__conn_confirm rift__buf_release_slow rift__spare_put
+rift__metrics_acked
 rift__metrics_recv
 rift__metrics_wc_error rift__metrics_credit_stall
 '
@@ -46,7 +47,7 @@ rift__metrics_wc_error rift__metrics_credit_stall
 #    in, rift__path_on_frame out
 #  - the frame codec (session/wire.h): transports write headers of their
 #    own (control batches, bare frames, rendezvous descriptors)
-#  - (two lines) what the session's per-message half, inline in
+#  - (three lines) what the session's per-message half, inline in
 #    session/session.h (rift__path_on_data, rift__conn_ack_apply,
 #    rift__conn_deliver), calls out of line when a transport delivers a
 #    frame

@@ -451,6 +451,8 @@ struct rift__omsg {
 	uint64_t len;
 	void *data;        /* payload */
 	bool user_buf;     /* data came from rift_buf_alloc (freed apart) */
+	void (*cb)(rift_conn *conn, void *user, int status); /* or NULL */
+	void *cb_user;
 	uint64_t enq_us;   /* loop time when enqueued (ack latency), us */
 	uint8_t hdr[RIFT_HDR_SIZE]; /* encoded when handed to a path */
 };

@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/random.h>
+#include <sys/uio.h>
 
 #include "session/session.h"
 
@@ -371,6 +372,20 @@ static inline int send_check(rift_conn *conn, size_t len)
 	return 0;
 }
 
+/* The buffer a copied message of len bytes goes in.  The copy is made
+ * anyway: over a transport whose peer READs large messages (rendezvous),
+ * one that will go that way is copied into registered memory; small ones
+ * come from the context's cache, the rest from malloc. */
+static inline struct rift__buf *send_buf(rift_conn *conn, size_t len)
+{
+	if (conn->ctx->cfg.rndv_threshold &&
+	    len >= conn->ctx->cfg.rndv_threshold && send_registered(conn))
+		return rift__buf_new_registered(conn->ctx, len, false);
+	if (len <= RIFT_SMALL_BUF)
+		return rift__buf_new_small(conn->ctx, len);
+	return rift__buf_new(conn->ctx, len);
+}
+
 int rift_conn_send(rift_conn *conn, const void *data, size_t len)
 {
 	struct rift__buf *b;
@@ -381,17 +396,7 @@ int rift_conn_send(rift_conn *conn, const void *data, size_t len)
 	rc = send_check(conn, len);
 	if (rc)
 		return rc;
-	/* The copy is made anyway: over a transport whose peer READs large
-	 * messages (rendezvous), one that will go that way is copied into
-	 * registered memory; small ones come from the context's cache, the
-	 * rest from malloc. */
-	if (conn->ctx->cfg.rndv_threshold &&
-	    len >= conn->ctx->cfg.rndv_threshold && send_registered(conn))
-		b = rift__buf_new_registered(conn->ctx, len, false);
-	else if (len <= RIFT_SMALL_BUF)
-		b = rift__buf_new_small(conn->ctx, len);
-	else
-		b = rift__buf_new(conn->ctx, len);
+	b = send_buf(conn, len);
 	if (!b)
 		return RIFT_ENOMEM;
 	if (len <= RIFT_SMALL_BUF)
@@ -399,6 +404,58 @@ int rift_conn_send(rift_conn *conn, const void *data, size_t len)
 	else
 		memcpy(b->data, data, len);
 	rift__conn_enqueue(conn, b, len);
+	return 0;
+}
+
+int rift_conn_send_cb(rift_conn *conn, const void *data, size_t len,
+		      rift_send_cb cb, void *user)
+{
+	int rc = rift_conn_send(conn, data, len);
+
+	/* Queued last: the tail, until its ack (never within this call). */
+	if (!rc && cb) {
+		conn->tail->cb = cb;
+		conn->tail->cb_user = user;
+	}
+	return rc;
+}
+
+#define SENDV_MAX 64 /* pieces of a gather send */
+
+int rift_conn_sendv(rift_conn *conn, const struct iovec *iov, int iovcnt,
+		    rift_send_cb cb, void *user)
+{
+	struct rift__buf *b;
+	size_t len = 0, off = 0;
+	int rc;
+
+	if (!conn || iovcnt < 0 || iovcnt > SENDV_MAX || (iovcnt && !iov))
+		return RIFT_EINVAL;
+	for (int i = 0; i < iovcnt; i++) {
+		if (!iov[i].iov_base && iov[i].iov_len)
+			return RIFT_EINVAL;
+		if (iov[i].iov_len > SIZE_MAX - len)
+			return RIFT_EMSGSIZE;
+		len += iov[i].iov_len;
+	}
+	rc = send_check(conn, len);
+	if (rc)
+		return rc;
+	b = send_buf(conn, len);
+	if (!b)
+		return RIFT_ENOMEM;
+	for (int i = 0; i < iovcnt; i++) {
+		if (!iov[i].iov_len)
+			continue; /* its base may be NULL */
+		memcpy((uint8_t *)b->data + off, iov[i].iov_base,
+		       iov[i].iov_len);
+		off += iov[i].iov_len;
+	}
+	rift__conn_enqueue(conn, b, len);
+	if (cb) {
+		conn->tail->cb = cb;
+		conn->tail->cb_user = user;
+	}
 	return 0;
 }
 

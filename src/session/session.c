@@ -150,6 +150,33 @@ void rift__conn_emit(rift_conn *conn, rift_event_type type, int status,
 }
 
 /* The session is over: tell the application once. */
+void rift__conn_confirm(rift_conn *conn, struct rift__omsg *list)
+{
+	while (list) {
+		struct rift__omsg *m = list;
+
+		list = m->next;
+		if (!conn->closing)
+			m->cb(conn, m->cb_user, 0);
+		rift__buf_release(rift__container_of(m, struct rift__buf, om));
+	}
+}
+
+/* The session ends with messages unacknowledged: their delivery
+ * callbacks say why, each once, before the event. */
+static void unconfirm(rift_conn *conn, int status)
+{
+	for (struct rift__omsg *m = conn->head; m && !conn->closing;
+	     m = m->next) {
+		void (*cb)(rift_conn *, void *, int) = m->cb;
+
+		if (!cb)
+			continue;
+		m->cb = NULL;
+		cb(conn, m->cb_user, status ? status : RIFT_ECONNRESET);
+	}
+}
+
 void rift__conn_die(rift_conn *conn, rift_event_type type, int status)
 {
 	if (conn->state == RIFT_CONN_DEAD)
@@ -170,6 +197,7 @@ void rift__conn_die(rift_conn *conn, rift_event_type type, int status)
 	rift__conn_drop_held(conn);
 	conn->state = RIFT_CONN_DEAD;
 	conn->transport = RIFT_TRANSPORT_NONE;
+	unconfirm(conn, status);
 	if (status == RIFT_ETIMEDOUT && type == RIFT_EVENT_DISCONNECTED)
 		conn->ctx->stats.sessions_expired++;
 	if (type == RIFT_EVENT_ERROR)

@@ -251,6 +251,9 @@ void rift__conn_emit(rift_conn *conn, rift_event_type type, int status,
 		     const char *message);
 /* Start (or retry) the next connection attempt of a client conn. */
 void rift__conn_attempt(rift_conn *conn);
+/* Run the delivery callbacks of acknowledged messages (a list, released
+ * here); none once the connection is closing. */
+void rift__conn_confirm(rift_conn *conn, struct rift__omsg *list);
 /* While the session re-attaches (on), the process's pool registers no
  * region (rift__pool_quiet); off when it attached again or ended. */
 void rift__conn_quiet(rift_conn *conn, bool on);
@@ -468,6 +471,7 @@ static RIFT_HOT_INLINE void rift__conn_enqueue(rift_conn *conn,
 	m->seq = ++conn->next_seq;
 	m->len = len;
 	m->data = b->data;
+	m->cb = NULL;
 	if (conn->tail)
 		conn->tail->next = m;
 	else
@@ -518,6 +522,8 @@ static RIFT_HOT_INLINE int rift__conn_ack_check(const rift_conn *conn,
 /* Drop the messages a checked ack covers (may emit WRITABLE). */
 static RIFT_HOT_INLINE void rift__conn_ack_apply(rift_conn *conn, uint64_t ack)
 {
+	struct rift__omsg *confirmed = NULL, **conf_tail = &confirmed;
+
 	if (ack <= conn->acked_seq)
 		return;
 	while (conn->head && conn->head->seq <= ack) {
@@ -530,11 +536,21 @@ static RIFT_HOT_INLINE void rift__conn_ack_apply(rift_conn *conn, uint64_t ack)
 		conn->unacked_msgs--;
 		conn->window_used -= m->len + RIFT_HDR_SIZE;
 		rift__metrics_acked(conn, m);
+		if (__builtin_expect(m->cb != NULL, 0)) {
+			/* Confirmed after the queue is consistent again:
+			 * the callback may send, close or abort. */
+			m->next = NULL;
+			*conf_tail = m;
+			conf_tail = &m->next;
+			continue;
+		}
 		rift__buf_release(rift__container_of(m, struct rift__buf, om));
 	}
 	if (!conn->head)
 		conn->tail = NULL;
 	conn->acked_seq = ack;
+	if (__builtin_expect(confirmed != NULL, 0))
+		rift__conn_confirm(conn, confirmed);
 	if (conn->want_writable && conn->window_used < rift__conn_window(conn)) {
 		conn->want_writable = false;
 		rift__conn_emit(conn, RIFT_EVENT_WRITABLE, 0, "send window open");

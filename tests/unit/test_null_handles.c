@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "rift.h"
@@ -206,6 +207,16 @@ NULL_CHECK(rift_conn_send)
 {
 	CHECK_EQ(rift_conn_send(NULL, "x", 1), RIFT_EINVAL);
 }
+NULL_CHECK(rift_conn_send_cb)
+{
+	CHECK_EQ(rift_conn_send_cb(NULL, "x", 1, NULL, NULL), RIFT_EINVAL);
+}
+NULL_CHECK(rift_conn_sendv)
+{
+	struct iovec v = { "x", 1 };
+
+	CHECK_EQ(rift_conn_sendv(NULL, &v, 1, NULL, NULL), RIFT_EINVAL);
+}
 NULL_CHECK(rift_buf_alloc)
 {
 	CHECK(rift_buf_alloc(NULL, 1) == NULL);
@@ -352,6 +363,8 @@ static const struct api_check api[] = {
 	ENTRY(rift_listener_user),
 	ENTRY(rift_listener_close),
 	ENTRY(rift_conn_send),
+	ENTRY(rift_conn_send_cb),
+	ENTRY(rift_conn_sendv),
 	ENTRY(rift_buf_alloc),
 	ENTRY(rift_buf_free),
 	ENTRY(rift_conn_send_buf),
