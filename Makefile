@@ -217,7 +217,7 @@ CM_TCP_TESTS := path_cut echo_ single_64mib zero_byte close_tells \
   metrics_count metrics_reattach reg_mr_failure registered_buffers \
   configured_device memlock held large_messages rendezvous thousand \
   shared_cq overflowing_shared_cq a_reply bare_frame sender_teardown \
-  credits_beyond close_ abort_ sends_before send_before
+  credits_beyond close_ abort_ sends_before send_before send_cb sendv_
 # Issue 12's causes one at a time, in the pair topology, each cm: a dead
 # link's teardown never blocks the loop, a down link says so, a broken
 # TCP path is noticed by its socket, a failover finds its device ready;

@@ -386,6 +386,29 @@ static inline struct rift__buf *send_buf(rift_conn *conn, size_t len)
 	return rift__buf_new(conn->ctx, len);
 }
 
+/* A copied send of len bytes may go: its buffer in *b, or the error. */
+static inline int send_begin(rift_conn *conn, size_t len,
+			     struct rift__buf **b)
+{
+	int rc = send_check(conn, len);
+
+	if (rc)
+		return rc;
+	*b = send_buf(conn, len);
+	return *b ? 0 : RIFT_ENOMEM;
+}
+
+/* The message queued last (the tail, until its ack, which never comes
+ * within the call that queued it) is confirmed through cb, if any. */
+static inline void confirm_through(rift_conn *conn, rift_send_cb cb,
+				   void *user)
+{
+	if (cb) {
+		conn->tail->cb = cb;
+		conn->tail->cb_user = user;
+	}
+}
+
 int rift_conn_send(rift_conn *conn, const void *data, size_t len)
 {
 	struct rift__buf *b;
@@ -393,12 +416,9 @@ int rift_conn_send(rift_conn *conn, const void *data, size_t len)
 
 	if (!conn || (!data && len))
 		return RIFT_EINVAL;
-	rc = send_check(conn, len);
+	rc = send_begin(conn, len, &b);
 	if (rc)
 		return rc;
-	b = send_buf(conn, len);
-	if (!b)
-		return RIFT_ENOMEM;
 	if (len <= RIFT_SMALL_BUF)
 		copy_small(b->data, data, len);
 	else
@@ -412,11 +432,8 @@ int rift_conn_send_cb(rift_conn *conn, const void *data, size_t len,
 {
 	int rc = rift_conn_send(conn, data, len);
 
-	/* Queued last: the tail, until its ack (never within this call). */
-	if (!rc && cb) {
-		conn->tail->cb = cb;
-		conn->tail->cb_user = user;
-	}
+	if (!rc)
+		confirm_through(conn, cb, user);
 	return rc;
 }
 
@@ -438,12 +455,9 @@ int rift_conn_sendv(rift_conn *conn, const struct iovec *iov, int iovcnt,
 			return RIFT_EMSGSIZE;
 		len += iov[i].iov_len;
 	}
-	rc = send_check(conn, len);
+	rc = send_begin(conn, len, &b);
 	if (rc)
 		return rc;
-	b = send_buf(conn, len);
-	if (!b)
-		return RIFT_ENOMEM;
 	for (int i = 0; i < iovcnt; i++) {
 		if (!iov[i].iov_len)
 			continue; /* its base may be NULL */
@@ -452,10 +466,7 @@ int rift_conn_sendv(rift_conn *conn, const struct iovec *iov, int iovcnt,
 		off += iov[i].iov_len;
 	}
 	rift__conn_enqueue(conn, b, len);
-	if (cb) {
-		conn->tail->cb = cb;
-		conn->tail->cb_user = user;
-	}
+	confirm_through(conn, cb, user);
 	return 0;
 }
 
