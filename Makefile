@@ -46,7 +46,7 @@ rel_objs  = $(LIB_SRCS:%.c=$(BUILD)/rel/%.o)
 tst_objs  = $(LIB_SRCS:%.c=$(BUILD)/tst/%.o) $(TEST_SRCS:%.c=$(BUILD)/tst/%.o)
 asan_objs = $(LIB_SRCS:%.c=$(BUILD)/asan/%.o) $(TEST_SRCS:%.c=$(BUILD)/asan/%.o)
 
-.PHONY: all deps lib tools man test check-layers test-unit test-asan test-install test-lab fuzz fuzz-corpus fuzz-seeds demo bench bench-rdma install clean FORCE
+.PHONY: all deps lib tools man test check-layers test-unit test-asan test-install test-lab fuzz fuzz-corpus fuzz-seeds fuzz-seeds-check demo bench bench-rdma install clean FORCE
 
 all: lib tools man
 
@@ -159,7 +159,7 @@ FUZZ_TIME_cm_tcp     ?= 5
 FUZZ_TIME_rdma_hello ?= 5
 fuzz_time = $(or $(FUZZ_SECONDS),$(FUZZ_TIME_$(1)))
 fuzz_dict = $(if $(wildcard tests/fuzz/$(1).dict),-dict=tests/fuzz/$(1).dict)
-fuzz: $(FUZZ_TARGETS:%=fuzz-run-%)
+fuzz: fuzz-seeds-check $(FUZZ_TARGETS:%=fuzz-run-%)
 fuzz-run-%: $(BUILD)/fuzz/fuzz-%
 	@mkdir -p $(BUILD)/fuzz/corpus/$*
 	@echo "  FUZZ    $* for $(call fuzz_time,$*) s"
@@ -177,6 +177,18 @@ $(BUILD)/fuzz/mkseeds: tests/fuzz/mkseeds.c $(LIB_SRCS:%.c=$(BUILD)/tst/%.o)
 	$(CC) $(TST_CF) $^ -o $@ $(LIBS) -lm
 fuzz-seeds: $(BUILD)/fuzz/mkseeds
 	$< tests/fuzz
+# make fuzz (so make test) makes them again in a scratch directory first,
+# so that they cannot rot unnoticed: it fails when mkseeds does (a seed
+# no longer fits what the target does with it) or when a kept seed is not
+# what mkseeds makes now (an encoder changed: make fuzz-seeds).
+fuzz-seeds-check: $(BUILD)/fuzz/mkseeds
+	@echo "  SEEDS   check"
+	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && $< "$$d" && \
+	  (cd "$$d" && find . -type f | sort) | while read -r f; do \
+	    cmp -s "$$d/$$f" "tests/fuzz/$$f" || { echo \
+	      "fuzz-seeds: tests/fuzz/$${f#./} is not what mkseeds makes: make fuzz-seeds"; \
+	      exit 1; }; \
+	  done
 
 # Only the inputs kept in the repository, once each: a quick regression.
 fuzz-corpus: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz-%)

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "internal.h"
+#include "session/wire.h"
 
 /* A property that does not hold: say which (with errno, which a failed
  * system call leaves), then crash, so that libFuzzer keeps the input. */
@@ -27,6 +28,16 @@
 			abort();                                              \
 		}                                                             \
 	} while (0)
+
+/*
+ * The session key the handshake target's peers know: its server gives it
+ * in HELLO_ACK, and the seeds' RESUME and RESUME_ACK frames are sealed
+ * under it (mkseeds.c), which fz_patch_ids takes as standing for the
+ * proof of the session they name.
+ */
+static const uint8_t fz_session_key[RIFT_SESSION_KEY_LEN] = {
+	0x52, 0x46, 0x7a, 0x7a, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
+};
 
 /* ---- peer.c ---- */
 
@@ -53,12 +64,15 @@ bool fz_wait(rift_ctx *ctx, bool (*done)(void *arg), void *arg,
 /* Entries of a context list (paths, conns, ...). */
 size_t fz_count(const struct rift__list *l);
 /*
- * Session ids cannot be guessed: in the n bytes of frames at buf, a
- * handshake frame (HELLO .. RESUME_ACK) whose session id is 1..n_ids
- * gets ids[id - 1] instead.  Returns the placeholders seen, a bit each
- * (bit 0: id 1).
+ * Session ids cannot be guessed, nor session keys: in the n bytes of
+ * frames at buf, a handshake frame (HELLO .. RESUME_ACK) whose session id
+ * is 1..n_ids gets ids[id - 1] instead, and a RESUME or RESUME_ACK among
+ * them that proves fz_session_key is sealed again under keys[id - 1], so
+ * that it proves the session it now names as that session's peer would.
+ * Returns the placeholders seen, a bit each (bit 0: id 1).
  */
 unsigned fz_patch_ids(uint8_t *buf, size_t n, const uint64_t *ids,
+		      const uint8_t (*keys)[RIFT_SESSION_KEY_LEN],
 		      unsigned n_ids);
 
 #endif

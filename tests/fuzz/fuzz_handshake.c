@@ -15,17 +15,21 @@
  *   2     the server of a new client of ours, which has sent its HELLO
  *   3     the server a client of ours re-attaches to: it connected,
  *         sent two messages, lost its path and has sent its RESUME
- * Session ids cannot be guessed: a handshake frame whose session id is
- * 1, 2 or 3 names A, B or C (the client's own as the server).  libFuzzer
- * learns the real ids all the same, from the comparisons it traces: an
- * input that holds one anywhere names that session too.
+ * Session ids cannot be guessed, nor session keys: a handshake frame
+ * whose session id is 1, 2 or 3 names A, B or C (the client's own as the
+ * server); if it is a RESUME or RESUME_ACK sealed under fz_session_key
+ * (fuzz.h), as the seeds' are (mkseeds.c), it is sealed again under the
+ * key of the session it names, and proves it as that session's own peer
+ * would.  libFuzzer learns the real ids all the same, from the
+ * comparisons it traces: an input that holds one anywhere names that
+ * session too.
  *
  * Properties beyond "no crash" (sanitizers, and the loop never fails):
  * once the fuzzer's connection is closed and the sessions it made are
  * closed, no path or session of its remains; a session the input did not
  * name is untouched (same path, same state, no event).  One it named may
- * be taken over or end (until RESUME has to prove more than the id: issue
- * 14, item 1); it is then made again.
+ * be taken over (by a RESUME sealed as above) or end; it is then made
+ * again.
  */
 #include <string.h>
 #include <sys/socket.h>
@@ -98,10 +102,6 @@ static void on_accept(rift_listener *l, rift_conn *conn)
 
 /* ---- frames of a well-behaved peer ---- */
 
-static const uint8_t fz_key[RIFT_SESSION_KEY_LEN] = {
-	0x52, 0x46, 0x7a, 0x7a, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
-};
-
 static size_t put_hello(uint8_t *out, uint8_t type, uint64_t id,
 			uint64_t recv_seq, uint64_t held_seq)
 {
@@ -118,11 +118,11 @@ static size_t put_hello(uint8_t *out, uint8_t type, uint64_t id,
 	/* The session key a server gives (HELLO_ACK), and the proof of it
 	 * a RESUME and its answer carry (session/wire.h). */
 	if (type == RIFT_FRAME_HELLO_ACK)
-		memcpy(m.auth, fz_key, sizeof(m.auth));
+		memcpy(m.auth, fz_session_key, sizeof(m.auth));
 	rift__hdr_encode(out, &h);
 	n = rift__hello_encode(out + RIFT_HDR_SIZE, &m);
 	if (type == RIFT_FRAME_RESUME || type == RIFT_FRAME_RESUME_ACK)
-		rift__hello_seal(out + RIFT_HDR_SIZE, type, fz_key);
+		rift__hello_seal(out + RIFT_HDR_SIZE, type, fz_session_key);
 	return RIFT_HDR_SIZE + n;
 }
 
@@ -225,13 +225,16 @@ static void setup(void)
 
 static void as_client(uint8_t *stream, size_t n)
 {
+	uint8_t keys[N_VICTIMS][RIFT_SESSION_KEY_LEN];
 	uint64_t ids[N_VICTIMS];
 	unsigned named;
 	int fd;
 
-	for (int i = 0; i < N_VICTIMS; i++)
+	for (int i = 0; i < N_VICTIMS; i++) {
 		ids[i] = victims[i].id;
-	named = fz_patch_ids(stream, n, ids, N_VICTIMS);
+		memcpy(keys[i], victims[i].conn->key, sizeof(keys[i]));
+	}
+	named = fz_patch_ids(stream, n, ids, keys, N_VICTIMS);
 	for (int i = 0; i < N_VICTIMS; i++) {
 		uint64_t be = htobe64(ids[i]);
 
@@ -314,8 +317,8 @@ static bool client_connected(void *arg)
 static void as_server(uint8_t *stream, size_t n, bool resume)
 {
 	struct client c = { .fd = -1 };
+	uint8_t b[256], keys[N_VICTIMS][RIFT_SESSION_KEY_LEN];
 	uint64_t id, ids[N_VICTIMS];
-	uint8_t b[256];
 	char url[64];
 	size_t len;
 	int fd;
@@ -338,9 +341,12 @@ static void as_server(uint8_t *stream, size_t n, bool resume)
 		FZ_CHECK(fz_wait(ctx, client_greeted, &c, 5000));
 		FZ_CHECK(c.hello[3] == RIFT_FRAME_RESUME);
 	}
-	for (int i = 0; i < N_VICTIMS; i++)
+	/* The client has the key our HELLO_ACK gave, if any. */
+	for (int i = 0; i < N_VICTIMS; i++) {
 		ids[i] = id;
-	fz_patch_ids(stream, n, ids, N_VICTIMS);
+		memcpy(keys[i], fz_session_key, sizeof(keys[i]));
+	}
+	fz_patch_ids(stream, n, ids, keys, N_VICTIMS);
 	fz_send(c.fd, stream, n);
 	fz_rounds(ctx, 32);
 	closing++;

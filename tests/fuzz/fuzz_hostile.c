@@ -6,11 +6,12 @@
  * port could send them: its first third on a new connection, then, once
  * the loop has nothing more to do, its second third on the same one (so
  * frames also arrive cut in two), and the rest on a second connection
- * (where a RESUME of a session the first one made takes it over).  The
- * loop runs until it is idle again, then both connections are reset.  The
- * read buffer is the smallest allowed (4 KiB), so that inputs of a few
- * KiB reach the parser's every case: frames across the buffer's end, and
- * messages larger than the buffer.
+ * (where a RESUME of a session the first one made is refused: the input
+ * cannot prove the key the server gave it).  The loop runs until it is
+ * idle again, then both connections are reset.  The read buffer is the
+ * smallest allowed (4 KiB), so that inputs of a few KiB reach the
+ * parser's every case: frames across the buffer's end, and messages
+ * larger than the buffer.
  *
  * The application on the sessions the input makes does what the
  * messages' first byte says, so that hostile bytes meet every state an

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "api/config_int.h"
+#include "fuzz.h"
 #include "session/wire.h"
 #include "transports/verbs/cm_tcp.h"
 #include "transports/verbs/rdma_hello.h"
@@ -27,6 +28,12 @@ static void put(const char *target, const char *name, const void *data,
 	char path[512];
 	FILE *f;
 
+	/* corpus/ too: make fuzz checks the seeds in a scratch directory. */
+	snprintf(path, sizeof(path), "%s/corpus", top);
+	if (mkdir(path, 0755) < 0 && errno != EEXIST) {
+		perror(path);
+		exit(1);
+	}
 	snprintf(path, sizeof(path), "%s/corpus/%s", top, target);
 	if (mkdir(path, 0755) < 0 && errno != EEXIST) {
 		perror(path);
@@ -52,6 +59,11 @@ static void frame(struct stream *s, uint8_t type, uint32_t len, uint64_t seq,
 {
 	struct rift__hdr h = { .type = type, .len = len, .seq = seq, .ack = ack };
 
+	if (RIFT_HDR_SIZE + (payload ? len : 0) > sizeof(s->b) - s->n) {
+		fprintf(stderr, "mkseeds: a seed outgrows its %zu bytes\n",
+			sizeof(s->b));
+		exit(1);
+	}
 	rift__hdr_encode(s->b + s->n, &h);
 	s->n += RIFT_HDR_SIZE;
 	if (payload)
@@ -59,19 +71,47 @@ static void frame(struct stream *s, uint8_t type, uint32_t len, uint64_t seq,
 	s->n += payload ? len : 0;
 }
 
+/* A handshake frame of payload m, a RESUME or RESUME_ACK sealed under
+ * key unless it is NULL. */
+static void handshake(struct stream *s, uint8_t type,
+		      const struct rift__hello *m, const uint8_t *key)
+{
+	uint8_t p[RIFT_HELLO_SIZE];
+	size_t n = rift__hello_encode(p, m);
+
+	if (key && (type == RIFT_FRAME_RESUME || type == RIFT_FRAME_RESUME_ACK))
+		rift__hello_seal(p, type, key);
+	frame(s, type, (uint32_t)n, 0, 0, p);
+}
+
+static struct rift__hello hello_of(uint64_t id, uint64_t recv_seq,
+				   uint64_t held_seq)
+{
+	return (struct rift__hello){ .proto = RIFT_WIRE_VERSION,
+				     .session_id = id,
+				     .recv_seq = recv_seq,
+				     .held_seq = held_seq,
+				     .max_msg_size = 1u << 20,
+				     .window = 1u << 20 };
+}
+
+/*
+ * A handshake frame as a peer that holds fz_session_key sends it (the key
+ * the handshake target's server gives, and the proof of the session a
+ * placeholder id names there: fuzz.h): a HELLO_ACK gives the key, a
+ * RESUME or RESUME_ACK proves it over the attach counter of a session's
+ * first RESUME (1).
+ */
 static void hello(struct stream *s, uint8_t type, uint64_t id,
 		  uint64_t recv_seq, uint64_t held_seq)
 {
-	struct rift__hello m = { .proto = RIFT_WIRE_VERSION,
-				 .session_id = id,
-				 .recv_seq = recv_seq,
-				 .held_seq = held_seq,
-				 .max_msg_size = 1u << 20,
-				 .window = 1u << 20 };
-	uint8_t p[RIFT_HELLO_SIZE];
+	struct rift__hello m = hello_of(id, recv_seq, held_seq);
 
-	rift__hello_encode(p, &m);
-	frame(s, type, RIFT_HELLO_SIZE, 0, 0, p);
+	if (type == RIFT_FRAME_HELLO_ACK)
+		memcpy(m.auth, fz_session_key, sizeof(m.auth));
+	if (type == RIFT_FRAME_RESUME || type == RIFT_FRAME_RESUME_ACK)
+		m.attach = 1;
+	handshake(s, type, &m, fz_session_key);
 }
 
 static void data(struct stream *s, uint64_t seq, uint64_t ack,
@@ -102,11 +142,13 @@ static struct stream *part(uint8_t mode)
 
 static void handshake_seeds(void)
 {
+	struct rift__hello m;
 	struct stream *s;
 
 	/* As a client of the listener (fuzz_handshake.c: ids 1..3 are its
 	 * sessions A, B and C; each sent 3 messages, 1 acknowledged, and
-	 * received 2). */
+	 * received 2).  Their RESUMEs re-attach: the target seals them again
+	 * under the key of the session they name. */
 	s = part(0);
 	hello(s, RIFT_FRAME_HELLO, NEW_ID, 0, 0);
 	data(s, 1, 0, "one");
@@ -130,9 +172,21 @@ static void handshake_seeds(void)
 	hello(s, RIFT_FRAME_RESUME, 3, 2, 2);
 	data(s, 3, 2, "x");
 	put("handshake", "resume-holding", s->b, s->n);
+	/* Refused with the proof: it claims messages never sent. */
 	s = part(0);
-	hello(s, RIFT_FRAME_RESUME, 2, 0, 5);
+	hello(s, RIFT_FRAME_RESUME, 2, 1, 5);
 	put("handshake", "resume-lies", s->b, s->n);
+	/* Refused before the session is touched: no proof, and a proof
+	 * over an attach counter already used (0, its HELLO's). */
+	s = part(0);
+	m = hello_of(2, 1, 3);
+	m.attach = 1;
+	handshake(s, RIFT_FRAME_RESUME, &m, NULL);
+	put("handshake", "resume-no-proof", s->b, s->n);
+	s = part(0);
+	m = hello_of(2, 1, 3);
+	handshake(s, RIFT_FRAME_RESUME, &m, fz_session_key);
+	put("handshake", "resume-replayed", s->b, s->n);
 	s = part(0);
 	hello(s, RIFT_FRAME_RESUME, NEW_ID, 0, 0);
 	put("handshake", "resume-unknown", s->b, s->n);
@@ -155,14 +209,18 @@ static void handshake_seeds(void)
 	put("handshake", "hello-ack-other", s->b, s->n);
 
 	/* As the server a client re-attaches to: it sent 2 messages, none
-	 * acknowledged, and received none. */
+	 * acknowledged, and received none; it has the key of our HELLO_ACK,
+	 * and its RESUME was its first. */
 	s = part(3);
 	hello(s, RIFT_FRAME_RESUME_ACK, 1, 1, 2);
 	data(s, 1, 2, "back");
 	put("handshake", "resume-ack", s->b, s->n);
+	/* Nothing arrived: the client sends both again.  No ACK of them
+	 * here: it would come before they are sent again (the target
+	 * writes the input at once), acknowledging what was never sent. */
 	s = part(3);
 	hello(s, RIFT_FRAME_RESUME_ACK, 1, 0, 0);
-	frame(s, RIFT_FRAME_ACK, 0, 0, 2, NULL);
+	data(s, 1, 0, "again");
 	put("handshake", "resume-ack-replay", s->b, s->n);
 	s = part(3);
 	error(s, RIFT_ESESSION, "RESUME for an unknown session");
@@ -170,29 +228,42 @@ static void handshake_seeds(void)
 }
 
 /*
- * fuzz_hostile.c sends an input's first two thirds on one connection and
- * the rest on a second: a then b, with b padded (PINGs, then less than a
- * header, which waits for more) to start at two thirds.  a's length must
- * be even and b no longer than half of it.
+ * fuzz_hostile.c sends the first 2n/3 bytes of an n-byte input on one
+ * connection and the rest on a second: here the frames of a, then those
+ * of b.  a gets PINGs until b fits in the half of a's length that must
+ * follow it; b is padded to that with PINGs, then less than a header
+ * (which waits for more).
  */
-static void two_connections(struct stream *s, const struct stream *a,
+static void two_connections(struct stream *s, struct stream *a,
 			    const struct stream *b)
 {
-	size_t want = a->n / 2;
+	size_t total;
 
-	if (a->n % 2 || b->n > want) {
-		fprintf(stderr, "mkseeds: connections of %zu and %zu bytes\n",
-			a->n, b->n);
+	/* With a tail of t bytes, 2 (a + t) / 3 rounds down to a for t =
+	 * a / 2 rounded up. */
+	while ((a->n + 1) / 2 < b->n)
+		frame(a, RIFT_FRAME_PING, 0, 0, 0, NULL);
+	total = a->n + (a->n + 1) / 2;
+	if (total > sizeof(s->b)) {
+		fprintf(stderr, "mkseeds: a seed outgrows its %zu bytes\n",
+			sizeof(s->b));
 		exit(1);
 	}
-	s->n = 0;
 	memcpy(s->b, a->b, a->n);
 	memcpy(s->b + a->n, b->b, b->n);
 	s->n = a->n + b->n;
-	while (s->n + RIFT_HDR_SIZE <= a->n + want)
+	while (s->n + RIFT_HDR_SIZE <= total)
 		frame(s, RIFT_FRAME_PING, 0, 0, 0, NULL);
-	memset(s->b + s->n, 0, a->n + want - s->n);
-	s->n = a->n + want;
+	memset(s->b + s->n, 0, total - s->n);
+	s->n = total;
+	if (2 * s->n / 3 != a->n || s->n - a->n < b->n) {
+		fprintf(stderr,
+			"mkseeds: a hostile seed of %zu bytes would put %zu on "
+			"its first connection, not the %zu of its frames there "
+			"(and %zu bytes for the %zu of the second)\n",
+			s->n, 2 * s->n / 3, a->n, s->n - 2 * s->n / 3, b->n);
+		exit(1);
+	}
 }
 
 static void hostile_seeds(void)
@@ -231,7 +302,10 @@ static void hostile_seeds(void)
 	data(&s, 5, 0, "close");
 	data(&s, 6, 0, "after close");
 	put("hostile", "app", s.b, s.n);
-	/* A session made on one connection resumed on the other. */
+	/* A session made on one connection, and a RESUME of it on the
+	 * other, which is refused: the input cannot know the key the
+	 * server gave the session (on the first connection), and the
+	 * session carries on. */
 	a.n = b.n = 0;
 	hello(&a, RIFT_FRAME_HELLO, NEW_ID, 0, 0);
 	data(&a, 1, 0, "one");
@@ -246,15 +320,21 @@ static void hostile_seeds(void)
 	s.n = 0;
 	data(&s, 1, 0, "before hello");
 	put("hostile", "data-first", s.b, s.n);
-	s.n = 0;
-	hello(&s, RIFT_FRAME_RESUME, NEW_ID, 0, 0);
+	/* Whole on the first connection, where they are refused (the
+	 * second one gets only PINGs): a frame cut in two there would
+	 * never be read. */
+	a.n = b.n = 0;
+	hello(&a, RIFT_FRAME_RESUME, NEW_ID, 0, 0);
+	two_connections(&s, &a, &b);
 	put("hostile", "resume", s.b, s.n);
-	s.n = 0;
-	hello(&s, RIFT_FRAME_HELLO, NEW_ID, 0, 0);
-	hello(&s, RIFT_FRAME_HELLO, NEW_ID + 1, 0, 0);
+	a.n = 0;
+	hello(&a, RIFT_FRAME_HELLO, NEW_ID, 0, 0);
+	hello(&a, RIFT_FRAME_HELLO, NEW_ID + 1, 0, 0);
+	two_connections(&s, &a, &b);
 	put("hostile", "two-hellos", s.b, s.n);
-	s.n = 0;
-	error(&s, RIFT_EPROTO, "bye");
+	a.n = 0;
+	error(&a, RIFT_EPROTO, "bye");
+	two_connections(&s, &a, &b);
 	put("hostile", "error", s.b, s.n);
 }
 
@@ -340,6 +420,9 @@ static void config_seeds(void)
 	FILE *f;
 	int n;
 
+	/* rift_config_init takes log.level from RIFT_LOG: the seed is the
+	 * defaults whatever the environment says. */
+	unsetenv("RIFT_LOG");
 	rift_config_init(&cfg);
 	n = rift_config_dump(&cfg, dump, sizeof(dump));
 	if (n <= 0 || (size_t)n >= sizeof(dump))

@@ -168,12 +168,15 @@ size_t fz_count(const struct rift__list *l)
 }
 
 unsigned fz_patch_ids(uint8_t *buf, size_t n, const uint64_t *ids,
+		      const uint8_t (*keys)[RIFT_SESSION_KEY_LEN],
 		      unsigned n_ids)
 {
 	unsigned seen = 0;
 	size_t off = 0;
 
 	while (n - off >= RIFT_HDR_SIZE) {
+		uint8_t type = buf[off + 3];
+		uint8_t *pl = buf + off + RIFT_HDR_SIZE;
 		uint32_t len;
 		uint64_t id;
 
@@ -181,17 +184,26 @@ unsigned fz_patch_ids(uint8_t *buf, size_t n, const uint64_t *ids,
 		len = be32toh(len);
 		if (len > n - off - RIFT_HDR_SIZE)
 			break;
-		if (buf[off + 3] >= RIFT_FRAME_HELLO &&
-		    buf[off + 3] <= RIFT_FRAME_RESUME_ACK &&
+		if (type >= RIFT_FRAME_HELLO && type <= RIFT_FRAME_RESUME_ACK &&
 		    len >= 16) {
-			uint8_t *p = buf + off + RIFT_HDR_SIZE + 8;
-
-			memcpy(&id, p, 8);
+			memcpy(&id, pl + 8, 8);
 			id = be64toh(id);
 			if (id >= 1 && id <= n_ids) {
-				seen |= 1u << (id - 1);
-				id = htobe64(ids[id - 1]);
-				memcpy(p, &id, 8);
+				unsigned i = (unsigned)id - 1;
+				bool sealed;
+
+				/* Asked before the id, which the tag covers,
+				 * changes. */
+				sealed = len == RIFT_HELLO_SIZE &&
+					 (type == RIFT_FRAME_RESUME ||
+					  type == RIFT_FRAME_RESUME_ACK) &&
+					 rift__hello_proves(pl, type,
+							    fz_session_key);
+				seen |= 1u << i;
+				id = htobe64(ids[i]);
+				memcpy(pl + 8, &id, 8);
+				if (sealed)
+					rift__hello_seal(pl, type, keys[i]);
 			}
 		}
 		off += RIFT_HDR_SIZE + len;
