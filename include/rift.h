@@ -976,8 +976,11 @@ int rift_conn_sendv(rift_conn *conn, const struct iovec *iov, int iovcnt,
  * Over RDMA the buffer is registered memory (so a large message moves by
  * RDMA READ from it, with no copy): while the context's pool registers a
  * region for it, which only a pool still growing to its traffic's need
- * does, rift_buf_alloc waits (milliseconds; rift_conn_send never does:
- * its copy goes to unregistered memory meanwhile).
+ * does, rift_buf_alloc waits (milliseconds on hardware; rift_conn_send
+ * never does: its copy goes to unregistered memory meanwhile).  Except
+ * while a session of the process re-attaches: then it never waits (a
+ * re-attach must not wait behind it), and the buffer is ordinary memory,
+ * whose message goes by copy.
  */
 void *rift_buf_alloc(rift_ctx *ctx, size_t len);
 void rift_buf_free(rift_ctx *ctx, void *buf);

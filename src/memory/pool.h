@@ -123,6 +123,8 @@ void *rift__pool_alloc_large(struct rift__pool *pool, size_t len,
  * (pool.c says why).  Calls pair up; any thread.
  */
 void rift__pool_quiet(struct rift__pool *pool, bool on);
+/* Whether a session of this pool is re-attaching now (any thread). */
+bool rift__pool_reattaching(const struct rift__pool *pool);
 /* Give a block back; use must be the one it was allocated for. */
 void rift__pool_free(struct rift__pool *pool, void *block,
 		     enum rift__pool_use use);

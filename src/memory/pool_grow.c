@@ -210,6 +210,11 @@ void rift__pool_quiet(struct rift__pool *pool, bool on)
 	pthread_mutex_unlock(&pool->mu);
 }
 
+bool rift__pool_reattaching(const struct rift__pool *pool)
+{
+	return __atomic_load_n(&pool->quiet_n, __ATOMIC_RELAXED) != 0;
+}
+
 static void *grower_main(void *arg)
 {
 	struct rift__pool *pool = arg;

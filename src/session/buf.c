@@ -217,11 +217,14 @@ struct rift__buf *rift__buf_new_registered(rift_ctx *ctx, size_t len,
 	if (!pool)
 		return rift__buf_new(ctx, len);
 	if (len <= big)
-		/* Without wait, not for the pool to grow: this runs on the
-		 * loop, whose other paths (a re-attach perhaps) would wait
-		 * with it; meanwhile the message is malloc'd, below. */
-		blk = (wait ? rift__pool_alloc : rift__pool_try_alloc)(
-			pool, len, RIFT_POOL_SEND, &rc, err, sizeof(err));
+		/* Not for the pool to grow when the caller cannot wait (the
+		 * loop's paths would wait with it), nor while a session
+		 * re-attaches (its re-attach would): the message is malloc'd
+		 * meanwhile, below, and goes by copy. */
+		blk = (wait && !rift__pool_reattaching(pool)
+			       ? rift__pool_alloc
+			       : rift__pool_try_alloc)(pool, len, RIFT_POOL_SEND,
+						       &rc, err, sizeof(err));
 	else if (ctx->cfg.rndv_threshold && len >= ctx->cfg.rndv_threshold)
 		blk = rift__pool_alloc_large(pool, len, RIFT_POOL_SEND, &rc, err,
 					     sizeof(err));

@@ -227,8 +227,9 @@ struct rift__buf *rift__buf_new_small(rift_ctx *ctx, size_t len);
 /* A buffer in registered memory (a pool block, or a large buffer for a
  * rendezvous), or a malloc'd one when none fits or is left (buf.c). */
 /* wait: whether a pool block may be waited for while the pool registers
- * a region (rift_buf_alloc, whose caller asked for registered memory);
- * without, a malloc'd buffer meanwhile (rift_conn_send's copy). */
+ * a region (rift_buf_alloc, whose caller asked for registered memory),
+ * which it never is while a session of the pool re-attaches; without, a
+ * malloc'd buffer meanwhile (rift_conn_send's copy). */
 struct rift__buf *rift__buf_new_registered(rift_ctx *ctx, size_t len,
 					   bool wait);
 /*
