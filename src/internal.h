@@ -390,6 +390,9 @@ struct rift__path {
 	uint32_t pending;       /* rift__path_pending bits */
 	int error_code;         /* ERROR frame to send */
 	char error_text[96];    /* ERROR frame text */
+	/* An ERROR frame was encoded for it: its backend lets it leave
+	 * before the path goes, where leaving takes time (verbs) */
+	bool said_error;
 	rift_fallback_reason fb_reason; /* why setup failed, for auto:// */
 	uint32_t limit_ms;      /* bound of its connect and handshake, ms */
 	bool alt;               /* client: set up by ops->connect_alt */
@@ -464,6 +467,12 @@ struct rift__omsg {
  */
 /* Encode the owed control frames into buf (returns bytes used). */
 size_t rift__sess_control(rift__path *p, uint8_t *buf, size_t cap);
+/* The owed ERROR frame alone (RIFT_PEND_ERROR set), for a transport that
+ * sends it apart from the stream (verbs: out of band, before messages
+ * still in the stream): encoded into buf, which holds
+ * RIFT_ERROR_FRAME_MAX bytes; returns its length. */
+#define RIFT_ERROR_FRAME_MAX (RIFT_HDR_SIZE + 6 + RIFT_ERROR_TEXT_MAX)
+size_t rift__sess_error_frame(rift__path *p, uint8_t *buf);
 /* After a flush: arm the delayed-ack timer if no frame carried the ack
  * (rift__sess_after_flush, inline, in session/session.h). */
 /* rift__sess_has_output (session.h): the path owes control frames or

@@ -301,8 +301,10 @@ void rift__buf_release_slow(struct rift__buf *b)
 		while (b->holds)
 			b->holds->release(b->holds);
 		/* Clears the slot: a stale pointer to the block finds no
-		 * header any more. */
-		rift__pool_free(b->pool, b->data, RIFT_POOL_SEND);
+		 * header any more.  (A hold may have kept the block: it frees
+		 * it itself, later.) */
+		if (b->data)
+			rift__pool_free(b->pool, b->data, RIFT_POOL_SEND);
 		if (cache_room(ctx->n_buf_hdrs)) {
 			b->free_next = ctx->buf_hdrs;
 			ctx->buf_hdrs = b;

@@ -833,6 +833,27 @@ int rift__path_on_frame(rift__path *p, const struct rift__hdr *h,
 
 /* ---- data pull for transports ---- */
 
+/* An ERROR frame is on its way: the path says so to its transport, and
+ * an abort that waits for it may end now (close.c). */
+static void error_said(rift__path *p)
+{
+	p->said_error = true;
+	if (p->conn && p->conn->aborting)
+		rift_timer_start(&p->conn->linger_timer, 0, 0);
+}
+
+size_t rift__sess_error_frame(rift__path *p, uint8_t *buf)
+{
+	struct rift__hdr h = { .type = RIFT_FRAME_ERROR };
+
+	p->pending &= ~RIFT_PEND_ERROR;
+	h.len = (uint32_t)rift__error_encode(buf + RIFT_HDR_SIZE, p->error_code,
+					     p->error_text);
+	rift__hdr_encode(buf, &h);
+	error_said(p);
+	return RIFT_HDR_SIZE + h.len;
+}
+
 size_t rift__sess_control(rift__path *p, uint8_t *buf, size_t cap)
 {
 	static const struct {
@@ -877,10 +898,7 @@ size_t rift__sess_control(rift__path *p, uint8_t *buf, size_t cap)
 		if (order[i].type == RIFT_FRAME_ERROR) {
 			h.len = (uint32_t)rift__error_encode(
 				payload, p->error_code, p->error_text);
-			/* An abort waits for this (close.c): it may end now,
-			 * from the timers, once this flush is done. */
-			if (conn && conn->aborting)
-				rift_timer_start(&conn->linger_timer, 0, 0);
+			error_said(p);
 		} else if (order[i].type <= RIFT_FRAME_RESUME_ACK) {
 			if (!conn)
 				continue;

@@ -179,7 +179,9 @@ struct rift__held {
 /*
  * A transport exposing a buffer's payload to a peer (verbs: a memory
  * window bound over it for a rendezvous READ) holds it: before the buffer
- * is freed, release() takes the exposure away for good (and unlinks h).
+ * is freed, release() takes the exposure away for good (and unlinks h),
+ * or keeps the block until it can (sets the buffer's data to NULL and
+ * frees the block itself).
  */
 struct rift__hold {
 	struct rift__hold *next; /* the buffer's other holds */

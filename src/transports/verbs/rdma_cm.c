@@ -15,7 +15,8 @@
 void rift__rdma_hello_fill(struct rdma_path *rp, struct cm_hello *h)
 {
 	struct rift__rdma_hello m = {
-		.flags = (rp->rndv_local ? HELLO_F_RNDV : 0) | HELLO_F_BARE,
+		.flags = (rp->rndv_local ? HELLO_F_RNDV : 0) | HELLO_F_BARE |
+			 HELLO_F_OOB,
 		.rq_depth = rp->rq_depth,
 		.buf_size = rp->buf_size,
 	};
@@ -36,6 +37,7 @@ const char *rift__rdma_hello_check(struct rdma_path *rp, const void *data,
 	rp->peer_buf = h.buf_size;
 	rp->peer_rndv = (h.flags & HELLO_F_RNDV) != 0;
 	rp->peer_bare = (h.flags & HELLO_F_BARE) != 0;
+	rp->peer_oob = (h.flags & HELLO_F_OOB) != 0;
 	return NULL;
 }
 

@@ -134,6 +134,7 @@ static struct rift__rdma_ctx *rdma_ctx_new(rift_ctx *ctx)
 	if (!r)
 		return NULL;
 	rift__list_init(&r->paths);
+	rift__list_init(&r->last_words);
 	rift__list_init(&r->cqs);
 	r->ctx = ctx;
 	r->note_fd = -1;
@@ -240,7 +241,9 @@ void rift__rdma_ctx_destroy(rift_ctx *ctx)
 
 	if (!r)
 		return;
-	/* The context ends: parked paths go now, port or no port. */
+	/* The context ends: parked paths go now, port or no port, and
+	 * ERROR frames still leaving go with their paths. */
+	rift__rdma_last_words_end(r);
 	rift__rdma_parked_release(r, NULL, 0);
 	rift__rdma_reaper_free(r);
 	if (r->ch) {

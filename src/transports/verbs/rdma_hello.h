@@ -20,6 +20,7 @@
 /* Hello flags. */
 #define HELLO_F_RNDV 1u /* serves and issues RDMA READs (rendezvous) */
 #define HELLO_F_BARE 2u /* takes bare DATA frames (BARE_IMM) */
+#define HELLO_F_OOB 4u  /* takes an ERROR frame out of band (OOB_IMM) */
 
 /* On the wire, big-endian: fits the 56 bytes a connect request may
  * carry. */

@@ -50,6 +50,10 @@
 #define BARE_SHIFT 16
 #define BARE_DELTA_MAX (1u << 14)
 #define CREDIT_MASK 0xffffu
+/* Both flags, which no stream SEND has: one ERROR frame, whole, apart
+ * from the stream (a path's last word must not wait behind messages the
+ * stream cannot deliver yet, e.g. a rendezvous the receiver holds). */
+#define OOB_IMM (RNDV_IMM | BARE_IMM)
 #define PEND_RNDV RNDV_IMM
 #define PEND_BARE BARE_IMM
 #define PEND_IDX 0xffffu
@@ -181,6 +185,7 @@ struct rift__rdma_ctx {
 	struct rdma_event_channel *ch;
 	rift__io io;
 	struct rift__list paths; /* paths with a CQ share (port events) */
+	struct rift__list last_words; /* dead paths whose ERROR is leaving */
 	/* shared completion queues (rdma_cq.c) */
 	struct cq_dev *cqdev[RIFT_POOL_MAX_DEVICES];
 	int n_cqdev;
@@ -252,6 +257,12 @@ struct rdma_path {
 	struct rdma_path *hnext; /* QP table chain */
 	struct rdma_path *reap_next; /* reaper queue */
 	bool park;             /* its port was down: torn down later */
+	/* Dead, but its ERROR frame still leaving (rdma_reap.c): the
+	 * zero-length WRITE in last_slot completes behind it (UINT32_MAX:
+	 * posted when a slot comes back) */
+	bool last_word;
+	uint32_t last_slot;
+	rift_timer last_timer;
 	uint64_t probe_us;     /* last zero-length WRITE probe (loop time) */
 	uint64_t rd_progress_us; /* last READ done, or first posted (loop time) */
 	struct rift__list cq_node;   /* scq's users */
@@ -315,6 +326,7 @@ struct rdma_path {
 	struct rift__list binds; /* struct rndv_bind: windows bound here */
 	bool peer_rndv;        /* so does the peer's (its hello says) */
 	bool peer_bare;        /* the peer takes bare DATA frames */
+	bool peer_oob;         /* ... and an ERROR frame out of band */
 	uint32_t rd_max;       /* READs in flight at most (initiator depth) */
 	uint32_t rd_inflight;
 	uint32_t rd_chunk;     /* bytes per READ */
@@ -416,6 +428,8 @@ struct rdma_path *rift__rdma_path_new(rift_ctx *ctx, bool is_client);
 
 bool rift__rdma_rndv_wanted(struct rdma_path *rp, struct rift__omsg *m,
 			    uint32_t *rkey, void **mr);
+void rift__rdma_binds_detach(struct rdma_path *rp);
+void rift__rdma_binds_dealloc(struct rdma_path *rp);
 void rift__rdma_binds_free(struct rdma_path *rp);
 bool rift__rdma_rndv_desc(struct rdma_path *rp, uint8_t *buf,
 			  struct ibv_send_wr *bind);
@@ -430,6 +444,7 @@ void rift__rdma_rndv_read_failed(struct rdma_path *rp, struct ibv_wc *w);
 bool rift__rdma_lend_take(struct rift__lend *l, size_t len,
 			  struct rift__pool **pool, void **block);
 int rift__rdma_drain_recvs(struct rdma_path *rp);
+void rift__rdma_oob_frame(struct rdma_path *rp, uint32_t i, uint32_t len);
 
 /* Deliveries from receive buffer i (op NULL) or a rendezvous block. */
 static inline void lend_begin(struct rdma_path *rp, uint32_t i,
@@ -490,5 +505,7 @@ void rift__rdma_parked_release(struct rift__rdma_ctx *r,
 			       struct ibv_device *dev, int port);
 bool rift__rdma_port_down(struct ibv_context *verbs, uint8_t port);
 void rift__rdma_destroy(rift__path *p);
+void rift__rdma_last_word_wc(struct rdma_path *rp, const struct ibv_wc *w);
+void rift__rdma_last_words_end(struct rift__rdma_ctx *r);
 
 #endif

@@ -63,6 +63,9 @@ static void reap_finish(struct rdma_path *rp);
  * thread; nothing else touches them any more. */
 static void qp_id_destroy(struct rdma_path *rp)
 {
+	/* The windows first, the QP in the error state: destroyed, the QP
+	 * would wait for the references its windows hold on it. */
+	rift__rdma_binds_dealloc(rp);
 	if (rp->id) {
 		if (rp->user_qp)
 			rift__vb_qp_destroy(rp->qp);
@@ -259,13 +262,130 @@ bool rift__rdma_port_down(struct ibv_context *verbs, uint8_t port)
 		pa.state != IBV_PORT_ACTIVE);
 }
 
+static void destroy_now(struct rdma_path *rp);
+
+/*
+ * A path refused or aborted with an ERROR frame (its code and text, the
+ * peer's only way of learning why) goes only once the frame has left.
+ * Over TCP close(2) sends what was written first; a QP moved to ERR
+ * flushes what it has not sent yet, and the peer then learned only
+ * "peer disconnected": an impostor refused by a RESUME's check tried
+ * again, an application's abort looked like a lost path.  So a signaled
+ * zero-length WRITE goes behind the frame (it needs no credit, no
+ * receive buffer and no key, C9-88): on a reliable connection its
+ * completion comes after the peer acknowledged everything posted before
+ * it.  The path waits for that completion, dead (its receives and other
+ * completions dropped), its windows still bound, for LAST_WORD_MS at
+ * most; then goes as any other.  Not when its port is down, nothing
+ * left it then.
+ */
+#define LAST_WORD_MS 100
+
+static void last_word_expired(rift_timer *t, void *user)
+{
+	RIFT_UNUSED(t);
+	destroy_now(user);
+}
+
+/* The WRITE behind the frame, in the next slot; false if it cannot be
+ * posted (the QP failed). */
+static bool last_word_post(struct rdma_path *rp)
+{
+	rift__path *p = &rp->base;
+	struct ibv_send_wr wr;
+	rift__vb_err err;
+	uint32_t slot = rp->slot_next;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = WR_TAG(rp) | slot;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	rp->slots[slot].covers = rp->unsignaled + 1;
+	rp->slots[slot].rd_len = 0;
+	rp->unsignaled = 0;
+	rp->slots_free--;
+	rp->slot_next = ring_next(slot, rp->sq_depth);
+	if (rift__vb_post_send(rctx_of(p->ctx)->dp_calls, rp->qp, &wr, err)) {
+		RIFT_DEBUG(p->ctx, "%s: %s", p->peer, err);
+		return false;
+	}
+	rp->last_slot = slot;
+	return true;
+}
+
+static bool last_word_wait(struct rdma_path *rp)
+{
+	rift__path *p = &rp->base;
+
+	/* Not only once established: a server refuses a client's first
+	 * frames before rdma_cm tells it of the connection.  (A QP that
+	 * cannot send yet refuses the WRITE, and the path goes at once.) */
+	if (!p->said_error || !rp->qp || !rp->scq || rp->last_word ||
+	    rift__rdma_port_down(rp->verbs, rp->port_num))
+		return false;
+	/* A full send queue: the WRITE goes when a completion gives a
+	 * slot back (rift__rdma_last_word_wc). */
+	rp->last_slot = UINT32_MAX;
+	if (rp->slots_free && !last_word_post(rp))
+		return false;
+	rp->last_word = true;
+	rift__list_add_tail(&rctx_of(p->ctx)->last_words, &rp->poll_node);
+	rift__timer_init(p->ctx, &rp->last_timer, last_word_expired, rp);
+	rift_timer_start(&rp->last_timer, LAST_WORD_MS, 0);
+	RIFT_DEBUG(p->ctx, "%s: ERROR frame leaving before the path goes",
+		   p->peer);
+	return true;
+}
+
+/* A send completion of a path whose ERROR frame is leaving.  The WRITE
+ * behind it completed (maybe flushed: the QP failed, nothing more leaves
+ * then either): the path goes, from the timers, never under the poll
+ * that found the completion.  Another one gave slots back: the WRITE
+ * goes if it waited for one. */
+void rift__rdma_last_word_wc(struct rdma_path *rp, const struct ibv_wc *w)
+{
+	uint32_t slot = WR_IDX(w->wr_id);
+
+	if (w->status != IBV_WC_SUCCESS || slot == rp->last_slot) {
+		rift_timer_start(&rp->last_timer, 0, 0);
+		return;
+	}
+	rp->slots_free += rp->slots[slot].covers;
+	if (rp->last_slot == UINT32_MAX && rp->slots_free &&
+	    !last_word_post(rp))
+		rift_timer_start(&rp->last_timer, 0, 0);
+}
+
+/* The context ends: paths whose ERROR frame is leaving go now. */
+void rift__rdma_last_words_end(struct rift__rdma_ctx *r)
+{
+	while (r->last_words.next != &r->last_words)
+		destroy_now(rift__list_entry(r->last_words.next,
+					     struct rdma_path, poll_node));
+}
+
 void rift__rdma_destroy(rift__path *p)
 {
 	struct rdma_path *rp = rp_of(p);
 
+	rift__list_del(&rp->poll_node);
+	if (last_word_wait(rp))
+		return;
+	destroy_now(rp);
+}
+
+static void destroy_now(struct rdma_path *rp)
+{
+	rift__path *p = &rp->base;
+	uint64_t t0 = rift__clock_us();
+
+	if (rp->last_word) {
+		rift_timer_stop(&rp->last_timer);
+		rift__list_del(&rp->poll_node);
+		rp->last_word = false;
+	}
 	/* From here its completions still in the CQ find no path. */
 	rift__rdma_qpt_del(rctx_of(p->ctx), rp);
-	rift__list_del(&rp->poll_node);
 	/* Nothing more goes out or is answered: rdma_disconnect moves
 	 * librdmacm's QP to ERR, ours we move (posted work is flushed,
 	 * dropped in the CQ).  First: a READ the peer sends while the QP
@@ -277,9 +397,10 @@ void rift__rdma_destroy(rift__path *p)
 	rift__rdma_qp_err(rp);
 	if (rp->id && rp->established && !rp->park)
 		rift__vb_disconnect(rp->id);
-	/* Then the windows (the messages stay queued in the session, and a
-	 * new path binds new windows over them). */
-	rift__rdma_binds_free(rp);
+	/* Then the windows leave their buffers (the messages stay queued in
+	 * the session, and a new path binds new windows over them); they go
+	 * after the QP (rift__rdma_binds_detach says why). */
+	rift__rdma_binds_detach(rp);
 	if (rift__fault_hit(RIFT_FAULT_TEARDOWN_SLOW))
 		usleep(50000);
 	/* cm=tcp: closing the side channel tells the peer at once. */
@@ -287,6 +408,8 @@ void rift__rdma_destroy(rift__path *p)
 	rp->tc = NULL;
 	if (rp->id)
 		rp->id->context = NULL; /* its last events find no path */
+	RIFT_DEBUG(p->ctx, "%s: QP stopped and windows freed in %.1f ms",
+		   p->peer, (rift__clock_us() - t0) / 1e3);
 	if (rp->park) {
 		path_park(rctx_of(p->ctx), rp);
 		return;
@@ -328,6 +451,7 @@ static void reap_finish(struct rdma_path *rp)
 		rift__rdma_cq_release(rctx_of(p->ctx), rp->scq, rp->cq_need,
 				      rp->qp != NULL);
 	}
+	rift__rdma_binds_free(rp);
 	for (uint32_t k = 0; k < rp->rndv_n; k++)
 		rift__rdma_rndv_dst_free(
 			rp, &rp->rndv[(rp->rndv_head + k) % RNDV_MAX]);

@@ -102,30 +102,97 @@ bool rift__rdma_rndv_wanted(struct rdma_path *rp, struct rift__omsg *m,
 struct rndv_bind {
 	struct rift__hold hold; /* on the buffer (first: container_of) */
 	struct rift__list node; /* rp->binds */
-	struct rift__buf *b;
+	struct rdma_path *rp;
+	struct rift__buf *b;    /* NULL once it kept the block */
 	struct ibv_mw *mw;
+	void *kept;             /* the buffer's block, freed with the window */
+	struct rift__pool *kept_pool;
 };
 
-static void bind_free(struct rndv_bind *bd)
+/* The window leaves its buffer's holds (if it still has a buffer). */
+static void hold_unlink(struct rndv_bind *bd)
 {
 	struct rift__hold **pp;
 
-	rift__vb_mw_free(bd->mw);
-	for (pp = &bd->b->holds; *pp; pp = &(*pp)->next)
+	for (pp = bd->b ? &bd->b->holds : NULL; pp && *pp; pp = &(*pp)->next)
 		if (*pp == &bd->hold) {
 			*pp = bd->hold.next;
 			break;
 		}
+	bd->b = NULL;
+}
+
+static void bind_free(struct rndv_bind *bd)
+{
+	if (bd->mw)
+		rift__vb_mw_free(bd->mw);
+	if (bd->kept)
+		rift__pool_free(bd->kept_pool, bd->kept, RIFT_POOL_SEND);
+	hold_unlink(bd);
 	rift__list_del(&bd->node);
 	free(bd);
 }
 
+/*
+ * The buffer is freed (acknowledged, or the session dropped its queue).
+ * The window goes with it; but not while its path, dead, waits for its
+ * ERROR frame to leave (rdma_reap.c): the QP still answers READs then,
+ * and one through a window already gone would fail on the peer as if we
+ * had lied about the buffer.  So the window keeps the block until it
+ * goes with its path, after the QP stopped.
+ */
 static void bind_release(struct rift__hold *h)
 {
-	bind_free(rift__container_of(h, struct rndv_bind, hold));
+	struct rndv_bind *bd = rift__container_of(h, struct rndv_bind, hold);
+	struct rift__buf *b = bd->b;
+
+	if (!bd->rp->last_word || !b->pool || !b->data) {
+		bind_free(bd);
+		return;
+	}
+	hold_unlink(bd);
+	bd->kept = b->data;
+	bd->kept_pool = b->pool;
+	b->data = NULL; /* rift__buf_release_slow frees no block */
 }
 
-/* Free every window bound on this path (it is going away). */
+/*
+ * A path going away, its QP stopped (ERR): its windows leave their
+ * buffers, which the session may free from now on (no READ goes through
+ * a window of a QP in the error state); the windows themselves are
+ * deallocated by the reaper, before it destroys the QP
+ * (rift__rdma_binds_dealloc), and their memory freed when the path is
+ * (binds_free).  Not on the loop: rxe (6.1) deallocates a window only
+ * once nothing holds it, waiting up to a timeout (200 jiffies, 800 ms
+ * here) for a READ response in flight to let go, and a path with windows
+ * under READ held its loop, and every other loop of the process, for 26 s
+ * in the lab (a session died of it).  Not after the QP either: a window
+ * holds its QP, whose destruction then waited out that timeout for each.
+ */
+void rift__rdma_binds_detach(struct rdma_path *rp)
+{
+	for (struct rift__list *it = rp->binds.next; it != &rp->binds;
+	     it = it->next)
+		hold_unlink(rift__list_entry(it, struct rndv_bind, node));
+}
+
+/* On the reaper, before the QP is destroyed (nothing else touches the
+ * path's windows then). */
+void rift__rdma_binds_dealloc(struct rdma_path *rp)
+{
+	for (struct rift__list *it = rp->binds.next; it != &rp->binds;
+	     it = it->next) {
+		struct rndv_bind *bd = rift__list_entry(it, struct rndv_bind,
+							 node);
+
+		if (bd->mw)
+			rift__vb_mw_free(bd->mw);
+		bd->mw = NULL;
+	}
+}
+
+/* The path is freed: its windows (any not deallocated yet too) and the
+ * blocks they kept. */
 void rift__rdma_binds_free(struct rdma_path *rp)
 {
 	while (!rift__list_empty(&rp->binds))
@@ -160,6 +227,7 @@ static bool rndv_bind(struct rdma_path *rp, struct rift__omsg *m, void *mr,
 		rp->base.ctx->stats.rndv_bind_failures++;
 		return false;
 	}
+	bd->rp = rp;
 	bd->b = b;
 	bd->hold.release = bind_release;
 	bd->hold.next = b->holds;

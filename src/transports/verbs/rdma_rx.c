@@ -98,6 +98,31 @@ static RIFT_HOT_INLINE bool bare_frame(struct rdma_path *rp, uint32_t len,
 /* ---- receive side ---- */
 
 /*
+ * An ERROR frame the peer sent out of band (OOB_IMM), at once: not behind
+ * what the stream holds (a rendezvous this side has not fetched, a
+ * message the application stopped receiving).  Anything but one whole
+ * ERROR frame is refused.  The path ends either way; its buffer is not
+ * posted again.
+ */
+void rift__rdma_oob_frame(struct rdma_path *rp, uint32_t i, uint32_t len)
+{
+	rift__path *p = &rp->base;
+	const uint8_t *b = recv_buf(rp, i);
+	const char *why = "not an ERROR frame";
+	struct rift__hdr h;
+
+	if (len > rp->buf_size ||
+	    rift__hdr_decode(b, len, p->ctx->cfg.max_msg_size, &h, &why) ||
+	    h.type != RIFT_FRAME_ERROR || RIFT_HDR_SIZE + (size_t)h.len != len) {
+		rift__path_failed(p, RIFT_EPROTO, "out-of-band frame: %s", why);
+		return;
+	}
+	rift__path_on_frame(p, &h, (void *)(b + RIFT_HDR_SIZE), NULL);
+	if (p->state != RIFT_PATH_DEAD)
+		rift__path_failed(p, RIFT_ECONNRESET, "peer sent an ERROR frame");
+}
+
+/*
  * Feed completed receive buffers into the stream in order.  A buffer whose
  * bytes are all taken is posted again by the flush that follows (its
  * credit comes back then), after the round's sends: a reply the

@@ -473,6 +473,45 @@ static void probe(struct rdma_path *rp)
 		rift__path_failed(p, rc, "%s", err);
 }
 
+/*
+ * The path's ERROR frame, out of band (OOB_IMM), to a peer that takes it
+ * so: in a SEND of its own, not after what the stream still holds (the
+ * rest of a message being copied, rendezvous the peer has not fetched),
+ * on the last credit if need be.  It goes before anything else of this
+ * flush; nothing follows on a path that said it.  False if it cannot go
+ * (no peer support, no credit or slot: then it goes in the stream).
+ */
+static bool post_error_oob(struct rdma_path *rp)
+{
+	rift__path *p = &rp->base;
+	struct ibv_send_wr wr;
+	struct ibv_sge sge;
+	rift__vb_err err;
+	uint32_t slot = rp->slot_next, len;
+	int rc;
+
+	if (!rp->peer_oob || rp->credits < 1 || !rp->slots_free ||
+	    rp->buf_size < RIFT_ERROR_FRAME_MAX ||
+	    rp->peer_buf < RIFT_ERROR_FRAME_MAX)
+		return false;
+	len = (uint32_t)rift__sess_error_frame(p, slot_buf(rp, slot));
+	sge = (struct ibv_sge){ .addr = (uintptr_t)slot_buf(rp, slot),
+				.length = len,
+				.lkey = rp->slkey[slot] };
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = WR_TAG(rp) | slot;
+	wr.opcode = IBV_WR_SEND_WITH_IMM;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	if (len <= rp->inline_max)
+		wr.send_flags |= IBV_SEND_INLINE;
+	send_taken(rp, &wr, slot, OOB_IMM);
+	rc = rift__vb_post_send(rctx_of(p->ctx)->dp_calls, rp->qp, &wr, err);
+	if (rc)
+		rift__path_failed(p, rc, "%s", err);
+	return true;
+}
+
 static RIFT_HOT_INLINE void post_sends(struct rdma_path *rp)
 {
 	rift__path *p = &rp->base;
@@ -483,11 +522,21 @@ static RIFT_HOT_INLINE void post_sends(struct rdma_path *rp)
 	bool desc_retry = false;
 	int nwr = 0, rc;
 
+	if (__builtin_expect(p->pending & RIFT_PEND_ERROR, 0) &&
+	    post_error_oob(rp))
+		return;
 	if (post_one(rp, false))
 		return;
 	cap = rp->buf_size < rp->peer_buf ? rp->buf_size : rp->peer_buf;
 	for (;;) {
-		bool data = rp->credits >= 2 && has_output(rp);
+		/* The last credit is kept for credit updates, so that both
+		 * ends can always tell each other of room; or for an ERROR
+		 * frame between messages, the path's last word. */
+		bool data = (rp->credits >= 2 ||
+			     (rp->credits == 1 && !rp->cur &&
+			      rp->ctrl_off >= rp->ctrl_len &&
+			      (p->pending & RIFT_PEND_ERROR))) &&
+			    has_output(rp);
 		/* The last credit only carries credits back. */
 		bool update = !data && rp->credits >= 1 &&
 			      rp->to_return >= (credit_only ? credit_only : 1);

@@ -126,6 +126,10 @@ static RIFT_HOT_INLINE bool wc_take(struct rdma_path *rp, struct ibv_wc *w)
 					  rp->credits, rp->peer_rq);
 			return false;
 		}
+		if (__builtin_expect((imm & OOB_IMM) == OOB_IMM, 0)) {
+			rift__rdma_oob_frame(rp, i, w->byte_len);
+			return false;
+		}
 		rp->pend[tail] = i | (imm & ~CREDIT_MASK);
 		rp->pend_len[tail] = w->byte_len;
 		rp->pend_n++;
@@ -195,7 +199,10 @@ static void cq_batch(struct rift__rdma_ctx *r, struct shared_cq *s,
 			continue;
 		}
 		if (rp->base.state == RIFT_PATH_DEAD) {
-			ctx->stats.wc_dropped++;
+			if (rp->last_word && !(wc[k].wr_id & RECV_FLAG))
+				rift__rdma_last_word_wc(rp, &wc[k]);
+			else
+				ctx->stats.wc_dropped++;
 			continue;
 		}
 		if (wc_take(rp, &wc[k]) && rp->touched != seq) {
