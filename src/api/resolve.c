@@ -87,6 +87,7 @@ static void *resolve_main(void *arg)
 	uint64_t one = 1;
 	int n;
 
+	pthread_setname_np(pthread_self(), "rift-resolve");
 	n = resolve_all(job->hosts, job->n_hosts, job->addrs, job->lens,
 			RIFT_ARRAY_SIZE(job->addrs), job->err,
 			sizeof(job->err));

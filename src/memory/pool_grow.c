@@ -220,6 +220,8 @@ static void *grower_main(void *arg)
 	struct rift__pool *pool = arg;
 	char err[160];
 
+	/* Named for top -H and perf: whose CPU a registration takes. */
+	pthread_setname_np(pthread_self(), "rift-pool");
 	pthread_mutex_lock(&pool->mu);
 	for (;;) {
 		while (!pool->grow_want && !pool->grow_stop)

@@ -18,11 +18,13 @@
  * replays a run (the seed is printed at the start).  Skips outside the
  * pair topology.
  */
+#include <dirent.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -122,6 +124,16 @@ static bool soak_check(const uint8_t *p, size_t len, uint64_t seed,
 	return memcmp(p + k, &w, len - k) == 0;
 }
 
+/* What the CPUs did (soak_cpu_take, below). */
+#define SOAK_TASKS 24
+struct soak_cpu {
+	uint64_t busy_ms, softirq_ms, idle_ms;
+	int n;
+	int tid[SOAK_TASKS];
+	char comm[SOAK_TASKS][16];
+	uint64_t run_ns[SOAK_TASKS], wait_ns[SOAK_TASKS];
+};
+
 struct soak_side {
 	const char *name;
 	rift_ctx *ctx;
@@ -138,6 +150,16 @@ struct soak_side {
 	bool reattach_settled[4096];   /* a working link at PATH_DOWN */
 	uint64_t reattach_at[4096];    /* its PATH_DOWN */
 	bool down_settled;
+	/* Where a re-attach's time went that rift could not use: how long
+	 * this side's loop thread and its peer's waited for a CPU while it
+	 * ran (schedstat's run_delay), and how much the guest spent in
+	 * softirqs (rxe's packet processing), ms */
+	int tid;                       /* its loop thread's */
+	struct soak_cpu down_cpu;      /* at the last PATH_DOWN */
+	uint32_t reattach_wait_ms[4096], reattach_peer_wait_ms[4096];
+	uint32_t reattach_softirq_ms[4096];
+	char slow_cpu[16][320];        /* the slow ones' whole story */
+	int n_slow;
 	int n_reattach;
 	int path_down, path_changed, disconnected, errors, connected;
 	int died;                      /* disconnected before the teardown */
@@ -170,6 +192,109 @@ static void soak_note_link(const struct soak_side *s)
 			     strstr(s->path_peer, a1) ? 1 : 0);
 }
 
+/*
+ * Where the guest's CPUs went: /proc/stat's totals (ms) and each thread
+ * of this process (schedstat: ns run, ns waited on a run queue), by name
+ * (rift names its threads rift-pool, rift-reaper, rift-resolve; the soak
+ * its loops).  Taken at a PATH_DOWN and at its PATH_CHANGED: a re-attach
+ * that rift could have made faster, or CPU it never had.  (struct
+ * soak_cpu is above, with the sides.)
+ */
+
+static void soak_cpu_take(struct soak_cpu *c)
+{
+	unsigned long long v[8] = { 0 };
+	long hz = sysconf(_SC_CLK_TCK);
+	struct dirent *e;
+	DIR *d;
+	FILE *f;
+
+	memset(c, 0, sizeof(*c));
+	f = fopen("/proc/stat", "r");
+	if (f) {
+		if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu",
+			   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
+			   &v[7]) == 8 && hz > 0) {
+			c->busy_ms = (v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) *
+				     1000u / (unsigned long long)hz;
+			c->softirq_ms = v[6] * 1000u / (unsigned long long)hz;
+			c->idle_ms = (v[3] + v[4]) * 1000u /
+				     (unsigned long long)hz;
+		}
+		fclose(f);
+	}
+	d = opendir("/proc/self/task");
+	while (d && (e = readdir(d)) && c->n < SOAK_TASKS) {
+		char path[80];
+		unsigned long long run, wait;
+		int tid = atoi(e->d_name);
+
+		if (tid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", tid);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fscanf(f, "%llu %llu", &run, &wait) != 2)
+			run = wait = 0;
+		fclose(f);
+		snprintf(path, sizeof(path), "/proc/self/task/%d/comm", tid);
+		f = fopen(path, "r");
+		if (f) {
+			if (!fgets(c->comm[c->n], sizeof(c->comm[0]), f))
+				c->comm[c->n][0] = '\0';
+			c->comm[c->n][strcspn(c->comm[c->n], "\n")] = '\0';
+			fclose(f);
+		}
+		c->tid[c->n] = tid;
+		c->run_ns[c->n] = run;
+		c->wait_ns[c->n] = wait;
+		c->n++;
+	}
+	if (d)
+		closedir(d);
+}
+
+/* Thread tid's run-queue wait from a to b, ms (0 if it is not in both). */
+static uint32_t soak_cpu_wait_ms(const struct soak_cpu *a,
+				 const struct soak_cpu *b, int tid)
+{
+	for (int i = 0; i < a->n; i++)
+		for (int j = 0; j < b->n; j++)
+			if (a->tid[i] == tid && b->tid[j] == tid)
+				return (uint32_t)((b->wait_ns[j] - a->wait_ns[i]) /
+						  1000000u);
+	return 0;
+}
+
+/* From a to b: the guest's busy, softirq and idle ms, then each thread
+ * that ran at least a millisecond: name, ms run (ms waited). */
+static void soak_cpu_story(const struct soak_cpu *a, const struct soak_cpu *b,
+			   char *out, size_t cap)
+{
+	size_t n = (size_t)snprintf(
+		out, cap, "guest CPUs busy %llu ms (softirq %llu), idle %llu; "
+			  "threads ms run (waited):",
+		(unsigned long long)(b->busy_ms - a->busy_ms),
+		(unsigned long long)(b->softirq_ms - a->softirq_ms),
+		(unsigned long long)(b->idle_ms - a->idle_ms));
+
+	for (int j = 0; j < b->n && n < cap; j++)
+		for (int i = 0; i < a->n; i++) {
+			uint64_t run, wait;
+
+			if (a->tid[i] != b->tid[j])
+				continue;
+			run = (b->run_ns[j] - a->run_ns[i]) / 1000000u;
+			wait = (b->wait_ns[j] - a->wait_ns[i]) / 1000000u;
+			if (run || wait)
+				n += (size_t)snprintf(
+					out + n, cap - n, " %s %llu (%llu)",
+					b->comm[j], (unsigned long long)run,
+					(unsigned long long)wait);
+		}
+}
+
 static void soak_event(rift_conn *conn, const rift_event *ev)
 {
 	struct soak_side *s = rift_conn_user(conn);
@@ -200,6 +325,7 @@ static void soak_event(rift_conn *conn, const rift_event *ev)
 		if (!s->down_us) {
 			s->down_us = now;
 			s->down_settled = soak_link_settled(now);
+			soak_cpu_take(&s->down_cpu);
 		}
 		break;
 	case RIFT_EVENT_PATH_CHANGED:
@@ -207,6 +333,20 @@ static void soak_event(rift_conn *conn, const rift_event *ev)
 		snprintf(s->path_peer, sizeof(s->path_peer), "%s", ev->peer);
 		soak_note_link(s);
 		if (s->down_us && s->n_reattach < 4096) {
+			struct soak_cpu up;
+
+			soak_cpu_take(&up);
+			s->reattach_wait_ms[s->n_reattach] =
+				soak_cpu_wait_ms(&s->down_cpu, &up, s->tid);
+			s->reattach_peer_wait_ms[s->n_reattach] =
+				soak_cpu_wait_ms(&s->down_cpu, &up,
+						 s->peer->tid);
+			s->reattach_softirq_ms[s->n_reattach] = (uint32_t)(
+				up.softirq_ms - s->down_cpu.softirq_ms);
+			if (now - s->down_us > 100000u && s->n_slow < 16)
+				soak_cpu_story(&s->down_cpu, &up,
+					       s->slow_cpu[s->n_slow++],
+					       sizeof(s->slow_cpu[0]));
 			s->reattach_settled[s->n_reattach] = s->down_settled;
 			s->reattach_at[s->n_reattach] = s->down_us;
 			s->reattach_us[s->n_reattach++] = now - s->down_us;
@@ -321,6 +461,9 @@ static void *soak_thread(void *arg)
 	bool server = s->url_fmt == NULL;
 	int rc, want = 0;
 
+	s->tid = gettid();
+	pthread_setname_np(pthread_self(), server ? "soak-server"
+						  : "soak-client");
 	rc = rift_ctx_create(&s->ctx, &s->cfg);
 	if (rc) {
 		snprintf(s->fail, sizeof(s->fail), "%s: ctx: %s", s->name,
@@ -443,12 +586,27 @@ static void soak_print_side(const struct soak_side *s)
 		       s->name, s->n_reattach, all[0], all[1], all[2], n_ok,
 		       ok[0], ok[1], ok[2], SOAK_WARM_US / 1000000u, n_warm,
 		       warm[0], warm[1], warm[2]);
+	/* Each re-attach, with the CPU its loops and rxe could not give it:
+	 * took ms (this loop's run-queue wait / the peer loop's / the
+	 * guest's softirq time, ms). */
+	if (s->n_reattach) {
+		printf("%s: re-attaches ms (loop waits / peer loop waits / "
+		       "softirqs):", s->name);
+		for (int i = 0; i < s->n_reattach && i < 64; i++)
+			printf(" %.0f (%u/%u/%u)", s->reattach_us[i] / 1e3,
+			       s->reattach_wait_ms[i],
+			       s->reattach_peer_wait_ms[i],
+			       s->reattach_softirq_ms[i]);
+		printf("\n");
+	}
 	for (int i = 0, shown = 0; i < s->n_reattach && shown < 16; i++)
 		if (s->reattach_us[i] > 100000u) {
-			printf("%s: re-attach from %.3f s took %.0f ms%s\n",
+			printf("%s: re-attach from %.3f s took %.0f ms%s; "
+			       "meanwhile %s\n",
 			       s->name, s->reattach_at[i] / 1e6,
 			       s->reattach_us[i] / 1e3,
-			       s->reattach_settled[i] ? "" : " (no settled link)");
+			       s->reattach_settled[i] ? "" : " (no settled link)",
+			       shown < s->n_slow ? s->slow_cpu[shown] : "-");
 			shown++;
 		}
 	printf("%s: wc_errors %" PRIu64 " wc_stale %" PRIu64

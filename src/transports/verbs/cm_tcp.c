@@ -285,6 +285,7 @@ static void finish_connect(struct rift__cmtcp *tc)
 				  tc->addr, strerror(err));
 		return;
 	}
+	RIFT_DEBUG(tc->ctx, "cm=tcp side channel to %s connected", tc->addr);
 	tc->state = TC_BOOT;
 	tc_events(tc);
 	rift__rdma_boot_connected(tc->p);
@@ -561,6 +562,7 @@ static void accept_cb(rift__io *io, uint32_t revents)
 		tc->state = TC_CLASSIFY;
 		rift__sockaddr_str((struct sockaddr *)&sa, addr, sizeof(addr));
 		snprintf(tc->addr, sizeof(tc->addr), "%s", addr);
+		RIFT_DEBUG(ctx, "cm=tcp side channel from %s accepted", addr);
 		/* The path owns tc from here: its destruction closes fd. */
 		p = rift__rdma_boot_path(l, tc, addr);
 		if (!p) {

@@ -410,6 +410,8 @@ void rift__rdma_boot_received(rift__path *p, const struct rift__boot *b)
 			return;
 		rift__rdma_accept_done(t0);
 	}
+	RIFT_DEBUG(p->ctx, "%s: cm=tcp: bootstrap taken, QP up in %.1f ms",
+		   p->peer, (rift__clock_us() - t0) / 1e3);
 	rp->established = true;
 	rift__cmtcp_live(rp->tc);
 	if (p->is_client)

@@ -397,6 +397,8 @@ static void listener_cm_event(struct rdma_listener *rl, struct rdma_cm_event *ev
 		rift__vb_reject(id, &rej, sizeof(rej));
 		return;
 	}
+	RIFT_DEBUG(ctx, "%s: QP and rings ready in %.1f ms", rp->base.peer,
+		   (rift__clock_us() - t0) / 1e3);
 	memset(&param, 0, sizeof(param));
 	rndv_accept_depths(rp, ev, &param);
 	rift__rdma_hello_fill(rp, &hello);
@@ -418,6 +420,8 @@ static void listener_cm_event(struct rdma_listener *rl, struct rdma_cm_event *ev
 		rift__path_failed(&rp->base, RIFT_ECONNABORTED, "%s", err);
 		return;
 	}
+	RIFT_DEBUG(ctx, "%s: accepted in %.1f ms", rp->base.peer,
+		   (rift__clock_us() - t0) / 1e3);
 	rift__rdma_accept_done(t0);
 	return;
 
