@@ -481,7 +481,11 @@ static void *pool_alloc(struct rift__pool *pool, size_t len,
 				break;
 			if (!t_wait)
 				t_wait = rift__clock_us();
+			/* A commit held for a re-attach goes on for us. */
+			pool->commit_waiters++;
+			pthread_cond_signal(&pool->grow_cv);
 			pthread_cond_wait(&pool->commit_cv, &pool->mu);
+			pool->commit_waiters--;
 		}
 		if (i < 0 && !wait && pool->n_devs &&
 		    pool->n_regions < pool->max_regions) {

@@ -34,6 +34,8 @@ int rift__pool_reg_region(struct rift__pool *pool, struct region *r, int d,
  * buffer's keys or needed a block, a loop's whole turn.  Those who need
  * the region wait on commit_cv.  Returns its index or < 0.
  */
+static bool quiet_wait(struct rift__pool *pool);
+
 int rift__pool_commit_region(struct rift__pool *pool, char *err, size_t errlen)
 {
 	size_t i = pool->n_regions;
@@ -72,8 +74,19 @@ int rift__pool_commit_region(struct rift__pool *pool, char *err, size_t errlen)
 	memset(r, 0, sizeof(*r));
 	r->base = m;
 	r->cls = -1;
-	for (d = 0; d < n && !rc; d++)
+	for (d = 0; d < n && !rc; d++) {
+		/* The grower's region waits between devices while sessions
+		 * re-attach (quiet_wait), unless someone waits for it: QPs
+		 * and CQs made meanwhile waited for each registration. */
+		if (d && pool->grower_commit) {
+			pthread_mutex_lock(&pool->mu);
+			while (!pool->commit_waiters && !pool->grow_stop &&
+			       quiet_wait(pool))
+				;
+			pthread_mutex_unlock(&pool->mu);
+		}
 		rc = rift__pool_reg_region(pool, r, d, err, errlen);
+	}
 	pthread_mutex_lock(&pool->mu);
 	/* Devices added meanwhile did not see this region. */
 	for (; d < pool->n_devs && !rc; d++)
@@ -219,6 +232,7 @@ static void *grower_main(void *arg)
 {
 	struct rift__pool *pool = arg;
 	char err[160];
+	int rc;
 
 	/* Named for top -H and perf: whose CPU a registration takes. */
 	pthread_setname_np(pthread_self(), "rift-pool");
@@ -232,7 +246,10 @@ static void *grower_main(void *arg)
 		while (!pool->grow_stop && grow_needed(pool)) {
 			if (quiet_wait(pool))
 				continue;
-			if (rift__pool_commit_region(pool, err, sizeof(err)) < 0)
+			pool->grower_commit = true;
+			rc = rift__pool_commit_region(pool, err, sizeof(err));
+			pool->grower_commit = false;
+			if (rc < 0)
 				break;
 		}
 	}

@@ -81,8 +81,11 @@ struct rift__pool {
 	unsigned quiet_n;
 	uint64_t quiet_since_us;
 	/* One region at a time is committed, outside mu (commit_region);
-	 * who needs it waits on commit_cv.  Under mu. */
-	bool committing;
+	 * who needs it waits on commit_cv (commit_waiters of them).  The
+	 * grower's commits (grower_commit) stop between devices while
+	 * sessions re-attach, unless someone waits.  Under mu. */
+	bool committing, grower_commit;
+	unsigned commit_waiters;
 	pthread_cond_t commit_cv;
 	uint64_t carved_us[GROW_AHEAD_MAX]; /* the last carves, a ring */
 	unsigned n_carved;
