@@ -16,6 +16,10 @@
 #               tput_plain (write() of 64 KiB, read() into 256 KiB) against
 #               tput_rift (rift_buf_alloc + rift_conn_send_buf)
 #
+# Before the rounds, once: what keeping metrics costs per message
+# (bench/hist_cost.c: rift__hist_record and the per-ack hook, against the
+# release library, in ns; docs/metrics.md quotes it).
+#
 # Then a size sweep (bench/sweep.awk), from 4 KiB to 64 MiB, both
 # processes on one CPU, each size in each of BENCH_SWEEP_ROUNDS rounds:
 #
@@ -110,6 +114,13 @@ for prog in lat_plain lat_rift tput_plain tput_rift; do
 		exit 1
 	}
 done
+# The metrics hooks are internal: this one program sees src/ as well.
+# shellcheck disable=SC2086
+$CC $CFLAGS -Isrc bench/hist_cost.c bench/bench.c -o "$OUT/hist_cost" \
+	build/lib/librift.a $LIBS || {
+	echo "bench: building hist_cost failed" >&2
+	exit 1
+}
 
 ncpu=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
 if [ "$ncpu" -lt 2 ]; then
@@ -163,6 +174,14 @@ if [ -n "$(git status --porcelain -- src include 2>/dev/null)" ]; then
 	rev="$rev + uncommitted changes in src/ or include/"
 fi
 echo "rift bench: $ROUNDS rounds, interleaved; build/lib/librift.a from $rev"
+if line=$(timeout -k 5 "$RUN_LIMIT" "$OUT/hist_cost" | grep '^RESULT hist '); then
+	echo "$line" | awk '{
+		for (i = 4; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+		printf "metrics cost (median of %s x %s calls): rift__hist_record %s ns per record, rift__metrics_acked %s ns per acknowledged message\n", v["rounds"], v["n"], v["record_ns"], v["acked_ns"] }'
+else
+	echo "bench: hist_cost failed" >&2
+	failures=$((failures + 1))
+fi
 done_rounds=0
 for r in $(seq 1 "$ROUNDS"); do
 	# Stay within the time budget on a machine that is slower than

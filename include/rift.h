@@ -155,7 +155,6 @@ typedef enum rift_polling {
 #define RIFT_FALLBACK_MAP(XX)                                                 \
 	XX(NONE, "no fallback")                                               \
 	XX(NO_DEVICE, "no RDMA device")                                       \
-	XX(NOT_BUILT, "RDMA transport not available in this build")          \
 	XX(ADDR_RESOLVE, "RDMA address resolution failed")                    \
 	XX(ROUTE_RESOLVE, "RDMA route resolution failed")                     \
 	XX(REJECTED, "RDMA connection rejected by peer")                      \
@@ -291,8 +290,12 @@ typedef struct rift_config {
 	uint32_t tcp_read_buffer;      /* per-path receive buffer, bytes */
 	uint32_t listen_backlog;       /* listen(2) backlog, count */
 	/* rdma: device and connection management */
-	char device[RIFT_DEVICE_NAME_MAX]; /* "" = first active device */
-	uint32_t port;                 /* device port; 0 = first active */
+	/* The device, port and GID of a client's RDMA paths: set, they
+	 * bind each path to an address of that GID, device and port that
+	 * reaches the peer (or fail saying none does); unset, the route
+	 * chooses (docs/config.md, rdma.device) */
+	char device[RIFT_DEVICE_NAME_MAX]; /* "" = the route's device */
+	uint32_t port;                 /* device port; 0 = any active */
 	int32_t gid_index;             /* -1 = the GID matching the address */
 	rift_cm cm;                    /* default RIFT_CM_RDMACM */
 	int fallback;                  /* auto:// may fall back to TCP (bool) */
@@ -302,17 +305,23 @@ typedef struct rift_config {
 	uint32_t sq_depth;             /* send queue entries */
 	uint32_t rq_depth;             /* receive queue entries */
 	uint32_t max_send_sge;         /* scatter/gather entries per send */
-	uint32_t max_recv_sge;         /* scatter/gather entries per receive */
 	uint32_t inline_threshold;     /* sends up to this many bytes inline */
 	/* entries of each completion queue the paths of a context share on
 	 * a device: a CQ takes paths while their sq_depth + rq_depth add up
 	 * to what it holds; made with at least one path's worth, at most
 	 * the device's max_cqe (docs/config.md) */
 	uint32_t cq_size;              /* entries per shared CQ */
-	uint32_t poll_batch;           /* completions taken per poll, count */
+	uint32_t poll_batch;           /* completions taken per poll, 1..64 */
 	uint32_t qp_pool_count;        /* prepared QPs kept ready, count */
 	uint32_t zero_copy_threshold;  /* receive in place from this size, bytes */
-	/* rdma: registered block pool */
+	/* messages from this size move by RDMA READ rendezvous, not a
+	 * stream of copies; 0 = never */
+	uint32_t rndv_threshold;       /* bytes */
+	/* rdma: registered block pool.  One pool serves the process: the
+	 * first context that needs it makes it, and a later context whose
+	 * pool settings differ is refused where it needs it (RDMA paths
+	 * fail, RIFT_EINVAL; rift_buf_alloc gives unregistered memory),
+	 * the error naming each key that differs (docs/config.md). */
 	uint32_t block_size[RIFT_BLOCK_CLASSES]; /* block classes, bytes */
 	uint64_t pool_initial;         /* registered at start, bytes */
 	uint64_t pool_increment;       /* registered per growth step, bytes */
@@ -323,9 +332,6 @@ typedef struct rift_config {
 	int huge_pages;                /* back the pool with huge pages (bool) */
 	/* observability */
 	int metrics;                   /* keep counters and histograms (bool) */
-	/* rdma: messages from this size move by RDMA READ rendezvous, not a
-	 * stream of copies; 0 = never (appended: the struct grows at its end) */
-	uint32_t rndv_threshold;       /* bytes */
 	/* logging (appended), see "Logging" above: lines up to log_level go
 	 * to log_cb(log_user, ...), or to stderr when log_cb is NULL */
 	rift_log_level log_level;      /* default RIFT_LOG_WARN, or RIFT_LOG */
@@ -418,7 +424,11 @@ int rift_config_env(rift_config *cfg, char *err, size_t errlen);
  * changed since reads "set in code".
  * Writes at most len bytes including the NUL (buf may be NULL if len is
  * 0).  Returns the length of the whole dump, as snprintf does (the output
- * was cut if that is >= len; about 3 KiB is enough), or RIFT_EINVAL.
+ * was cut if that is >= len; about 3 KiB is enough, 3.5 KiB with a
+ * device name of control characters, each written as a 6-byte escape),
+ * or RIFT_EINVAL.  The dump loads back to the same values for every
+ * configuration rift_config_check accepts (a device name must be UTF-8
+ * text: TOML has no way to write a stray byte).
  */
 int rift_config_dump(const rift_config *cfg, char *buf, size_t len);
 
@@ -720,10 +730,6 @@ typedef struct rift_ctx_stats {
 	uint64_t bytes_sent;           /* payload bytes of msgs_sent */
 	uint64_t msgs_recv;            /* delivered to on_recv, count */
 	uint64_t bytes_recv;           /* payload bytes of msgs_recv */
-	uint64_t rdma_reads;           /* one-sided READs (reserved, 0) */
-	uint64_t rdma_read_bytes;      /* bytes of rdma_reads (reserved, 0) */
-	uint64_t rdma_writes;          /* one-sided WRITEs (reserved, 0) */
-	uint64_t rdma_write_bytes;     /* bytes of rdma_writes (reserved, 0) */
 	uint64_t wc_errors[33];        /* failed completions by ibv_wc_status
 					  0..31, [RIFT_WC_STATUS_OTHER] other */
 	uint64_t connect_attempts;     /* client transport connects, count */
@@ -731,12 +737,15 @@ typedef struct rift_ctx_stats {
 	uint64_t credit_stalls;        /* rdma: sender out of peer credits
 					  with data waiting, episodes */
 	uint64_t failovers;            /* re-attaches, both roles, count */
-	uint64_t failbacks;            /* back from TCP to RDMA (reserved) */
 	uint64_t path_downs;           /* PATH_DOWN events, count */
 	uint64_t keepalive_timeouts;   /* paths failed for silence, count */
-	uint64_t pool_registered_bytes; /* block pool (reserved, 0), bytes */
-	uint64_t pool_blocks_in_use[RIFT_BLOCK_CLASSES]; /* by class
-					  (reserved, 0), count */
+	/* The registered block pool this context uses, shared by every
+	 * context of the process (0 while the context has not needed it:
+	 * an RDMA path or rift_buf_alloc makes it), read with the stats: */
+	uint64_t pool_registered_bytes; /* its regions and large buffers,
+					  bytes */
+	uint64_t pool_blocks_in_use[RIFT_BLOCK_CLASSES]; /* handed out, by
+					  block class, count */
 	uint64_t accept_pauses;        /* listeners paused for lack of fds or
 					  memory (EMFILE & co), count */
 	/* RDMA rendezvous: large messages the peer READs from the sender */
@@ -815,6 +824,21 @@ void rift_timer_destroy(rift_timer *t);
  *   host    IPv4 literal, IPv6 literal in brackets ([::1]), or a host name.
  *   A comma list names several addresses of one multi-homed peer: connect
  *   tries them in order and re-attaches through any of them.
+ *   options (rift_connect only) settings of this connection over the
+ *           context's, named and written as in the config file and
+ *           checked the same way (values as in RIFT_* variables,
+ *           docs/config.md): connect_timeout_ms (or
+ *           connection_timeout_ms), retries, retry_delay_ms, fallback,
+ *           keepalive_interval_ms, keepalive_timeout_ms (this side's
+ *           keepalive), grace_ms (or session_grace_ms: how long this
+ *           client keeps re-attaching), cm (rdmacm or tcp: how its RDMA
+ *           paths are set up), e.g.
+ *           "rdma://10.0.0.2:7788?cm=tcp&connect_timeout_ms=500".  Any
+ *           other key (the context's queues, pool or polling are shared
+ *           by its connections), a value out of range, an option given
+ *           twice, one that cannot apply to the scheme (cm on tcp://,
+ *           fallback but on auto://), or any option in rift_listen's
+ *           URL is RIFT_EINVAL saying which.
  * A bad URL is RIFT_EINVAL with the problem in rift_ctx_last_error().
  */
 
@@ -876,8 +900,9 @@ typedef struct rift_conn_callbacks {
 /*
  * Open a connection to url.  Returns 0 with *out set, after which exactly
  * one of CONNECTED or ERROR is delivered.  Returns RIFT_EINVAL for a bad
- * URL, RIFT_ENOTSUP for rdma:// where RDMA is not available (the reason is
- * in rift_ctx_last_error), RIFT_ENOMEM, with *out set to NULL.  cbs may be
+ * URL, RIFT_ENOTSUP for rdma:// where RDMA is not available, and for
+ * auto:// there when fallback is off (the reason is in
+ * rift_ctx_last_error), RIFT_ENOMEM, with *out set to NULL.  cbs may be
  * NULL (no callbacks).  user is returned by rift_conn_user.
  * Never blocks: numeric addresses are used at once; host names are
  * resolved on a thread of rift's (getaddrinfo), the loop running on
@@ -1092,17 +1117,12 @@ typedef struct rift_conn_stats {
 	uint64_t write_calls;      /* writev calls on TCP paths, count */
 	uint64_t read_calls;       /* read calls on TCP paths, count */
 	/* Metrics (docs/metrics.md). */
-	uint64_t rdma_reads;       /* one-sided READs (reserved, 0) */
-	uint64_t rdma_read_bytes;  /* bytes of rdma_reads (reserved, 0) */
-	uint64_t rdma_writes;      /* one-sided WRITEs (reserved, 0) */
-	uint64_t rdma_write_bytes; /* bytes of rdma_writes (reserved, 0) */
 	uint64_t connect_attempts; /* transport connects (client), count */
 	uint64_t connect_retries;  /* attempts after a failed one, count */
 	uint64_t credit_stalls;    /* rdma: out of peer credits, episodes */
 	uint64_t wc_errors;        /* failed completions, count */
 	uint64_t path_downs;       /* PATH_DOWN events, count */
 	uint64_t keepalive_timeouts; /* paths failed for silence, count */
-	uint64_t failbacks;        /* back from TCP to RDMA (reserved) */
 	uint64_t msgs_held;        /* received while receiving was stopped */
 	uint64_t held_bytes;       /* held for delivery now, frame bytes */
 	uint64_t rx_copied_bytes;  /* received bytes rift copied after the

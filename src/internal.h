@@ -41,6 +41,9 @@
 #define RIFT_HOT_INLINE inline __attribute__((always_inline))
 
 #define RIFT_ERRMSG_LEN 256
+/* rdma.poll_batch at most: the verbs backend takes a batch of completions
+ * into an array on the stack (rdma_wc.c); rift_config_check refuses more. */
+#define RIFT_POLL_BATCH_MAX 64
 #define RIFT_URL_MAX_ADDRS 8
 #define RIFT_URL_MAX_OPTS 8
 #define RIFT_HOST_LEN 256
@@ -81,10 +84,15 @@ struct rift__url {
  */
 int rift__url_parse(const char *url, struct rift__url *out, char *err,
 		    size_t errlen);
-/* rift_connect's and rift_listen's URL: parsed, and refused when it
- * carries an option (none is known yet).  0, or the error with ctx's
- * message set. */
-int rift__url_take(rift_ctx *ctx, const char *url, struct rift__url *out);
+/*
+ * rift_connect's and rift_listen's URL, parsed.  With cfg (rift_connect:
+ * a copy of the context's settings) its options are applied to *cfg,
+ * each checked as the config file's key of that name; without (a
+ * listener), an option is refused.  0, or RIFT_EINVAL with ctx's message
+ * set and *cfg as it was.
+ */
+int rift__url_take(rift_ctx *ctx, const char *url, struct rift__url *out,
+		   rift_config *cfg);
 
 /*
  * Resolve host:port (host "" = wildcard when passive).  Fills up to max
@@ -250,6 +258,9 @@ void rift__set_err(char *err, size_t errlen, const char *fmt, ...)
  * rift_ctx_create and rift_config_check, per thread); returns err. */
 int rift__ctx_fail(rift_ctx *ctx, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* The context's statistics as rift_ctx_stats_get gives them: its counters
+ * and the figures of the pool it uses (api/ctx.c). */
+void rift__ctx_stats_now(rift_ctx *ctx, rift_ctx_stats *st);
 
 /* ---- transports ---- */
 typedef struct rift__path rift__path;
@@ -274,17 +285,21 @@ struct rift__transport_ops {
 	bool registered_sends;
 	/* Is the transport usable on this machine?  0 or a fallback reason. */
 	rift_fallback_reason (*available)(rift_ctx *ctx);
-	/* Start connecting a new path; conn_path_connected/failed follow. */
-	int (*connect)(rift_ctx *ctx, const struct sockaddr *sa, socklen_t len,
+	/* Start connecting a new path under cfg (the connection's
+	 * settings: the context's, with its URL's options), which outlives
+	 * the path; conn_path_connected/failed follow. */
+	int (*connect)(rift_ctx *ctx, const rift_config *cfg,
+		       const struct sockaddr *sa, socklen_t len,
 		       rift__path **out);
-	/* The transport's other way of setting a path up under ctx's
-	 * configuration, by name ("cm=tcp": the side channel when rdma.cm
-	 * is rdmacm), or NULL when it has none (NULL: never one). */
-	const char *(*alt)(const rift_ctx *ctx);
+	/* The transport's other way of setting a path up under cfg, by
+	 * name ("cm=tcp": the side channel when rdma.cm is rdmacm), or
+	 * NULL when it has none (NULL: never one). */
+	const char *(*alt)(const rift_config *cfg);
 	/* connect through that way, for an address where the first way
 	 * got no answer; only when alt says there is one. */
-	int (*connect_alt)(rift_ctx *ctx, const struct sockaddr *sa,
-			   socklen_t len, rift__path **out);
+	int (*connect_alt)(rift_ctx *ctx, const rift_config *cfg,
+			   const struct sockaddr *sa, socklen_t len,
+			   rift__path **out);
 	int (*listen)(rift_listener *l, const struct sockaddr *sa,
 		      socklen_t len);
 	void (*listen_close)(rift_listener *l);
@@ -380,6 +395,11 @@ typedef enum rift__path_state {
 struct rift__path {
 	const struct rift__transport_ops *ops;
 	rift_ctx *ctx;
+	/* Its settings: a client's are its connection's (the context's
+	 * with the URL's options, docs: rift_connect), a server's the
+	 * context's.  rift__path_init sets the context's, a transport's
+	 * connect the one it was given. */
+	const rift_config *cfg;
 	rift_conn *conn;        /* session carried, or NULL (server handshake) */
 	rift_listener *lst;     /* server side: accepting listener */
 	rift__path_state state;

@@ -85,6 +85,75 @@ const char *rt_url(int port)
 	return buf;
 }
 
+/* The source tree: the current directory, or two up from the binary. */
+static const char *source_root(void)
+{
+	static char root[4096];
+	char exe[4096];
+	ssize_t n;
+	char *slash;
+
+	if (root[0])
+		return root;
+	if (access("include/rift.h", R_OK) == 0) {
+		snprintf(root, sizeof(root), ".");
+		return root;
+	}
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		slash = strrchr(exe, '/');
+		if (slash) {
+			*slash = '\0';
+			snprintf(root, sizeof(root), "%s/../..", exe);
+			snprintf(exe + strlen(exe), sizeof(exe) - strlen(exe),
+				 "/../../include/rift.h");
+			if (access(exe, R_OK) == 0)
+				return root;
+		}
+	}
+	root[0] = '\0';
+	rt_fail(__FILE__, __LINE__,
+		"rift's source tree is not in the current directory nor two "
+		"up from the test binary: run from the top of the tree");
+}
+
+const char *rt_source_path(const char *rel)
+{
+	static char path[8192];
+
+	snprintf(path, sizeof(path), "%s/%s", source_root(), rel);
+	return path;
+}
+
+char *rt_read_source(const char *rel)
+{
+	FILE *f = fopen(rt_source_path(rel), "r");
+	char *text = NULL;
+	size_t len = 0, cap = 0, n;
+
+	if (!f)
+		return NULL;
+	do {
+		if (len + 4096 + 1 > cap) {
+			cap = (cap ? cap * 2 : 65536);
+			text = realloc(text, cap);
+			if (!text)
+				rt_fail(__FILE__, __LINE__, "out of memory");
+		}
+		n = fread(text + len, 1, cap - len - 1, f);
+		len += n;
+	} while (n > 0);
+	if (ferror(f)) {
+		free(text);
+		text = NULL;
+	} else {
+		text[len] = '\0';
+	}
+	fclose(f);
+	return text;
+}
+
 static double now_s(void)
 {
 	struct timespec ts;

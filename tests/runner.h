@@ -43,6 +43,16 @@ const char *rt_cm(void);
 const char *rt_host(void);
 /* Build "<transport>://<host>:<port>" into a static buffer. */
 const char *rt_url(int port);
+/*
+ * The whole text of a file of rift's source tree, NUL-terminated, which
+ * the caller frees: rel ("docs/config.md") is found from the current
+ * directory or from the test binary's (build/<flavour>/rift-tests).  NULL
+ * if rel names nothing there (a directory, say); fails the test when the
+ * source tree itself is not found.
+ */
+char *rt_read_source(const char *rel);
+/* The path rt_read_source found for rel, or fails like it. */
+const char *rt_source_path(const char *rel);
 
 #define RT_DEFINE(name, per_t, secs)                                          \
 	static void name(void);                                               \

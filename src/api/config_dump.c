@@ -34,63 +34,88 @@ static void outf(struct out *o, const char *fmt, ...)
 		o->n += (size_t)r;
 }
 
-/* "key = value" for one row, as TOML. */
-static void dump_value(const struct key *k, const rift_config *c, char *buf,
-		       size_t len)
+/*
+ * Text for a comment: a file's path may hold anything, but a comment ends
+ * at a newline and may hold neither control characters nor bytes that are
+ * not UTF-8, so those are written as \xNN.
+ */
+static void out_comment(struct out *o, const char *s)
 {
-	size_t n = (size_t)snprintf(buf, len, "%s = ", k->name);
+	const char *end = s + strlen(s);
+	size_t n;
+
+	for (; s < end; s += n) {
+		unsigned char c = (unsigned char)*s;
+
+		n = rift__toml_utf8_seq(s, end);
+		if (n == 0 || c < 0x20 || c == 0x7f) {
+			outf(o, "\\x%02X", c);
+			n = 1;
+		} else {
+			outf(o, "%.*s", (int)n, s);
+		}
+	}
+}
+
+/* One size as TOML: "64KiB" when it is whole KiB, else an integer. */
+static void out_size(struct out *o, int64_t v)
+{
+	char one[32];
+
+	rift__toml_size_str((uint64_t)v, one, sizeof(one));
+	if (v > 0 && (v & 1023) == 0)
+		outf(o, "\"%s\"", one);
+	else
+		outf(o, "%s", one);
+}
+
+/*
+ * "key = value" for one row, as TOML, straight into the output: a device
+ * name of control characters writes six bytes for each of them, so no
+ * fixed line holds every value.
+ */
+static void dump_value(struct out *o, const struct key *k,
+		       const rift_config *c)
+{
 	int64_t v = rift__cfg_get_int(c, k, 0);
 	char s[RIFT_DEVICE_NAME_MAX];
+	int n;
 
+	outf(o, "%s = ", k->name);
 	switch (k->kind) {
 	case K_UINT:
 	case K_INT:
-		snprintf(buf + n, len - n, "%lld", (long long)v);
+		outf(o, "%lld", (long long)v);
 		break;
 	case K_SIZE:
-		if (v > 0 && (v & 1023) == 0) {
-			buf[n++] = '"';
-			n += (size_t)rift__toml_size_str((uint64_t)v, buf + n,
-							 len - n);
-			snprintf(buf + n, len - n, "\"");
-		} else {
-			snprintf(buf + n, len - n, "%llu",
-				 (unsigned long long)(uint64_t)v);
-		}
+		out_size(o, v);
 		break;
 	case K_BOOL:
 		if (v == 0 || v == 1)
-			snprintf(buf + n, len - n, "%s", v ? "true" : "false");
+			outf(o, "%s", v ? "true" : "false");
 		else
-			snprintf(buf + n, len - n, "%lld", (long long)v);
+			outf(o, "%lld", (long long)v);
 		break;
 	case K_ENUM:
 		if (v >= k->min && v <= k->max)
-			snprintf(buf + n, len - n, "\"%s\"", k->names[v]);
+			outf(o, "\"%s\"", k->names[v]);
 		else
-			snprintf(buf + n, len - n, "%lld", (long long)v);
+			outf(o, "%lld", (long long)v);
 		break;
 	case K_STRING:
 		snprintf(s, sizeof(s), "%.*s", (int)sizeof(s) - 1,
 			 (const char *)c + k->off);
-		rift__toml_quote(s, buf + n, len - n);
+		n = rift__toml_quote(s, o->n < o->len ? o->buf + o->n : NULL,
+				     o->n < o->len ? o->len - o->n : 0);
+		o->n += (size_t)n;
 		break;
 	case K_SIZES:
-		n += (size_t)snprintf(buf + n, len - n, "[");
-		for (size_t i = 0; i < rift__cfg_elems(k) && n < len; i++) {
-			char one[32];
-
-			bool unit;
-
-			v = rift__cfg_get_int(c, k, i);
-			unit = v > 0 && (v & 1023) == 0;
-			rift__toml_size_str((uint64_t)v, one, sizeof(one));
-			n += (size_t)snprintf(buf + n, len - n, "%s%s%s%s",
-					      i ? ", " : "", unit ? "\"" : "",
-					      one, unit ? "\"" : "");
+		outf(o, "[");
+		for (size_t i = 0; i < rift__cfg_elems(k); i++) {
+			outf(o, "%s", i ? ", " : "");
+			out_size(o, rift__cfg_get_int(c, k, i));
 		}
-		if (n < len)
-			snprintf(buf + n, len - n, "]");
+		outf(o, "]");
 		break;
 	}
 }
@@ -112,7 +137,7 @@ int rift_config_dump(const rift_config *cfg, char *buf, size_t len)
 	struct out o = { buf, len, 0 };
 	struct origin org[N_KEYS];
 	char files[ORIGIN_FILES][ORIGIN_PATH];
-	char line[160], from[ORIGIN_PATH + 32];
+	char from[ORIGIN_PATH + 32];
 	const struct origin_slot *slot;
 	rift_config c, def, snap;
 	bool known;
@@ -143,10 +168,11 @@ int rift_config_dump(const rift_config *cfg, char *buf, size_t len)
 		for (size_t i = 0; i < N_KEYS; i++) {
 			const struct key *k = &rift__cfg_keys[i];
 			char var[96];
+			size_t start = o.n;
 
 			if (strcmp(k->section, rift__cfg_sections[s]) != 0)
 				continue;
-			dump_value(k, &c, line, sizeof(line));
+			dump_value(&o, k, &c);
 			if (known && org[i].from == FROM_FILE &&
 			    rift__cfg_same(&snap, &c, k)) {
 				snprintf(from, sizeof(from), "%s:%u",
@@ -168,7 +194,12 @@ int rift_config_dump(const rift_config *cfg, char *buf, size_t len)
 			} else {
 				snprintf(from, sizeof(from), "set in code");
 			}
-			outf(&o, "%-*s # %s\n", 32, line, from);
+			/* origins line up after short values */
+			outf(&o, "%*s # ",
+			     o.n - start < 32 ? (int)(32 - (o.n - start)) : 0,
+			     "");
+			out_comment(&o, from);
+			outf(&o, "\n");
 		}
 	}
 	return o.n > INT_MAX ? INT_MAX : (int)o.n;

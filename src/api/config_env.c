@@ -33,9 +33,8 @@ static int env_size(const struct key *k, const char *s, int64_t *out,
 	return 0;
 }
 
-/* Convert the text of an environment variable; -1 with m on error. */
-static int from_env(const struct key *k, const char *s, struct setting *st,
-		    char *m, size_t len)
+int rift__cfg_from_text(const struct key *k, const char *s,
+			struct setting *st, char *m, size_t len)
 {
 	static const char *const yes[] = { "true", "1", "yes", "on" };
 	static const char *const no[] = { "false", "0", "no", "off" };
@@ -256,7 +255,7 @@ int rift_config_env(rift_config *cfg, char *err, size_t errlen)
 			return RIFT_EINVAL;
 		}
 		memset(&st, 0, sizeof(st));
-		if (from_env(k, val, &st, m, sizeof(m)) ||
+		if (rift__cfg_from_text(k, val, &st, m, sizeof(m)) ||
 		    rift__cfg_check_range(k, alias ? k->alias : k->name, &st,
 					  &at, m, sizeof(m))) {
 			rift__set_err(err, errlen, "env %s: %s", var, m);

@@ -39,7 +39,7 @@ struct key {
 	const char *env;
 };
 
-#define N_KEYS 41    /* rows of rift__cfg_keys (config_keys.c checks it) */
+#define N_KEYS 40    /* rows of rift__cfg_keys (config_keys.c checks it) */
 #define N_SECTIONS 8 /* entries of rift__cfg_sections */
 
 /*
@@ -132,6 +132,15 @@ void rift__cfg_origin_record(const rift_config *cfg,
 			     const struct origin *got, const char *path);
 
 /* ---- config_env.c: rift_config_env ---- */
+
+/*
+ * Convert a value written as in an environment variable (a file's value
+ * without quotes; booleans also 1/0, yes/no, on/off; sizes with units;
+ * the block sizes comma-separated): 0, or -1 with the reason in m.  The
+ * range is not checked (rift__cfg_check_range).  URL options use it too.
+ */
+int rift__cfg_from_text(const struct key *k, const char *s,
+			struct setting *st, char *m, size_t len);
 
 void rift__cfg_env_name(const char *section, const char *name, char *buf,
 			size_t len);

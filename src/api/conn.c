@@ -32,7 +32,7 @@ static uint64_t attempt_limit(rift_conn *conn)
 	if (conn->state == RIFT_CONN_DETACHED) {
 		/* An attempt may not outlive the session's grace time. */
 		uint64_t grace_end = conn->detached_us +
-				     (uint64_t)ctx->cfg.session_grace_ms * 1000u;
+				     (uint64_t)conn->cfg.session_grace_ms * 1000u;
 		uint64_t left = grace_end > ctx->now_us
 					? (grace_end - ctx->now_us) / 1000u
 					: 0;
@@ -75,10 +75,12 @@ static int attempt_start(rift_conn *conn, unsigned i, uint64_t limit,
 	if (rift__fault_hit(RIFT_FAULT_TCP_CONNECT) && conn->ops->kind == RIFT_TRANSPORT_TCP)
 		rc = RIFT_ECONNREFUSED;
 	else if (alt)
-		rc = conn->ops->connect_alt(ctx, (const struct sockaddr *)&conn->addrs[i],
+		rc = conn->ops->connect_alt(ctx, &conn->cfg,
+					    (const struct sockaddr *)&conn->addrs[i],
 					    conn->addr_lens[i], &p);
 	else
-		rc = conn->ops->connect(ctx, (const struct sockaddr *)&conn->addrs[i],
+		rc = conn->ops->connect(ctx, &conn->cfg,
+					(const struct sockaddr *)&conn->addrs[i],
 					conn->addr_lens[i], &p);
 	if (rc) {
 		rift__conn_error(conn, "%s://%s%s%s%s: connect: %s",
@@ -227,6 +229,12 @@ static int conn_setup_client(rift_ctx *ctx, rift_conn *conn,
 	why = ops->available(ctx);
 	if (why != RIFT_FALLBACK_NONE) {
 		fb = conn->auto_scheme ? rift__transport_fallback(ops) : NULL;
+		if (fb && !conn->cfg.fallback)
+			return rift__ctx_fail(ctx, RIFT_ENOTSUP,
+					      "%s:// unavailable: %s, and "
+					      "connect.fallback is off",
+					      ops->name,
+					      rift_fallback_reason_str(why));
 		if (!fb)
 			return rift__ctx_fail(ctx, RIFT_ENOTSUP,
 					      "%s:// unavailable: %s", ops->name,
@@ -256,6 +264,7 @@ int rift_connect(rift_ctx *ctx, const char *url, const rift_conn_callbacks *cbs,
 		 void *user, rift_conn **out)
 {
 	struct rift__url u;
+	rift_config cfg;
 	rift_conn *conn;
 	int rc;
 
@@ -263,12 +272,14 @@ int rift_connect(rift_ctx *ctx, const char *url, const rift_conn_callbacks *cbs,
 		*out = NULL;
 	if (!ctx || !out)
 		return RIFT_EINVAL;
-	rc = rift__url_take(ctx, url, &u);
+	cfg = ctx->cfg;
+	rc = rift__url_take(ctx, url, &u, &cfg);
 	if (rc)
 		return rc;
 	conn = rift__conn_alloc(ctx, cbs, user, true);
 	if (!conn)
 		return rift__ctx_fail(ctx, RIFT_ENOMEM, "rift_connect: out of memory");
+	conn->cfg = cfg;
 	/* The id first: what the setup logs names the session. */
 	do {
 		if (getrandom(&conn->session_id, sizeof(conn->session_id), 0) !=

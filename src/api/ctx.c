@@ -19,7 +19,9 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "memory/pool.h"
 #include "session/session.h"
+#include "util/toml.h"
 
 #define MAX_EVENTS 256
 
@@ -62,7 +64,6 @@ void rift__config_init(rift_config *cfg, size_t size)
 		.sq_depth = 256,
 		.rq_depth = 256,
 		.max_send_sge = 2,
-		.max_recv_sge = 1,
 		.inline_threshold = 128,
 		.cq_size = 8192,
 		.poll_batch = 16,
@@ -147,10 +148,9 @@ static int cfg_check(const rift_config *c)
 	R(sq_depth, 16, 32768);
 	R(rq_depth, 16, 32768);
 	R(max_send_sge, 1, 32);
-	R(max_recv_sge, 1, 32);
 	R(inline_threshold, 0, 4096);
 	R(cq_size, 32, 1u << 22);
-	R(poll_batch, 1, 1024);
+	R(poll_batch, 1, RIFT_POLL_BATCH_MAX);
 	R(qp_pool_count, 0, 4096);
 	R(zero_copy_threshold, 0, 1u << 30);
 	R(block_size[0], 4096, 1u << 30);
@@ -181,6 +181,12 @@ static int cfg_check(const rift_config *c)
 				    "config device is not NUL-terminated (at "
 				    "most %d characters)",
 				    RIFT_DEVICE_NAME_MAX - 1);
+	}
+	/* Device names are text: rift_config_dump writes them in a TOML
+	 * file, which is UTF-8, and has no way to write a stray byte. */
+	if (!rc && !rift__toml_utf8_ok(c->device)) {
+		rc = rift__ctx_fail(NULL, RIFT_EINVAL,
+				    "config device is not UTF-8 text");
 	}
 	for (int i = 1; !rc && i < RIFT_BLOCK_CLASSES; i++)
 		if (c->block_size[i] <= c->block_size[i - 1]) {
@@ -595,8 +601,23 @@ void rift__ctx_stats_init(rift_ctx_stats *st, size_t size)
 	st->size = (uint32_t)(size < sizeof(*st) ? size : sizeof(*st));
 }
 
+void rift__ctx_stats_now(rift_ctx *ctx, rift_ctx_stats *st)
+{
+	struct rift__pool_usage u;
+
+	*st = ctx->stats;
+	/* The pool keeps its own figures; a context without one has none. */
+	if (!ctx->pool)
+		return;
+	rift__pool_usage(ctx->pool, &u);
+	st->pool_registered_bytes = u.registered + u.large_bytes;
+	memcpy(st->pool_blocks_in_use, u.blocks_in_use,
+	       sizeof(st->pool_blocks_in_use));
+}
+
 int rift_ctx_stats_get(rift_ctx *ctx, rift_ctx_stats *st)
 {
+	rift_ctx_stats now;
 	uint32_t size;
 
 	if (!ctx || !st)
@@ -604,7 +625,8 @@ int rift_ctx_stats_get(rift_ctx *ctx, rift_ctx_stats *st)
 	size = st->size;
 	if (size < sizeof(uint32_t) || size > sizeof(*st))
 		return RIFT_EINVAL;
-	memcpy(st, &ctx->stats, size);
+	rift__ctx_stats_now(ctx, &now);
+	memcpy(st, &now, size);
 	st->size = size;
 	return 0;
 }

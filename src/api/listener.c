@@ -52,7 +52,7 @@ int rift_listen(rift_ctx *ctx, const char *url, const rift_conn_callbacks *cbs,
 		*out = NULL;
 	if (!ctx || !out || !on_accept)
 		return RIFT_EINVAL;
-	rc = rift__url_take(ctx, url, &u);
+	rc = rift__url_take(ctx, url, &u, NULL);
 	if (rc)
 		return rc;
 	rc = rift__resolve(&u.addrs[0], true, &sa, &len, 1, err, sizeof(err));

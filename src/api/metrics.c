@@ -266,9 +266,6 @@ static const struct family_def ctx_counters[] = {
 	  "Sessions re-attached on a new path (PATH_CHANGED), client and "
 	  "server side.",
 	  CTX_STAT(failovers) },
-	{ "rift_failbacks_total",
-	  "Sessions that moved back from TCP to RDMA (reserved, always 0).",
-	  CTX_STAT(failbacks) },
 	{ "rift_keepalive_timeouts_total",
 	  "Paths failed because the peer sent nothing for "
 	  "keepalive_timeout_ms.",
@@ -378,9 +375,6 @@ static const struct family_def conn_counters[] = {
 	{ "rift_conn_path_changes_total",
 	  "Re-attaches of this session (failovers, PATH_CHANGED).",
 	  CONN_STAT(path_changes) },
-	{ "rift_conn_failbacks_total",
-	  "Moves back from TCP to RDMA (reserved, always 0).",
-	  CONN_STAT(failbacks) },
 	{ "rift_conn_connect_attempts_total",
 	  "Transport connect attempts of this client connection.",
 	  CONN_STAT(connect_attempts) },
@@ -399,7 +393,7 @@ static const struct family_def conn_counters[] = {
 	  CONN_STAT(credit_stalls) },
 };
 
-static const char *const kinds[4] = { "send", "recv", "read", "write" };
+static const char *const kinds[2] = { "send", "recv" };
 
 static uint64_t stat_at(const void *st, size_t off)
 {
@@ -494,15 +488,13 @@ static void prom_conns(struct out *o, rift_ctx *ctx)
 	}
 	family(o, "rift_conn_ops_total", "counter",
 	       "Messages of this connection by kind: send (accepted by "
-	       "rift_conn_send*), recv (delivered); read and write are "
-	       "one-sided RDMA operations (reserved, 0).");
+	       "rift_conn_send*), recv (delivered).");
 	FOR_EACH_CONN(ctx, it, c) {
-		const uint64_t v[4] = { c->stats.msgs_sent, c->stats.msgs_recv,
-					c->stats.rdma_reads,
-					c->stats.rdma_writes };
+		const uint64_t v[2] = { c->stats.msgs_sent,
+					c->stats.msgs_recv };
 
 		conn_labels(c, lb, sizeof(lb));
-		for (int k = 0; k < 4; k++)
+		for (int k = 0; k < 2; k++)
 			out_printf(o,
 				   "rift_conn_ops_total{%s,kind=\"%s\"} %" PRIu64
 				   "\n",
@@ -511,12 +503,11 @@ static void prom_conns(struct out *o, rift_ctx *ctx)
 	family(o, "rift_conn_bytes_total", "counter",
 	       "Payload bytes of rift_conn_ops_total, by kind.");
 	FOR_EACH_CONN(ctx, it, c) {
-		const uint64_t v[4] = { c->stats.bytes_sent, c->stats.bytes_recv,
-					c->stats.rdma_read_bytes,
-					c->stats.rdma_write_bytes };
+		const uint64_t v[2] = { c->stats.bytes_sent,
+					c->stats.bytes_recv };
 
 		conn_labels(c, lb, sizeof(lb));
-		for (int k = 0; k < 4; k++)
+		for (int k = 0; k < 2; k++)
 			out_printf(o,
 				   "rift_conn_bytes_total{%s,kind=\"%s\"} %" PRIu64
 				   "\n",
@@ -581,14 +572,15 @@ static void prom_conns(struct out *o, rift_ctx *ctx)
 int rift_metrics_prometheus(rift_ctx *ctx, char *buf, size_t len)
 {
 	static const char *const tnames[3] = { "none", "tcp", "rdma" };
-	const rift_ctx_stats *st;
+	rift_ctx_stats now;
+	const rift_ctx_stats *st = &now;
 	struct live lv;
 	struct out o;
 	char lb[64];
 
 	if (!ctx || (!buf && len))
 		return RIFT_EINVAL;
-	st = &ctx->stats;
+	rift__ctx_stats_now(ctx, &now);
 	out_init(&o, buf, len);
 	live_collect(ctx, &lv);
 
@@ -627,22 +619,18 @@ int rift_metrics_prometheus(rift_ctx *ctx, char *buf, size_t len)
 
 	family(&o, "rift_ops_total", "counter",
 	       "Messages by kind: send (accepted by rift_conn_send*), recv "
-	       "(delivered to on_recv); read and write are one-sided RDMA "
-	       "operations (reserved, 0).");
+	       "(delivered to on_recv).");
 	{
-		const uint64_t ops[4] = { st->msgs_sent, st->msgs_recv,
-					  st->rdma_reads, st->rdma_writes };
-		const uint64_t bytes[4] = { st->bytes_sent, st->bytes_recv,
-					    st->rdma_read_bytes,
-					    st->rdma_write_bytes };
+		const uint64_t ops[2] = { st->msgs_sent, st->msgs_recv };
+		const uint64_t bytes[2] = { st->bytes_sent, st->bytes_recv };
 
-		for (int k = 0; k < 4; k++) {
+		for (int k = 0; k < 2; k++) {
 			snprintf(lb, sizeof(lb), "kind=\"%s\"", kinds[k]);
 			sample(&o, "rift_ops_total", lb, ops[k]);
 		}
 		family(&o, "rift_bytes_total", "counter",
 		       "Payload bytes of rift_ops_total, by kind.");
-		for (int k = 0; k < 4; k++) {
+		for (int k = 0; k < 2; k++) {
 			snprintf(lb, sizeof(lb), "kind=\"%s\"", kinds[k]);
 			sample(&o, "rift_bytes_total", lb, bytes[k]);
 		}
@@ -680,10 +668,12 @@ int rift_metrics_prometheus(rift_ctx *ctx, char *buf, size_t len)
 	}
 
 	family(&o, "rift_pool_registered_bytes", "gauge",
-	       "Bytes registered in the block pool (reserved, 0).");
+	       "Bytes of the registered block pool this context uses (its "
+	       "regions and large buffers; shared by the process's "
+	       "contexts).");
 	sample(&o, "rift_pool_registered_bytes", "", st->pool_registered_bytes);
 	family(&o, "rift_pool_blocks_in_use", "gauge",
-	       "Pool blocks handed out, by block class (reserved, 0).");
+	       "Blocks of the registered pool handed out, by block class.");
 	for (int k = 0; k < RIFT_BLOCK_CLASSES; k++) {
 		snprintf(lb, sizeof(lb), "class=\"%d\",block_size=\"%u\"", k,
 			 ctx->cfg.block_size[k]);
@@ -751,14 +741,15 @@ static void info_hist(struct out *o, const char *prefix,
 
 int rift_metrics_info(rift_ctx *ctx, char *buf, size_t len)
 {
-	const rift_ctx_stats *st;
+	rift_ctx_stats now;
+	const rift_ctx_stats *st = &now;
 	struct live lv;
 	struct out o;
 	char key[64], name[32];
 
 	if (!ctx || (!buf && len))
 		return RIFT_EINVAL;
-	st = &ctx->stats;
+	rift__ctx_stats_now(ctx, &now);
 	out_init(&o, buf, len);
 	live_collect(ctx, &lv);
 
@@ -793,7 +784,6 @@ int rift_metrics_info(rift_ctx *ctx, char *buf, size_t len)
 	kv(&o, "closes_aborted", st->closes_aborted);
 	kv(&o, "path_downs", st->path_downs);
 	kv(&o, "failovers", st->failovers);
-	kv(&o, "failbacks", st->failbacks);
 	kv(&o, "keepalive_timeouts", st->keepalive_timeouts);
 
 	out_str(&o, "\r\n# Traffic\r\n");
@@ -801,10 +791,6 @@ int rift_metrics_info(rift_ctx *ctx, char *buf, size_t len)
 	kv(&o, "bytes_sent", st->bytes_sent);
 	kv(&o, "msgs_recv", st->msgs_recv);
 	kv(&o, "bytes_recv", st->bytes_recv);
-	kv(&o, "rdma_reads", st->rdma_reads);
-	kv(&o, "rdma_read_bytes", st->rdma_read_bytes);
-	kv(&o, "rdma_writes", st->rdma_writes);
-	kv(&o, "rdma_write_bytes", st->rdma_write_bytes);
 
 	out_str(&o, "\r\n# Transport\r\n");
 	kv(&o, "fallbacks", lv.fallbacks);

@@ -15,12 +15,12 @@
 
 #include <unistd.h>
 
-#include "internal.h"
+#include "api/config_int.h"
 
 static int bad(char *err, size_t errlen, const char *url, const char *fmt,
 	       const char *detail)
 {
-	char what[160];
+	char what[RIFT_ERRMSG_LEN];
 
 	snprintf(what, sizeof(what), fmt, detail);
 	snprintf(err, errlen, "url '%s': %s", url, what);
@@ -242,15 +242,150 @@ int rift__resolve(const struct rift__hostport *hp, bool passive,
 	return n;
 }
 
-int rift__url_take(rift_ctx *ctx, const char *url, struct rift__url *out)
+/*
+ * The options a URL may carry: settings of one connection, as the config
+ * file names them (section, key).  The rest of rift_config is the
+ * context's: its queues, pool and polling are shared by every connection.
+ */
+static const struct {
+	const char *section, *name;
+} url_keys[] = {
+	{ "connect", "connect_timeout_ms" },
+	{ "connect", "retries" },
+	{ "connect", "retry_delay_ms" },
+	{ "connect", "fallback" },
+	{ "session", "keepalive_interval_ms" },
+	{ "session", "keepalive_timeout_ms" },
+	{ "session", "grace_ms" },
+	{ "rdma", "cm" },
+};
+
+/* The row of a per-connection option named name (or its alias). */
+static const struct key *url_key(const char *name, bool *alias)
+{
+	for (size_t i = 0; i < RIFT_ARRAY_SIZE(url_keys); i++) {
+		const struct key *k = rift__cfg_find_key(url_keys[i].section,
+							 name, alias);
+
+		if (k && !strcmp(k->name, url_keys[i].name))
+			return k;
+	}
+	return NULL;
+}
+
+/* "connect_timeout_ms, retries, ..." */
+static void url_key_list(char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < RIFT_ARRAY_SIZE(url_keys) && n < len; i++)
+		n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? ", " : "",
+				      url_keys[i].name);
+}
+
+/* Why name is not an option: another config key, or nothing at all. */
+static void url_unknown(const char *name, char *m, size_t len)
+{
+	char list[256];
+
+	for (size_t s = 0; s < N_SECTIONS; s++) {
+		bool alias;
+		const struct key *k =
+			rift__cfg_find_key(rift__cfg_sections[s], name, &alias);
+
+		if (k) {
+			snprintf(m, len,
+				 "option '%s' is not a setting of one "
+				 "connection: set %s.%s in the context's "
+				 "configuration",
+				 name, k->section, k->name);
+			return;
+		}
+	}
+	url_key_list(list, sizeof(list));
+	snprintf(m, len, "unknown option '%s' (options: %s)", name, list);
+}
+
+static int url_options(const char *url, const struct rift__url *u,
+		      rift_config *cfg, char *err, size_t errlen)
+{
+	struct origin got[N_KEYS];
+	rift_config tmp = *cfg;
+	char m[RIFT_ERRMSG_LEN];
+	long at;
+
+	memset(got, 0, sizeof(got));
+	for (unsigned i = 0; i < u->n_opts; i++) {
+		const char *name = u->opts[i].key;
+		struct setting st;
+		const struct key *k;
+		bool alias;
+		size_t row;
+
+		k = url_key(name, &alias);
+		if (!k) {
+			url_unknown(name, m, sizeof(m));
+			return bad(err, errlen, url, "%s", m);
+		}
+		row = (size_t)(k - rift__cfg_keys);
+		/* An option that could change nothing for this scheme is a
+		 * mistake to report, not a setting to ignore. */
+		if (!strcmp(k->name, "cm") && u->scheme == RIFT_SCHEME_TCP)
+			return bad(err, errlen, url, "%s",
+				   "option 'cm' sets up RDMA paths, and a "
+				   "tcp:// connection has none");
+		if (!strcmp(k->name, "fallback") &&
+		    u->scheme != RIFT_SCHEME_AUTO)
+			return bad(err, errlen, url, "%s",
+				   "option 'fallback' is for auto:// (rdma:// "
+				   "never falls back, tcp:// has nothing to "
+				   "fall back from)");
+		if (got[row].from != FROM_DEFAULT) {
+			snprintf(m, sizeof(m), "option '%s' is given twice",
+				 k->name);
+			return bad(err, errlen, url, "%s", m);
+		}
+		memset(&st, 0, sizeof(st));
+		if (rift__cfg_from_text(k, u->opts[i].value, &st, m,
+					sizeof(m)) == 0 &&
+		    rift__cfg_check_range(k, name, &st, &at, m, sizeof(m)) == 0) {
+			rift__cfg_store(&tmp, k, &st);
+			got[row].from = FROM_FILE;
+			continue;
+		}
+		if (strncmp(m, name, strlen(name)) != 0) {
+			/* "'x' is not an integer": say which option */
+			char m2[RIFT_ERRMSG_LEN];
+
+			snprintf(m2, sizeof(m2), "option %s: %s", name, m);
+			return bad(err, errlen, url, "%s", m2);
+		}
+		return bad(err, errlen, url, "option %s", m);
+	}
+	/* Rules that tie keys together (keepalive_timeout_ms above the
+	 * interval), on the connection's settings as a whole. */
+	if (rift__cfg_cross_check(&tmp, got, &at, m, sizeof(m)))
+		return bad(err, errlen, url, "%s", m);
+	*cfg = tmp;
+	return 0;
+}
+
+int rift__url_take(rift_ctx *ctx, const char *url, struct rift__url *out,
+		   rift_config *cfg)
 {
 	int rc = rift__url_parse(url, out, ctx->errmsg, sizeof(ctx->errmsg));
 
 	if (rc)
 		return rc;
-	if (out->n_opts)
+	if (!out->n_opts)
+		return 0;
+	if (!cfg)
 		return rift__ctx_fail(ctx, RIFT_EINVAL,
-				      "url '%s': unknown option '%s'", url,
-				      out->opts[0].key);
-	return 0;
+				      "url '%s': option '%s': a listener takes "
+				      "no options (its sessions have the "
+				      "context's configuration)",
+				      url, out->opts[0].key);
+	return url_options(url, out, cfg, ctx->errmsg,
+				 sizeof(ctx->errmsg));
 }

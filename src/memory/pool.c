@@ -117,20 +117,6 @@ static int carve(struct rift__pool *pool, size_t i, int c, struct bucket *b)
 	return 0;
 }
 
-void rift__pool_geometry(const rift_config *cfg, struct rift__pool_geometry *g)
-{
-	size_t big = cfg->block_size[RIFT_BLOCK_CLASSES - 1];
-
-	g->region = cfg->pool_increment > big ? cfg->pool_increment : big;
-	g->region = (g->region + big - 1) / big * big;
-	g->max_regions = cfg->pool_max / g->region;
-	if (g->max_regions == 0)
-		g->max_regions = 1;
-	g->initial_regions = (cfg->pool_initial + g->region - 1) / g->region;
-	if (g->initial_regions > g->max_regions)
-		g->initial_regions = g->max_regions;
-}
-
 int rift__pool_get(const rift_config *cfg, const struct rift__pool_reg *ops,
 		   struct rift__pool **out, char *err, size_t errlen)
 {
@@ -140,10 +126,14 @@ int rift__pool_get(const rift_config *cfg, const struct rift__pool_reg *ops,
 
 	pthread_mutex_lock(&global_mu);
 	if (global_pool) {
-		global_pool->refs++;
-		*out = global_pool;
+		rc = rift__pool_settings_check(&global_pool->made, cfg, err,
+					       errlen);
+		if (!rc) {
+			global_pool->refs++;
+			*out = global_pool;
+		}
 		pthread_mutex_unlock(&global_mu);
-		return 0;
+		return rc;
 	}
 	pool = calloc(1, sizeof(*pool));
 	if (!pool) {
@@ -169,6 +159,7 @@ int rift__pool_get(const rift_config *cfg, const struct rift__pool_reg *ops,
 	if (pool->n_buckets > MAX_BUCKETS)
 		pool->n_buckets = MAX_BUCKETS;
 	pool->huge = cfg->huge_pages != 0;
+	rift__pool_settings_of(cfg, &pool->made);
 	pool->regions = calloc(pool->max_regions, sizeof(*pool->regions));
 	pool->buckets = aligned_alloc(64, sizeof(*pool->buckets) * pool->n_buckets);
 	if (!pool->regions || !pool->buckets) {
@@ -180,9 +171,10 @@ int rift__pool_get(const rift_config *cfg, const struct rift__pool_reg *ops,
 	memset(pool->buckets, 0, sizeof(*pool->buckets) * pool->n_buckets);
 	for (uint32_t b = 0; b < pool->n_buckets; b++)
 		pthread_mutex_init(&pool->buckets[b].mu, NULL);
-	pool->base = mmap(NULL, pool->reserved, PROT_NONE,
-			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (pool->base == MAP_FAILED) {
+	/* Regions are mapped at their place in it: with huge pages each
+	 * must start on a huge page, so the reservation does. */
+	pool->base = rift__pool_reserve(pool->reserved, geo.align);
+	if (!pool->base) {
 		rc = rift__from_errno(errno);
 		snprintf(err, errlen, "pool: cannot reserve %zu MiB of address "
 				      "space (pool.max): %s",

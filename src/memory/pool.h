@@ -41,23 +41,30 @@ struct rift__pool_reg {
 struct rift__pool;
 
 /*
- * The pool's shape for a configuration: bytes per region (whole blocks of
- * the largest class, at least pool_increment), regions at most (pool_max)
- * and regions committed at start (pool_initial).  Each region is
- * registered as one piece, so region * regions is what the kernel pins.
+ * The pool's shape for a configuration (pool_shape.c): bytes per region
+ * (whole blocks of the largest class, and with huge pages whole huge
+ * pages, at least pool_increment), regions at most (pool_max) and
+ * regions committed at start (pool_initial).  Each region is registered
+ * as one piece, so region * regions is what the kernel pins.
  */
 struct rift__pool_geometry {
 	size_t region;
 	size_t max_regions;
 	size_t initial_regions;
+	size_t align;  /* of the reservation: the huge page size, or 0 */
 };
 void rift__pool_geometry(const rift_config *cfg, struct rift__pool_geometry *g);
+/* The kernel's default huge page size (what MAP_HUGETLB maps), bytes, or
+ * 0 when it has none (/proc/meminfo Hugepagesize). */
+size_t rift__huge_page_size(void);
 
 /*
- * Take a reference on the process pool, creating it from cfg on first use
- * (later users share it; their pool settings are ignored).  Fails with
- * RIFT_EMEMLOCK and an actionable message when the initial size cannot be
- * locked under RLIMIT_MEMLOCK, RIFT_ENOMEM, RIFT_EINVAL.
+ * Take a reference on the process pool, creating it from cfg on first use.
+ * Later users share it, and their [pool] settings must be the ones it was
+ * made with: otherwise RIFT_EINVAL, err naming every key that differs
+ * with both values.  Fails with RIFT_EMEMLOCK and an actionable message
+ * when the initial size cannot be locked under RLIMIT_MEMLOCK,
+ * RIFT_ENOMEM.
  */
 int rift__pool_get(const rift_config *cfg, const struct rift__pool_reg *ops,
 		   struct rift__pool **out, char *err, size_t errlen);

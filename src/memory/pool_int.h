@@ -45,6 +45,14 @@ struct bucket {
 	uint64_t n[RIFT_BLOCK_CLASSES];
 } __attribute__((aligned(64)));
 
+/* The [pool] settings a pool was made with (pool_shape.c). */
+struct rift__pool_settings {
+	uint32_t block[RIFT_BLOCK_CLASSES];
+	uint64_t initial, increment, max;
+	uint32_t buckets, thread_cache, recv_pct;
+	bool huge;
+};
+
 struct rift__pool {
 	pthread_mutex_t mu; /* growth, devices */
 	int refs;            /* under pool.c's global_mu */
@@ -60,6 +68,7 @@ struct rift__pool {
 	uint32_t thread_cache;
 	uint32_t n_buckets;
 	bool huge;
+	struct rift__pool_settings made; /* from the cfg that made it */
 	uint8_t *base;       /* reserved address space */
 	size_t reserved;
 	struct region *regions;
@@ -94,6 +103,21 @@ struct rift__pool {
 /* ---- pool.c ---- */
 
 int rift__pool_memlock_check(size_t need, char *err, size_t errlen);
+
+/* ---- pool_shape.c: geometry, reservation, settings ---- */
+
+/*
+ * Reserve len bytes of address space (PROT_NONE, nothing behind it)
+ * starting at a multiple of align (a power of two; the page size at
+ * least), or NULL with errno set.  munmap(base, len) gives it back.
+ */
+void *rift__pool_reserve(size_t len, size_t align);
+void rift__pool_settings_of(const rift_config *cfg,
+			    struct rift__pool_settings *s);
+/* 0 when cfg's [pool] settings are pool's, else RIFT_EINVAL with err
+ * naming each key that differs, here and in the pool. */
+int rift__pool_settings_check(const struct rift__pool_settings *pool,
+			      const rift_config *cfg, char *err, size_t errlen);
 
 /* ---- pool_large.c: large buffers ---- */
 

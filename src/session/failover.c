@@ -54,7 +54,7 @@ static void grace_expired(rift_timer *t, void *user)
 	rift__conn_error(conn,
 			 "session not re-attached within session_grace_ms "
 			 "(%u ms); last path error: %s",
-			 conn->ctx->cfg.session_grace_ms, last);
+			 conn->cfg.session_grace_ms, last);
 	rift__conn_die(conn, RIFT_EVENT_DISCONNECTED, RIFT_ETIMEDOUT);
 }
 
@@ -69,7 +69,7 @@ static bool fall_back(rift_conn *conn, rift_fallback_reason why)
 	rift_ctx *ctx = conn->ctx;
 	const struct rift__transport_ops *fb;
 
-	if (!conn->auto_scheme || !ctx->cfg.fallback)
+	if (!conn->auto_scheme || !conn->cfg.fallback)
 		return false;
 	fb = rift__transport_fallback(conn->ops);
 	if (!fb)
@@ -98,7 +98,7 @@ static bool fall_back(rift_conn *conn, rift_fallback_reason why)
 void rift__conn_attempt_failed(rift_conn *conn, int err)
 {
 	rift_ctx *ctx = conn->ctx;
-	uint64_t delay = ctx->cfg.retry_delay_ms;
+	uint64_t delay = conn->cfg.retry_delay_ms;
 
 	conn->attempts++;
 	conn->total_attempts++;
@@ -107,7 +107,7 @@ void rift__conn_attempt_failed(rift_conn *conn, int err)
 		  conn->state == RIFT_CONN_CONNECTING ? "connect" : "re-attach",
 		  conn->total_attempts, conn->last_error);
 	if (conn->state == RIFT_CONN_CONNECTING) {
-		if (conn->attempts > ctx->cfg.retries) {
+		if (conn->attempts > conn->cfg.retries) {
 			conn->attempts = 0;
 			conn->addr_idx++;
 			delay = 0;
@@ -130,7 +130,7 @@ void rift__conn_attempt_failed(rift_conn *conn, int err)
 		/* Re-attaching: rotate through every address until grace ends. */
 		uint64_t elapsed = ctx->now_us - conn->detached_us;
 
-		if (elapsed >= (uint64_t)ctx->cfg.session_grace_ms * 1000u) {
+		if (elapsed >= (uint64_t)conn->cfg.session_grace_ms * 1000u) {
 			grace_expired(&conn->retry_timer, conn);
 			return;
 		}
@@ -244,7 +244,7 @@ static void path_lost(rift_conn *conn, rift__path *p, int err)
 		rift_timer_start(&conn->retry_timer, 0, 0);
 	} else {
 		conn->retry_timer.cb = grace_expired;
-		rift_timer_start(&conn->retry_timer, ctx->cfg.session_grace_ms, 0);
+		rift_timer_start(&conn->retry_timer, conn->cfg.session_grace_ms, 0);
 	}
 }
 

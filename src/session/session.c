@@ -23,6 +23,7 @@ void rift__path_init(rift__path *p, rift_ctx *ctx,
 {
 	p->ops = ops;
 	p->ctx = ctx;
+	p->cfg = &ctx->cfg;
 	p->is_client = is_client;
 	p->state = is_client ? RIFT_PATH_CONNECTING : RIFT_PATH_HANDSHAKE;
 	p->last_rx_us = p->last_tx_us = ctx->now_us;
@@ -88,6 +89,7 @@ rift_conn *rift__conn_alloc(rift_ctx *ctx, const rift_conn_callbacks *cbs,
 	if (!conn)
 		return NULL;
 	conn->ctx = ctx;
+	conn->cfg = ctx->cfg;
 	if (cbs)
 		conn->cbs = *cbs;
 	conn->user = user;
@@ -306,7 +308,7 @@ static void setup_sample(rift_conn *conn, uint64_t sample_us)
 
 uint64_t rift__conn_attempt_limit(const rift_conn *conn)
 {
-	uint64_t limit = conn->ctx->cfg.connect_timeout_ms, rto;
+	uint64_t limit = conn->cfg.connect_timeout_ms, rto;
 	unsigned doublings = conn->timeouts < 16 ? conn->timeouts : 16;
 
 	if (conn->state != RIFT_CONN_DETACHED || !conn->setup_srtt_us)
@@ -331,7 +333,7 @@ void rift__conn_quiet(rift_conn *conn, bool on)
 static void attach(rift_conn *conn, rift__path *p)
 {
 	rift_ctx *ctx = conn->ctx;
-	uint64_t tick = ctx->cfg.keepalive_interval_ms / 2;
+	uint64_t tick = conn->cfg.keepalive_interval_ms / 2;
 
 	if (conn->is_client && conn->attempt_us)
 		setup_sample(conn, ctx->now_us - conn->attempt_us);
@@ -413,14 +415,14 @@ static void handshake_timeout(rift_timer *t, void *user)
 	RIFT_UNUSED(t);
 	if (p->conn && p->conn->is_client)
 		p->conn->timeouts++;
-	if (p->limit_ms < p->ctx->cfg.connect_timeout_ms)
+	if (p->limit_ms < p->cfg->connect_timeout_ms)
 		rift__path_failed(p, RIFT_ETIMEDOUT,
 				  "handshake not completed within %u ms (a "
 				  "re-attach attempt's bound: this session's "
 				  "measured setup time, doubled per attempt "
 				  "that timed out, at most connect_timeout_ms "
 				  "%u ms)",
-				  p->limit_ms, p->ctx->cfg.connect_timeout_ms);
+				  p->limit_ms, p->cfg->connect_timeout_ms);
 	else
 		rift__path_failed(p, RIFT_ETIMEDOUT,
 				  "handshake not completed within "
@@ -435,17 +437,17 @@ static void keepalive_tick(rift_timer *t, void *user)
 	uint64_t silent = ctx->now_us - p->last_rx_us;
 
 	RIFT_UNUSED(t);
-	if (silent >= (uint64_t)ctx->cfg.keepalive_timeout_ms * 1000u) {
+	if (silent >= (uint64_t)p->cfg->keepalive_timeout_ms * 1000u) {
 		rift__metrics_keepalive_timeout(p);
 		rift__path_failed(p, RIFT_ETIMEDOUT,
 				  "no frame from peer for %llu ms "
 				  "(keepalive_timeout_ms %u)",
 				  (unsigned long long)(silent / 1000u),
-				  ctx->cfg.keepalive_timeout_ms);
+				  p->cfg->keepalive_timeout_ms);
 		return;
 	}
 	if (ctx->now_us - p->last_tx_us >=
-	    (uint64_t)ctx->cfg.keepalive_interval_ms * 1000u) {
+	    (uint64_t)p->cfg->keepalive_interval_ms * 1000u) {
 		p->pending |= RIFT_PEND_PING;
 		rift__path_kick(p);
 	}

@@ -122,6 +122,10 @@ struct rift_conn {
 	struct rift__hist reattach_hist; /* PATH_DOWN to PATH_CHANGED, us */
 	uint64_t down_us;       /* loop time of PATH_DOWN (0: none pending) */
 	bool credit_stalled;    /* rdma: last flush stopped for credits */
+	/* Its settings: the context's, and a client's URL options over
+	 * them (rift_connect); its paths point here (rift__path.cfg).  Last:
+	 * the fields the data path reads stay together above. */
+	rift_config cfg;
 };
 
 /* ---- metrics hooks (session/stats.c) ----
@@ -155,10 +159,6 @@ void rift__metrics_wc_error(rift__path *p, int status);
  * credits.  Counts the transitions into that state (stall episodes).
  */
 void rift__metrics_credit_stall(rift__path *p, bool stalled);
-/* Reserved: a fallen-back session returned to RDMA. */
-void rift__metrics_failback(rift_conn *conn);
-/* Reserved: a one-sided RDMA READ (write = false) or WRITE of bytes. */
-void rift__metrics_one_sided(rift_conn *conn, bool write, uint64_t bytes);
 
 /* A DATA frame received while receiving was stopped. */
 struct rift__held {
@@ -304,7 +304,7 @@ static inline uint64_t rift__conn_window(const rift_conn *conn)
  * or NULL when this conn's has none. */
 static inline const char *rift__conn_alt(const rift_conn *conn)
 {
-	return conn->ops->alt ? conn->ops->alt(conn->ctx) : NULL;
+	return conn->ops->alt ? conn->ops->alt(&conn->cfg) : NULL;
 }
 /* Free every queued message (conn is going away). */
 void rift__conn_drop_queue(rift_conn *conn);

@@ -104,27 +104,3 @@ void rift__metrics_credit_stall(rift__path *p, bool stalled)
 	}
 	conn->credit_stalled = stalled;
 }
-
-void rift__metrics_failback(rift_conn *conn)
-{
-	conn->ctx->stats.failbacks++;
-	conn->stats.failbacks++;
-}
-
-void rift__metrics_one_sided(rift_conn *conn, bool write, uint64_t bytes)
-{
-	rift_ctx_stats *c = &conn->ctx->stats;
-	rift_conn_stats *s = &conn->stats;
-
-	if (write) {
-		c->rdma_writes++;
-		c->rdma_write_bytes += bytes;
-		s->rdma_writes++;
-		s->rdma_write_bytes += bytes;
-	} else {
-		c->rdma_reads++;
-		c->rdma_read_bytes += bytes;
-		s->rdma_reads++;
-		s->rdma_read_bytes += bytes;
-	}
-}

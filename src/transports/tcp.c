@@ -91,7 +91,7 @@ static void sock_fail(struct tcp_path *tp, const char *what, int err)
 		rift__path_failed(p, RIFT_ETIMEDOUT,
 				  "the peer acknowledged nothing sent for %u ms "
 				  "(TCP_USER_TIMEOUT)",
-				  user_timeout_ms(&p->ctx->cfg));
+				  user_timeout_ms(p->cfg));
 	else
 		rift__path_failed(p, rift__from_errno(err), "%s: %s", what,
 				  rift_strerror(rift__from_errno(err)));
@@ -292,9 +292,9 @@ static unsigned user_timeout_ms(const rift_config *c)
 	return ut < c->keepalive_timeout_ms ? ut : c->keepalive_timeout_ms;
 }
 
-static int set_socket_opts(int fd, const rift_ctx *ctx)
+static int set_socket_opts(int fd, const rift_config *cfg)
 {
-	unsigned ut = user_timeout_ms(&ctx->cfg);
+	unsigned ut = user_timeout_ms(cfg);
 	int one = 1;
 
 	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0 ||
@@ -319,7 +319,8 @@ static struct tcp_path *tcp_path_new(rift_ctx *ctx, int fd, bool is_client)
 	return tp;
 }
 
-static int tcp_connect(rift_ctx *ctx, const struct sockaddr *sa, socklen_t len,
+static int tcp_connect(rift_ctx *ctx, const rift_config *cfg,
+		       const struct sockaddr *sa, socklen_t len,
 		       rift__path **out)
 {
 	struct tcp_path *tp;
@@ -328,7 +329,7 @@ static int tcp_connect(rift_ctx *ctx, const struct sockaddr *sa, socklen_t len,
 	fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return rift__from_errno(errno);
-	rc = set_socket_opts(fd, ctx);
+	rc = set_socket_opts(fd, cfg);
 	if (rc)
 		goto fail_fd;
 	if (connect(fd, sa, len) < 0 && errno != EINPROGRESS) {
@@ -348,6 +349,7 @@ static int tcp_connect(rift_ctx *ctx, const struct sockaddr *sa, socklen_t len,
 		rc = RIFT_ENOMEM;
 		goto fail_fd;
 	}
+	tp->base.cfg = cfg;
 	/* Even an immediate success is reported from the loop. */
 	tp->connecting = true;
 	rc = rift__io_start(ctx, &tp->io, fd, EPOLLOUT, tcp_io_cb);
@@ -422,7 +424,8 @@ int rift__tcp_adopt(rift_listener *l, int fd, const struct sockaddr *sa)
 	struct tcp_path *tp;
 	char addr[64];
 
-	if (set_socket_opts(fd, ctx) || !(tp = tcp_path_new(ctx, fd, false)))
+	if (set_socket_opts(fd, &ctx->cfg) ||
+	    !(tp = tcp_path_new(ctx, fd, false)))
 		return RIFT_ENOMEM;
 	rift__sockaddr_str(sa, addr, sizeof(addr));
 	snprintf(tp->base.peer, sizeof(tp->base.peer), "tcp://%s", addr);

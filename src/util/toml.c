@@ -240,55 +240,71 @@ static int keyval(struct parser *p)
 	return rift__toml_end_of_line(p, ctx);
 }
 
+size_t rift__toml_utf8_seq(const char *at, const char *stop)
+{
+	const unsigned char *s = (const unsigned char *)at;
+	const unsigned char *end = (const unsigned char *)stop;
+	unsigned c = *s, n, lo = 0x80, hi = 0xbf;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf) {
+		n = 2;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		n = 3;
+		if (c == 0xe0)
+			lo = 0xa0; /* overlong */
+		if (c == 0xed)
+			hi = 0x9f; /* surrogates */
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		n = 4;
+		if (c == 0xf0)
+			lo = 0x90; /* overlong */
+		if (c == 0xf4)
+			hi = 0x8f; /* > U+10FFFF */
+	} else {
+		return 0;
+	}
+	if ((size_t)(end - s) < n || s[1] < lo || s[1] > hi)
+		return 0;
+	for (unsigned k = 2; k < n; k++)
+		if (s[k] < 0x80 || s[k] > 0xbf)
+			return 0;
+	return n;
+}
+
+bool rift__toml_utf8_ok(const char *s)
+{
+	const char *end = s + strlen(s);
+	size_t n;
+
+	for (; s < end; s += n)
+		if ((n = rift__toml_utf8_seq(s, end)) == 0)
+			return false;
+	return true;
+}
+
 /* Reject invalid UTF-8 (overlong forms, surrogates, > U+10FFFF) up front. */
 static int check_utf8(struct parser *p)
 {
-	const unsigned char *s = (const unsigned char *)p->s;
-	const unsigned char *end = (const unsigned char *)p->end;
+	const char *s = p->s;
 	unsigned line = 1, col = 1;
 
-	while (s < end) {
-		unsigned c = *s, n, lo = 0x80, hi = 0xbf;
+	while (s < p->end) {
+		size_t n = rift__toml_utf8_seq(s, p->end);
 
-		if (c < 0x80) {
-			if (c == '\n') {
-				line++;
-				col = 1;
-			} else {
-				col++;
-			}
-			s++;
-			continue;
-		}
-		if (c >= 0xc2 && c <= 0xdf) {
-			n = 2;
-		} else if (c >= 0xe0 && c <= 0xef) {
-			n = 3;
-			if (c == 0xe0)
-				lo = 0xa0; /* overlong */
-			if (c == 0xed)
-				hi = 0x9f; /* surrogates */
-		} else if (c >= 0xf0 && c <= 0xf4) {
-			n = 4;
-			if (c == 0xf0)
-				lo = 0x90; /* overlong */
-			if (c == 0xf4)
-				hi = 0x8f; /* > U+10FFFF */
+		if (n == 0)
+			return rift__toml_errf(p->err, p->errlen, p->doc->name,
+					       line, col, "invalid UTF-8");
+		if (*s == '\n') {
+			line++;
+			col = 1;
 		} else {
-			goto bad;
+			col++;
 		}
-		if ((size_t)(end - s) < n || s[1] < lo || s[1] > hi)
-			goto bad;
-		for (unsigned k = 2; k < n; k++)
-			if (s[k] < 0x80 || s[k] > 0xbf)
-				goto bad;
 		s += n;
-		col++;
 	}
 	return 0;
-bad:
-	return rift__toml_errf(p->err, p->errlen, p->doc->name, line, col,
-			       "invalid UTF-8");
 }
 
 static int parse(struct parser *p)
@@ -472,7 +488,8 @@ int rift__toml_size_str(uint64_t v, char *buf, size_t len)
 
 int rift__toml_quote(const char *s, char *buf, size_t len)
 {
-	size_t n = 0;
+	const char *end = s + strlen(s);
+	size_t n = 0, seq;
 
 #define PUT(c)                                                                \
 	do {                                                                  \
@@ -481,11 +498,12 @@ int rift__toml_quote(const char *s, char *buf, size_t len)
 		n++;                                                          \
 	} while (0)
 	PUT('"');
-	for (; *s; s++) {
+	for (; s < end; s += seq) {
 		unsigned char c = (unsigned char)*s;
 		const char *esc = NULL;
 		char hex[8];
 
+		seq = rift__toml_utf8_seq(s, end);
 		switch (c) {
 		case '"': esc = "\\\""; break;
 		case '\\': esc = "\\\\"; break;
@@ -498,13 +516,19 @@ int rift__toml_quote(const char *s, char *buf, size_t len)
 			if (c < 0x20 || c == 0x7f) {
 				snprintf(hex, sizeof(hex), "\\u%04X", c);
 				esc = hex;
+			} else if (seq == 0) {
+				/* TOML text is UTF-8: a stray byte cannot be
+				 * written, its replacement character can. */
+				esc = "\\uFFFD";
+				seq = 1;
 			}
 		}
 		if (esc)
 			for (; *esc; esc++)
 				PUT(*esc);
 		else
-			PUT((char)c);
+			for (size_t k = 0; k < seq; k++)
+				PUT(s[k]);
 	}
 	PUT('"');
 #undef PUT

@@ -108,7 +108,19 @@ int rift__toml_size(const char *s, uint64_t *out, const char **why);
 /* "64KiB" when v is an exact multiple of a unit, else "65537"; returns
  * what snprintf returns. */
 int rift__toml_size_str(uint64_t v, char *buf, size_t len);
-/* s as a TOML basic string with its quotes; returns what snprintf returns. */
+/*
+ * s as a TOML basic string with its quotes, which rift__toml_parse reads
+ * back as s: control characters escaped, UTF-8 kept.  A byte that is not
+ * part of valid UTF-8 cannot be written in TOML: it becomes \uFFFD (so a
+ * caller that needs the round trip refuses such text first, with
+ * rift__toml_utf8_ok).  Returns what snprintf returns.
+ */
 int rift__toml_quote(const char *s, char *buf, size_t len);
+/* Bytes of the valid UTF-8 sequence that starts at s (stop: one past the
+ * text), or 0: a stray byte, an overlong form, a surrogate, a code point
+ * above U+10FFFF, or a sequence cut short. */
+size_t rift__toml_utf8_seq(const char *s, const char *stop);
+/* Whether the NUL-terminated s is valid UTF-8. */
+bool rift__toml_utf8_ok(const char *s);
 
 #endif

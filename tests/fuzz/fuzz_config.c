@@ -8,22 +8,14 @@
  * Properties beyond "no crash", from rift.h's contract: a refusal leaves
  * the config unchanged, with a NUL-terminated message; an accepted file
  * gives a config rift_config_check accepts; rift_config_dump of it is
- * TOML that loads back to the same config.  (Not checked for a device
- * name with control or non-ASCII characters: issue 14, item 6, is about
- * the dump of those.)
+ * TOML that loads back to the same config, whatever the device name
+ * holds (corpus/config/dump-control-chars: 25 control characters, which
+ * a fixed line of the dump once cut mid-escape).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "api/config_int.h"
-
-static bool plain(const char *s, size_t max)
-{
-	for (size_t i = 0; i < max && s[i]; i++)
-		if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] > 0x7e)
-			return false;
-	return true;
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -57,8 +49,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	n = rift_config_dump(&cfg, dump, sizeof(dump));
 	if (n <= 0 || (size_t)n >= sizeof(dump))
 		abort();
-	if (!plain(cfg.device, sizeof(cfg.device)))
-		return 0;
 	rift_config_init(&again);
 	if (rift__config_load_text(&again, "dump.toml", dump, (size_t)n, err,
 				   sizeof(err)) != 0)

@@ -314,6 +314,60 @@ TEST_T(an_rdmacm_listener_takes_cm_tcp_clients)
 }
 
 /*
+ * The URL's cm option sets up one connection's paths: a client whose
+ * context uses rdmacm reaches a cm=tcp listener with "?cm=tcp", while
+ * the same URL without it is refused, naming both modes.
+ */
+TEST_T(url_option_cm_sets_up_this_connection_over_the_side_channel)
+{
+	rift_config lc = cfg_cm(RIFT_CM_TCP), cc = cfg_cm(RIFT_CM_RDMACM);
+	struct side srv = { .verify = true, .seed = 6, .max_size = 9000 };
+	struct side cli = { 0 }, other = { 0 };
+	rift_ctx *sctx, *cctx;
+	rift_listener *l = NULL;
+	rift_conn *conns[2];
+	char url[160];
+
+	need_rdma();
+	cc.retries = 0;
+	sctx = h_ctx(&lc);
+	cctx = h_ctx(&cc);
+	snprintf(url, sizeof(url), "rdma://%s:0", rt_host());
+	CHECK_EQ(rift_listen(sctx, url, &h_callbacks, &srv, h_accept_side, &l),
+		 0);
+	snprintf(url, sizeof(url), "rdma://%s:%d?cm=tcp", rt_host(),
+		 rift_listener_port(l));
+	CHECK_EQ(rift_connect(cctx, url, &h_callbacks, &cli, &cli.conn), 0);
+	if (!wait2(sctx, cctx, &cli.connected, 10000))
+		FAIL("%s: not connected after 10 s: %s", url, cli.last_message);
+	CHECK_EQ(rift_conn_transport(cli.conn), RIFT_TRANSPORT_RDMA);
+	for (uint64_t i = 0; i < 20; i++)
+		CHECK_EQ(h_send(cli.conn, 6, i, 9000), 0);
+	for (uint64_t end = h_now_us() + 10000000u;
+	     srv.recv_count < 20 && h_now_us() < end;) {
+		rift_ctx_run(sctx, 2);
+		rift_ctx_run(cctx, 2);
+	}
+	CHECK_EQ(srv.recv_count, 20u);
+	CHECK_EQ(srv.bad, 0u);
+
+	*strchr(url, '?') = '\0'; /* the context's rdmacm */
+	CHECK_EQ(rift_connect(cctx, url, &h_callbacks, &other, &other.conn),
+		 0);
+	if (!wait2(sctx, cctx, &other.errors, 10000))
+		FAIL("%s without ?cm=tcp: no error after 10 s (connected %d)",
+		     url, other.connected);
+	CHECK_EQ(other.last_status, RIFT_ECONNREFUSED);
+	CHECK_CONTAINS(other.last_message,
+		       "the peer's listener uses rdma.cm = tcp");
+	conns[0] = cli.conn;
+	conns[1] = other.conn;
+	h_teardown(cctx, NULL, conns, 2);
+	conns[0] = srv.conn;
+	h_teardown(sctx, l, conns, 1);
+}
+
+/*
  * With rdma.cm = tcp there is no other way to set a path up: an attempt
  * that gets no answer (an address nobody answers ARP for) is followed by
  * another such attempt, not by one that fails at once for want of a

@@ -533,7 +533,6 @@ static const char every_key[] =
 	"sq_depth = 0x400\n"
 	"rq_depth = 2048\n"
 	"max_send_sge = 4\n"
-	"max_recv_sge = 2\n"
 	"inline_threshold = 256\n"
 	"cq_size = 8192\n"
 	"poll_batch = 32\n"
@@ -588,7 +587,6 @@ TEST(config_file_sets_every_key)
 	CHECK_EQ(c.sq_depth, 1024);
 	CHECK_EQ(c.rq_depth, 2048);
 	CHECK_EQ(c.max_send_sge, 4);
-	CHECK_EQ(c.max_recv_sge, 2);
 	CHECK_EQ(c.inline_threshold, 256);
 	CHECK_EQ(c.cq_size, 8192);
 	CHECK_EQ(c.poll_batch, 32);
@@ -846,7 +844,6 @@ static const struct {
 	FIELD("sq_depth", sq_depth),
 	FIELD("rq_depth", rq_depth),
 	FIELD("max_send_sge", max_send_sge),
-	FIELD("max_recv_sge", max_recv_sge),
 	FIELD("inline_threshold", inline_threshold),
 	FIELD("cq_size", cq_size),
 	FIELD("poll_batch", poll_batch),
@@ -970,7 +967,7 @@ TEST(config_ranges_agree_with_rift_config_check)
 		}
 		checked++;
 	}
-	CHECK_EQ(checked, 33);
+	CHECK_EQ(checked, 32);
 }
 
 /* ---- the environment ---- */
@@ -1168,7 +1165,6 @@ TEST(config_dump_round_trip)
 	a.sq_depth = 16;
 	a.rq_depth = 32768;
 	a.max_send_sge = 32;
-	a.max_recv_sge = 3;
 	a.inline_threshold = 0;
 	a.cq_size = 1u << 22;
 	a.poll_batch = 1;

@@ -56,6 +56,8 @@ static const struct allowed allowed[] = {
 	{ "util/log", "rift__log_level",
 	  "atomic stores of RIFT_LOG's level (rift_config_init)" },
 	{ "util/fault", "faults", "test builds only: armed by the test itself" },
+	{ "memory/pool_shape", "size",
+	  "atomic; the huge page size, read once (any reader's is the same)" },
 };
 
 static int unlisted;

@@ -10,8 +10,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sys/mman.h>
+
 #include "internal.h"
-#include "memory/pool.h"
+#include "memory/pool_int.h"
 #include "../runner.h"
 
 static int no_reg(void *dev, void *addr, size_t len, void **handle,
@@ -118,14 +120,61 @@ TEST(pool_grows_to_its_maximum_and_splits_send_from_receive)
 	rift__pool_put(p);
 }
 
-TEST(pool_is_shared_by_reference)
+/*
+ * One pool per process, shared by reference: a later user with the same
+ * [pool] settings gets it; one with other settings is refused, every key
+ * that differs named with both values, and the pool stays as it was.
+ */
+TEST(pool_is_shared_by_reference_and_refuses_other_settings)
 {
 	struct rift__pool *a = pool_with(0, 2u << 20, 16u << 20);
-	struct rift__pool *b = pool_with(0, 4u << 20, 64u << 20);
+	struct rift__pool *b = pool_with(0, 2u << 20, 16u << 20), *c = NULL;
+	struct rift__pool_usage u;
+	rift_config cfg;
+	char err[1024];
 
-	CHECK(a == b); /* one pool per process; later settings are ignored */
+	CHECK(a == b);
+	rift_config_init(&cfg);
+	cfg.pool_initial = 0;
+	cfg.pool_increment = 2u << 20;
+	cfg.pool_max = 64u << 20;
+	cfg.huge_pages = 1;
+	cfg.block_size[2] = 128u << 10;
+	CHECK_EQ(rift__pool_get(&cfg, &ops, &c, err, sizeof(err)), RIFT_EINVAL);
+	CHECK(c == NULL);
+	CHECK_STR(err, "pool: this context's [pool] settings are not those of "
+		       "the process's registered pool, which every context "
+		       "shares: pool.block_sizes = [8KiB,64KiB,128KiB,1MiB,"
+		       "2MiB] here, [8KiB,64KiB,256KiB,1MiB,2MiB] in the pool; "
+		       "pool.max = 64MiB here, 16MiB in the pool; "
+		       "pool.huge_pages = true here, false in the pool (give "
+		       "every context of the process the same [pool] "
+		       "settings)");
+	/* each key on its own */
+	rift_config_init(&cfg);
+	cfg.pool_initial = 0;
+	cfg.pool_increment = 2u << 20;
+	cfg.pool_max = 16u << 20;
+	cfg.pool_buckets = 5;
+	CHECK_EQ(rift__pool_get(&cfg, &ops, &c, err, sizeof(err)), RIFT_EINVAL);
+	CHECK_CONTAINS(err, ": pool.buckets = 5 here, 4 in the pool (");
+	cfg.pool_buckets = 4;
+	cfg.pool_thread_cache = 0;
+	cfg.recv_reserve_pct = 10;
+	cfg.pool_initial = 2u << 20;
+	cfg.pool_increment = 4u << 20;
+	CHECK_EQ(rift__pool_get(&cfg, &ops, &c, err, sizeof(err)), RIFT_EINVAL);
+	CHECK_CONTAINS(err, ": pool.initial = 2MiB here, 0 in the pool; "
+			    "pool.increment = 4MiB here, 2MiB in the pool; "
+			    "pool.thread_cache = 0 here, 32 in the pool; "
+			    "pool.recv_reserve_pct = 10 here, 50 in the pool (");
+	rift__pool_usage(a, &u);
+	CHECK_EQ(u.regions, 0);
 	rift__pool_put(b);
 	rift__pool_put(a);
+	/* the pool is gone: the next one is made from its user's settings */
+	CHECK_EQ(rift__pool_get(&cfg, &ops, &c, err, sizeof(err)), 0);
+	rift__pool_put(c);
 }
 
 struct worker {
@@ -213,6 +262,220 @@ TEST(pool_huge_pages_failure_says_what_to_do)
 	CHECK(rc != 0);
 	CHECK_CONTAINS(err, "huge pages");
 	CHECK_CONTAINS(err, "HugePages_Free");
+}
+
+/*
+ * The pool's address space is reserved on the boundary it needs (a huge
+ * page with pool.huge_pages): mmap(NULL) promises only a page, so more is
+ * reserved and the rest given back.  A 1 GiB boundary, which no kernel
+ * gives by chance, after a mapping that shifts where the next one goes.
+ */
+TEST(pool_reservation_starts_on_the_boundary_asked)
+{
+	static const size_t aligns[] = { 4096, 2u << 20, 1u << 30 };
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	void *shift = mmap(NULL, 3 * page, PROT_READ,
+			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	CHECK(shift != MAP_FAILED);
+	for (size_t i = 0; i < RIFT_ARRAY_SIZE(aligns); i++) {
+		size_t len = (6u << 20) + (i ? 0 : page);
+		uint8_t *base = rift__pool_reserve(len, aligns[i]);
+
+		CHECK(base != NULL);
+		CHECK_EQ((uintptr_t)base % aligns[i], 0);
+		/* all of it reserved: mprotect fails on a hole */
+		CHECK_EQ(mprotect(base, len, PROT_READ), 0);
+		CHECK_EQ(munmap(base, len), 0);
+	}
+	munmap(shift, 3 * page);
+}
+
+/* With huge pages a region is whole huge pages and whole blocks. */
+TEST(pool_geometry_with_huge_pages_maps_whole_huge_pages)
+{
+	size_t hp = rift__huge_page_size();
+	struct rift__pool_geometry g;
+	rift_config cfg;
+
+	if (!hp)
+		SKIP("this kernel has no huge pages (no Hugepagesize in "
+		     "/proc/meminfo)");
+	rift_config_init(&cfg);
+	cfg.block_size[3] = 512u << 10;
+	cfg.block_size[4] = 768u << 10; /* 3 x 256 KiB */
+	cfg.pool_increment = 1u << 20;
+	cfg.pool_max = 64u << 20;
+	rift__pool_geometry(&cfg, &g);
+	CHECK_EQ(g.align, 0);
+	CHECK_EQ(g.region, 1536u << 10); /* two blocks */
+	cfg.huge_pages = 1;
+	rift__pool_geometry(&cfg, &g);
+	CHECK_EQ(g.align, hp);
+	CHECK_EQ(g.region % hp, 0);
+	CHECK_EQ(g.region % (768u << 10), 0);
+	CHECK(g.region >= cfg.pool_increment);
+	CHECK(g.region < cfg.pool_increment + 3 * hp);
+}
+
+static long meminfo(const char *key)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[128];
+	long v = -1;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, strlen(key)) &&
+		    sscanf(line + strlen(key), ": %ld", &v) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return v;
+}
+
+/* KernelPageSize of the mapping holding p, bytes (0 if not found). */
+static size_t page_size_at(const void *p)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[256];
+	bool in = false;
+	size_t kb = 0;
+
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 &&
+		    strchr(line, '-') < strchr(line, ' '))
+			in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+		else if (in && sscanf(line, "KernelPageSize: %zu kB", &kb) == 1)
+			break;
+	}
+	if (f)
+		fclose(f);
+	return kb * 1024u;
+}
+
+static bool write_long(const char *path, long v)
+{
+	FILE *f = fopen(path, "w");
+	bool ok;
+
+	if (!f)
+		return false;
+	ok = fprintf(f, "%ld\n", v) > 0;
+	return fclose(f) == 0 && ok;
+}
+
+/*
+ * The success path: a pool on huge pages, where they can be had.  As
+ * root the test raises vm.nr_hugepages by what it needs when too few are
+ * free, and puts it back before it checks anything.
+ */
+TEST(pool_huge_pages_back_the_regions)
+{
+	static const char nr_path[] = "/proc/sys/vm/nr_hugepages";
+	size_t hp = rift__huge_page_size();
+	long need, free_before, nr_before = -1, free_in, free_after;
+	struct rift__pool *p = NULL;
+	struct rift__pool_usage u = { 0 };
+	char err[512] = "", why[160];
+	void *small = NULL, *big = NULL;
+	size_t small_page = 0, big_page = 0;
+	bool big_aligned = false;
+	rift_config cfg, odd;
+	int rc, rc_odd = -1, arc = 0;
+	char err_odd[512] = "";
+
+	if (!hp)
+		SKIP("this kernel has no huge pages (no Hugepagesize in "
+		     "/proc/meminfo)");
+	rift_config_init(&cfg);
+	cfg.huge_pages = 1;
+	cfg.pool_initial = 4u << 20;
+	cfg.pool_increment = 4u << 20;
+	cfg.pool_max = 8u << 20;
+	cfg.pool_thread_cache = 0;
+	need = (long)((8u << 20) / hp) + 1;
+	free_before = meminfo("HugePages_Free");
+	if (free_before < need) {
+		FILE *f = fopen(nr_path, "r");
+
+		if (!f || fscanf(f, "%ld", &nr_before) != 1)
+			nr_before = -1;
+		if (f)
+			fclose(f);
+		if (geteuid() != 0 || nr_before < 0) {
+			snprintf(why, sizeof(why),
+				 "HugePages_Free is %ld, %ld needed, and this "
+				 "test may not raise vm.nr_hugepages (not "
+				 "root)",
+				 free_before, need);
+			SKIP(why);
+		}
+		if (!write_long(nr_path, nr_before + need - free_before) ||
+		    meminfo("HugePages_Free") < need) {
+			write_long(nr_path, nr_before);
+			snprintf(why, sizeof(why),
+				 "HugePages_Free is %ld, %ld needed, and raising "
+				 "vm.nr_hugepages from %ld did not free enough "
+				 "(memory too fragmented?)",
+				 free_before, need, nr_before);
+			SKIP(why);
+		}
+	}
+	free_before = meminfo("HugePages_Free");
+	rc = rift__pool_get(&cfg, &ops, &p, err, sizeof(err));
+	if (rc == 0) {
+		big = rift__pool_alloc(p, 2u << 20, RIFT_POOL_SEND, &arc, err,
+				       sizeof(err));
+		small = big ? rift__pool_alloc(p, 100, RIFT_POOL_RECV, &arc,
+					       err, sizeof(err))
+			    : NULL;
+		if (big && small) {
+			memset(big, 0x5a, 2u << 20);
+			memset(small, 0xa5, 100);
+			big_aligned = (uintptr_t)big % hp == 0;
+			big_page = page_size_at(big);
+			small_page = page_size_at(small);
+		}
+		rift__pool_usage(p, &u);
+		free_in = meminfo("HugePages_Free");
+		if (big)
+			rift__pool_free(p, big, RIFT_POOL_SEND);
+		if (small)
+			rift__pool_free(p, small, RIFT_POOL_RECV);
+		rift__pool_put(p);
+	}
+	free_after = meminfo("HugePages_Free");
+	/* A largest class that is no divisor of the huge page: regions
+	 * of 1.5 MiB mapped 1.5 MiB apart were refused by the kernel. */
+	odd = cfg;
+	odd.block_size[3] = 512u << 10;
+	odd.block_size[4] = 768u << 10;
+	odd.pool_increment = 1u << 20;
+	odd.pool_initial = 3u << 20;
+	if (!rc) {
+		rc_odd = rift__pool_get(&odd, &ops, &p, err_odd,
+					sizeof(err_odd));
+		if (!rc_odd)
+			rift__pool_put(p);
+	}
+	if (nr_before >= 0)
+		write_long(nr_path, nr_before);
+
+	if (rc)
+		FAIL("pool on huge pages: %s: %s", rift_err_name(rc), err);
+	if (rc_odd)
+		FAIL("pool on huge pages, 768 KiB blocks: %s: %s",
+		     rift_err_name(rc_odd), err_odd);
+	CHECK(big && small);
+	CHECK(big_aligned);
+	CHECK_EQ(big_page, hp);
+	CHECK_EQ(small_page, hp);
+	CHECK_EQ(u.regions, 2); /* a region per class in use */
+	/* both regions on huge pages, given back with the pool */
+	CHECK_EQ(free_before - free_in, (long)((8u << 20) / hp));
+	CHECK_EQ(free_after, free_before);
 }
 
 /*

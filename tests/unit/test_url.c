@@ -94,9 +94,9 @@ TEST(url_errors_reach_the_caller)
 	CHECK_EQ(rift_ctx_create(&ctx, NULL), 0);
 	CHECK_EQ(rift_connect(ctx, "tcp://nowhere", NULL, NULL, &c), RIFT_EINVAL);
 	CHECK_CONTAINS(rift_ctx_last_error(ctx), "missing port");
-	CHECK_EQ(rift_connect(ctx, "tcp://h:1?cm=tcp", NULL, NULL, &c),
+	CHECK_EQ(rift_connect(ctx, "tcp://h:1?colour=blue", NULL, NULL, &c),
 		 RIFT_EINVAL);
-	CHECK_CONTAINS(rift_ctx_last_error(ctx), "unknown option 'cm'");
+	CHECK_CONTAINS(rift_ctx_last_error(ctx), "unknown option 'colour'");
 	/* A host name that does not resolve is an event, not an error of
 	 * the call (resolved off the loop: test_resolve.c); rift_listen
 	 * resolves in the call. */

@@ -495,7 +495,8 @@ static void sock_opts(int fd)
 }
 
 int rift__cmtcp_connect(rift__path *p, const struct sockaddr *sa,
-			socklen_t len, struct rift__cmtcp **out)
+			socklen_t len, const struct rift__rdma_src *src,
+			struct rift__cmtcp **out)
 {
 	struct rift__cmtcp *tc;
 	int fd, rc;
@@ -504,6 +505,16 @@ int rift__cmtcp_connect(rift__path *p, const struct sockaddr *sa,
 	if (fd < 0)
 		return rift__from_errno(errno);
 	sock_opts(fd);
+	/* The configured device's address (rdma_src.c, which made sure the
+	 * route from it leaves by its netdev): the socket's local address
+	 * chooses the device (rdma_boot.c). */
+	if (src && src->set) {
+		if (bind(fd, (const struct sockaddr *)&src->addr, src->len) < 0) {
+			rc = rift__from_errno(errno);
+			close(fd);
+			return rc;
+		}
+	}
 	if (connect(fd, sa, len) < 0 && errno != EINPROGRESS) {
 		rc = rift__from_errno(errno);
 		close(fd);

@@ -26,6 +26,9 @@
 #ifndef RIFT_VERBS_CM_TCP_H
 #define RIFT_VERBS_CM_TCP_H
 
+#include <net/if.h>
+#include <sys/socket.h>
+
 #include "transports/tcp.h"
 
 #define RIFT_BOOT_MAGIC 0x52564254u /* "RVBT": never "RF" (a session frame) */
@@ -75,13 +78,25 @@ const char *rift__boot_check(const struct rift__boot *b, uint8_t link_layer);
 struct rift__cmtcp;
 struct rift__cmtcp_listener;
 
+/* A client path's local address: set, the address and its netdev
+ * ("" when unknown, for messages); rift__rdma_src (rdma_int.h) chooses
+ * it. */
+struct rift__rdma_src {
+	bool set;
+	struct sockaddr_storage addr;
+	socklen_t len;
+	char ifname[IF_NAMESIZE];
+};
+
 /*
- * Client: connect the side channel of p to sa without blocking.  When it
+ * Client: connect the side channel of p to sa without blocking, from src
+ * (may be NULL: the route chooses; rdma_int.h) when it is set.  When it
  * is up, rift__rdma_boot_connected(p) runs; failures fail p with a reason.
  * Returns 0 or RIFT_E* (nothing made).
  */
 int rift__cmtcp_connect(rift__path *p, const struct sockaddr *sa,
-			socklen_t len, struct rift__cmtcp **out);
+			socklen_t len, const struct rift__rdma_src *src,
+			struct rift__cmtcp **out);
 /* Send our bootstrap (once per channel).  0, or p failed. */
 int rift__cmtcp_send(struct rift__cmtcp *tc, const struct rift__boot *b);
 /* Refuse: send a bootstrap with only status set (best effort). */

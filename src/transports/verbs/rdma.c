@@ -66,23 +66,32 @@
 
 /* ---- ops ---- */
 
-static int connect_cm(rift_ctx *ctx, const struct sockaddr *sa,
-		      socklen_t len, rift_cm cm, rift__path **out)
+static int connect_cm(rift_ctx *ctx, const rift_config *cfg,
+		      const struct sockaddr *sa, socklen_t len, rift_cm cm,
+		      rift__path **out)
 {
 	struct rift__rdma_ctx *r;
 	struct rdma_path *rp;
+	struct rift__rdma_src src;
+	char serr[RIFT_ERRMSG_LEN];
 	rift__vb_err err;
 	int rc;
 
-	r = rift__rdma_rctx(ctx, err);
-	if (!r)
-		return rift__ctx_fail(ctx, RIFT_ENODEV, "%s", err);
+	rc = rift__rdma_rctx(ctx, &r, err);
+	if (rc)
+		return rift__ctx_fail(ctx, rc, "%s", err);
+	/* rdma.device, rdma.port, rdma.gid_index: leave from an address of
+	 * that device and port (rdma_src.c), or fail saying why. */
+	rc = rift__rdma_src(cfg, sa, len, &src, serr, sizeof(serr));
+	if (rc)
+		return rift__ctx_fail(ctx, rc, "%s", serr);
 	rp = rift__rdma_path_new(ctx, true);
 	if (!rp)
 		return RIFT_ENOMEM;
+	rp->base.cfg = cfg;
 	if (cm == RIFT_CM_TCP) {
 		/* The side channel goes to the same address and port. */
-		rc = rift__cmtcp_connect(&rp->base, sa, len, &rp->tc);
+		rc = rift__cmtcp_connect(&rp->base, sa, len, &src, &rp->tc);
 		if (rc == RIFT_EINVAL || rc == RIFT_ENETUNREACH) {
 			/* As rdma_resolve_addr's refusal below. */
 			rift__path_destroy(&rp->base);
@@ -101,7 +110,10 @@ static int connect_cm(rift_ctx *ctx, const struct sockaddr *sa,
 	}
 	rc = rift__vb_id_create(r->ch, &rp->kind, &rp->id, err);
 	if (!rc) {
-		rc = rift__vb_resolve_addr(rp->id, sa, RESOLVE_STEP_MS, err);
+		rc = rift__vb_resolve_addr(
+			rp->id,
+			src.set ? (const struct sockaddr *)&src.addr : NULL, sa,
+			RESOLVE_STEP_MS, err);
 		/* The kernel's route lookup said no at once: no route to
 		 * the address, most often because the link to it is down
 		 * (its routes went with it). */
@@ -122,10 +134,11 @@ static int connect_cm(rift_ctx *ctx, const struct sockaddr *sa,
 	return 0;
 }
 
-static int rdma_connect_op(rift_ctx *ctx, const struct sockaddr *sa,
-			   socklen_t len, rift__path **out)
+static int rdma_connect_op(rift_ctx *ctx, const rift_config *cfg,
+			   const struct sockaddr *sa, socklen_t len,
+			   rift__path **out)
 {
-	return connect_cm(ctx, sa, len, ctx->cfg.cm, out);
+	return connect_cm(ctx, cfg, sa, len, cfg->cm, out);
 }
 
 /*
@@ -137,15 +150,16 @@ static int rdma_connect_op(rift_ctx *ctx, const struct sockaddr *sa,
  * MAD layer's recovery (SQE -> RTS) brings back its send side only, so
  * every later CM reply to that device is dropped.  Its RC QPs work.
  */
-static const char *rdma_alt(const rift_ctx *ctx)
+static const char *rdma_alt(const rift_config *cfg)
 {
-	return ctx->cfg.cm == RIFT_CM_RDMACM ? "cm=tcp" : NULL;
+	return cfg->cm == RIFT_CM_RDMACM ? "cm=tcp" : NULL;
 }
 
-static int rdma_connect_alt_op(rift_ctx *ctx, const struct sockaddr *sa,
-			       socklen_t len, rift__path **out)
+static int rdma_connect_alt_op(rift_ctx *ctx, const rift_config *cfg,
+			       const struct sockaddr *sa, socklen_t len,
+			       rift__path **out)
 {
-	return connect_cm(ctx, sa, len, RIFT_CM_TCP, out);
+	return connect_cm(ctx, cfg, sa, len, RIFT_CM_TCP, out);
 }
 
 static bool wildcard(const struct sockaddr *sa)
@@ -247,9 +261,9 @@ static int rdma_listen_op(rift_listener *l, const struct sockaddr *sa,
 	const char *bad;
 	int rc;
 
-	r = rift__rdma_rctx(ctx, err);
-	if (!r)
-		return rift__ctx_fail(ctx, RIFT_ENODEV, "listen: %s", err);
+	rc = rift__rdma_rctx(ctx, &r, err);
+	if (rc)
+		return rift__ctx_fail(ctx, rc, "listen: %s", err);
 	rl = calloc(1, sizeof(*rl));
 	if (!rl)
 		return rift__ctx_fail(ctx, RIFT_ENOMEM, "listen: out of memory");
@@ -332,6 +346,19 @@ uint64_t rift__conn_rdma_figure(const rift_conn *conn,
 		return rp->rndv_n;
 	}
 	return 0;
+}
+
+const char *rift__conn_rdma_device(const rift_conn *conn, unsigned *port)
+{
+	const struct rdma_path *rp;
+
+	if (!conn->path || conn->path->ops != &rift__rdma_ops)
+		return NULL;
+	rp = rp_of(conn->path);
+	if (!rp->verbs)
+		return NULL;
+	*port = rp->port_num;
+	return rift__vb_device_name(rp->verbs->device);
 }
 
 static void rdma_cut(rift__path *p)

@@ -25,6 +25,9 @@ enum rift__rdma_figure {
 };
 uint64_t rift__conn_rdma_figure(const rift_conn *conn,
 				enum rift__rdma_figure f);
+/* Tests: the device and port of the current verbs path (NULL on another
+ * transport or before its device is known). */
+const char *rift__conn_rdma_device(const rift_conn *conn, unsigned *port);
 /* Tests: ibv_query_qp of the current verbs path's QP (RTS, else RIFT_EIO):
  * ack timeout, retry counts, and whether the QP is rift's own rather than
  * one librdmacm made (rdma_create_qp).  RIFT_EINVAL without a QP. */

@@ -192,9 +192,11 @@ static void path_cm_event(struct rdma_path *rp, struct rdma_cm_event *ev)
 		break;
 	case RDMA_CM_EVENT_ADDR_ERROR:
 		/* No ARP answer yet: ask again (see RESOLVE_STEP_MS); the
-		 * session's bound on the attempt ends it if none comes. */
+		 * session's bound on the attempt ends it if none comes.  The
+		 * id keeps the source it is bound to (rdma_src.c). */
 		if (ev->status == -ETIMEDOUT &&
-		    !rift__vb_resolve_addr(rp->id, (struct sockaddr *)&rp->id->route.addr.dst_addr,
+		    !rift__vb_resolve_addr(rp->id, NULL,
+					   (struct sockaddr *)&rp->id->route.addr.dst_addr,
 					   RESOLVE_STEP_MS, err))
 			break;
 		fail_setup(rp, RIFT_EHOSTUNREACH, RIFT_FALLBACK_ADDR_RESOLVE,

@@ -148,20 +148,26 @@ static struct rift__rdma_ctx *rdma_ctx_new(rift_ctx *ctx)
  * ctx->pool, which rift__rdma_ctx_destroy drops.  NULL when it cannot be
  * had (the context's error says why, but for memory for the state).
  */
-struct rift__pool *rift__rdma_ctx_pool(rift_ctx *ctx)
+static int ctx_pool(rift_ctx *ctx)
 {
 	char err[RIFT_ERRMSG_LEN];
+	int rc;
 
 	if (ctx->pool)
-		return ctx->pool;
+		return 0;
 	if (!rctx_of(ctx) && !rdma_ctx_new(ctx))
-		return NULL;
-	if (rift__pool_get(&ctx->cfg, &pool_reg, &ctx->pool, err,
-			   sizeof(err))) {
-		rift__ctx_fail(ctx, RIFT_ENOMEM, "%s", err);
-		return NULL;
-	}
-	return ctx->pool;
+		return rift__ctx_fail(ctx, RIFT_ENOMEM, "out of memory for "
+				      "the context's RDMA state");
+	rc = rift__pool_get(&ctx->cfg, &pool_reg, &ctx->pool, err,
+			    sizeof(err));
+	if (rc)
+		return rift__ctx_fail(ctx, rc, "%s", err);
+	return 0;
+}
+
+struct rift__pool *rift__rdma_ctx_pool(rift_ctx *ctx)
+{
+	return ctx_pool(ctx) ? NULL : ctx->pool;
 }
 
 /*
@@ -204,35 +210,43 @@ static void warm_devices(rift_ctx *ctx)
 	rift__vb_cm_devices_free(list);
 }
 
-struct rift__rdma_ctx *rift__rdma_rctx(rift_ctx *ctx, rift__vb_err err)
+int rift__rdma_rctx(rift_ctx *ctx, struct rift__rdma_ctx **out,
+		    rift__vb_err err)
 {
 	struct rift__rdma_ctx *r = rctx_of(ctx);
+	int rc;
 
-	if (r && r->ch)
-		return r;
+	*out = NULL;
+	if (r && r->ch) {
+		*out = r;
+		return 0;
+	}
 	if (!r) {
 		r = rdma_ctx_new(ctx);
 		if (!r) {
 			snprintf(err, sizeof(rift__vb_err), "out of memory");
-			return NULL;
+			return RIFT_ENOMEM;
 		}
 	}
-	if (!rift__rdma_ctx_pool(ctx)) {
+	rc = ctx_pool(ctx);
+	if (rc) {
 		snprintf(err, sizeof(rift__vb_err), "%s", ctx->errmsg);
-		return NULL;
+		return rc;
 	}
-	if (rift__vb_channel_create(&r->ch, err))
-		return NULL;
+	rc = rift__vb_channel_create(&r->ch, err);
+	if (rc)
+		return rc;
 	if (rift__io_start(ctx, &r->io, r->ch->fd, EPOLLIN,
 			   rift__rdma_cm_io_cb)) {
 		snprintf(err, sizeof(rift__vb_err), "epoll: cannot watch the "
 						    "rdma_cm channel");
 		rift__vb_channel_destroy(r->ch);
 		r->ch = NULL;
-		return NULL;
+		return RIFT_ENOMEM;
 	}
 	warm_devices(ctx);
-	return r;
+	*out = r;
+	return 0;
 }
 
 void rift__rdma_ctx_destroy(rift_ctx *ctx)

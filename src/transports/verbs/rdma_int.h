@@ -32,7 +32,7 @@
 #define WR_TAG(rp) ((uint64_t)(rp)->tag << TAG_SHIFT)
 #define WR_IDX(wr_id) ((uint32_t)(wr_id))
 #define WR_TAG_OF(wr_id) ((uint32_t)((wr_id) >> TAG_SHIFT) & TAG_MASK)
-#define MAX_POLL 64
+#define MAX_POLL RIFT_POLL_BATCH_MAX
 
 /*
  * A SEND's immediate: credits returned in the low 16 bits (at most
@@ -383,7 +383,25 @@ int rift__rdma_dev_pd(struct rift__pool *pool, struct ibv_context *verbs,
 		      int *idx, char *err, size_t errlen);
 void rift__rdma_dev_atoms(struct ibv_context *verbs, uint8_t *rd,
 			  uint8_t *init, uint32_t *max_msg, bool *mw);
-struct rift__rdma_ctx *rift__rdma_rctx(rift_ctx *ctx, rift__vb_err err);
+/*
+ * rdma.device, rdma.port and rdma.gid_index on a client (rdma_src.c):
+ * the local address its paths to dst leave from, of dst's family, which
+ * reaches dst through its netdev (ifname, "" when unknown).  0 with
+ * out->set false when none of them is set, or on InfiniBand (the route
+ * chooses; rift__rdma_device_mismatch checks it); 0 with out->set; or
+ * RIFT_ENODEV (no such device or port), RIFT_ENETDOWN (no active port),
+ * RIFT_EADDRNOTAVAIL (no address of that family), RIFT_ENETUNREACH (no
+ * address that reaches dst), with err saying which addresses were tried.
+ */
+int rift__rdma_src(const rift_config *cfg, const struct sockaddr *dst,
+		   socklen_t dst_len, struct rift__rdma_src *out, char *err,
+		   size_t errlen);
+
+/* The context's verbs state, made with its rdma_cm channel and its pool
+ * on first use: 0, or RIFT_E* with err set (a pool whose [pool]
+ * settings are not the context's: RIFT_EINVAL). */
+int rift__rdma_rctx(rift_ctx *ctx, struct rift__rdma_ctx **out,
+		    rift__vb_err err);
 rift_fallback_reason rift__rdma_available(rift_ctx *ctx);
 void rift__rdma_watch_device(rift_ctx *ctx, struct ibv_device *dev);
 /* Context hooks (rift__transport_ops): the pool and the end of the

@@ -138,7 +138,7 @@ static int res_make(rift_ctx *ctx, struct ibv_context *verbs, uint8_t port,
 		.sq_depth = cfg->sq_depth,
 		.rq_depth = cfg->rq_depth,
 		.max_send_sge = cfg->max_send_sge,
-		.max_recv_sge = cfg->max_recv_sge,
+		.max_recv_sge = 1, /* a receive is one buffer */
 		.inline_max = cfg->inline_threshold,
 	};
 	rift__vb_err verr;
@@ -422,7 +422,7 @@ int rift__rdma_path_resources(struct rdma_path *rp, struct rdma_listener *rl)
 			.sq_depth = cfg->sq_depth,
 			.rq_depth = cfg->rq_depth,
 			.max_send_sge = cfg->max_send_sge,
-			.max_recv_sge = cfg->max_recv_sge,
+			.max_recv_sge = 1, /* a receive is one buffer */
 			.inline_max = cfg->inline_threshold,
 		};
 

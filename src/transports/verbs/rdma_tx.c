@@ -261,7 +261,7 @@ static RIFT_HOT_INLINE void post_sends(struct rdma_path *rp);
  */
 static bool read_stalled(struct rdma_path *rp)
 {
-	const rift_config *c = &rp->base.ctx->cfg;
+	const rift_config *c = rp->base.cfg;
 	uint64_t budget_us = ((uint64_t)4096 << c->rdma_ack_timeout) / 1000u *
 			     (c->rdma_retry_count + 1u) +
 			     (uint64_t)c->keepalive_interval_ms * 1000u;
@@ -454,7 +454,7 @@ static void probe(struct rdma_path *rp)
 
 	if (!rp->slots_free || p->state != RIFT_PATH_ATTACHED ||
 	    p->ctx->now_us - rp->probe_us <
-		    (uint64_t)p->ctx->cfg.keepalive_interval_ms * 1000u)
+		    (uint64_t)p->cfg->keepalive_interval_ms * 1000u)
 		return;
 	rp->probe_us = p->ctx->now_us;
 	slot = rp->slot_next;

@@ -228,8 +228,6 @@ static RIFT_HOT_INLINE int cq_poll_inline(struct rift__rdma_ctx *r,
 	if (s->polling || s->failed)
 		return 0;
 	s->polling = true;
-	if (batch > MAX_POLL)
-		batch = MAX_POLL;
 	while ((n = rift__vb_poll(r->dp_calls, s->cq, (int)batch, wc)) > 0) {
 		cq_batch(r, s, wc, n);
 		total += n;

@@ -98,11 +98,13 @@ void rift__vb_id_destroy(struct rdma_cm_id *id)
 		rdma_destroy_id(id);
 }
 
-int rift__vb_resolve_addr(struct rdma_cm_id *id, const struct sockaddr *dst,
-			  int timeout_ms, rift__vb_err err)
+int rift__vb_resolve_addr(struct rdma_cm_id *id, const struct sockaddr *src,
+			  const struct sockaddr *dst, int timeout_ms,
+			  rift__vb_err err)
 {
 	COUNT(resolve_addr);
-	if (rdma_resolve_addr(id, NULL, (struct sockaddr *)dst, timeout_ms))
+	if (rdma_resolve_addr(id, (struct sockaddr *)src, (struct sockaddr *)dst,
+			      timeout_ms))
 		return rift__vb_fail(err, "rdma_resolve_addr", errno);
 	return 0;
 }

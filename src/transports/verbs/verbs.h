@@ -69,8 +69,10 @@ void rift__vb_channel_destroy(struct rdma_event_channel *ch);
 int rift__vb_id_create(struct rdma_event_channel *ch, void *context,
 		       struct rdma_cm_id **out, rift__vb_err err);
 void rift__vb_id_destroy(struct rdma_cm_id *id);
-int rift__vb_resolve_addr(struct rdma_cm_id *id, const struct sockaddr *dst,
-			  int timeout_ms, rift__vb_err err);
+/* src (may be NULL: the route chooses) binds the id to its device. */
+int rift__vb_resolve_addr(struct rdma_cm_id *id, const struct sockaddr *src,
+			  const struct sockaddr *dst, int timeout_ms,
+			  rift__vb_err err);
 int rift__vb_resolve_route(struct rdma_cm_id *id, int timeout_ms,
 			   rift__vb_err err);
 int rift__vb_set_ack_timeout(struct rdma_cm_id *id, uint8_t timeout,
