@@ -30,7 +30,7 @@ cd "$(dirname "$0")/.."
 # may call although the session sits above them; each group says why.
 UPCALLS='
 rift__path_connected rift__path_failed rift__path_on_frame
-rift__sess_control
+rift__sess_control rift__sess_error_frame
 rift__path_init rift__path_destroy
 rift__stream_*
 rift__hdr_encode rift__hdr_decode rift__error_encode rift__frame_name
