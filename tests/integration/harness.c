@@ -275,6 +275,17 @@ bool h_wait(rift_ctx *ctx, const int *flag, int timeout_ms)
 	return *flag != 0;
 }
 
+bool h_wait2(rift_ctx *a, rift_ctx *b, const int *flag, int timeout_ms)
+{
+	uint64_t end = h_now_us() + (uint64_t)timeout_ms * 1000u;
+
+	while (!*flag && h_now_us() < end) {
+		rift_ctx_run(a, 2);
+		rift_ctx_run(b, 2);
+	}
+	return *flag != 0;
+}
+
 bool h_wait_u64(rift_ctx *ctx, const uint64_t *v, uint64_t target,
 		int timeout_ms)
 {

@@ -56,6 +56,8 @@ rift_listener *h_listen(rift_ctx *ctx, struct side *server);
 rift_conn *h_connect(rift_ctx *ctx, int port, struct side *client);
 /* Run ctx until *flag != 0 or timeout_ms; returns whether it came true. */
 bool h_wait(rift_ctx *ctx, const int *flag, int timeout_ms);
+/* The same, running two contexts in turn. */
+bool h_wait2(rift_ctx *a, rift_ctx *b, const int *flag, int timeout_ms);
 bool h_wait_u64(rift_ctx *ctx, const uint64_t *v, uint64_t target,
 		int timeout_ms);
 /* Wait up to 10 s for CONNECTED; fail with the connection's last error. */

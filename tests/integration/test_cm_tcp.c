@@ -45,18 +45,6 @@ static rift_ctx_stats stats(rift_ctx *ctx)
 	return st;
 }
 
-/* Run two contexts until *flag or timeout_ms. */
-static bool wait2(rift_ctx *a, rift_ctx *b, const int *flag, int timeout_ms)
-{
-	uint64_t end = h_now_us() + (uint64_t)timeout_ms * 1000u;
-
-	while (!*flag && h_now_us() < end) {
-		rift_ctx_run(a, 2);
-		rift_ctx_run(b, 2);
-	}
-	return *flag != 0;
-}
-
 TEST_T(cm_tcp_messaging_over_a_side_channel_qp)
 {
 	rift_config cfg = cfg_cm(RIFT_CM_TCP);
@@ -245,7 +233,7 @@ static void mismatch(const char *scheme, rift_cm lcm, rift_cm ccm,
 	sctx = h_ctx(&lc);
 	cctx = h_ctx(&cc);
 	listen_connect(scheme, sctx, cctx, &srv, &cli, &l);
-	if (!wait2(sctx, cctx, &cli.errors, 10000))
+	if (!h_wait2(sctx, cctx, &cli.errors, 10000))
 		FAIL("%s listener cm %d, client cm %d: no error after 10 s "
 		     "(connected %d)",
 		     scheme, lcm, ccm, cli.connected);
@@ -287,7 +275,7 @@ static void cm_tcp_client_at(const char *scheme)
 	sctx = h_ctx(&lc);
 	cctx = h_ctx(&cc);
 	listen_connect(scheme, sctx, cctx, &srv, &cli, &l);
-	if (!wait2(sctx, cctx, &cli.connected, 10000))
+	if (!h_wait2(sctx, cctx, &cli.connected, 10000))
 		FAIL("%s listener (rdmacm), cm=tcp client: not connected after "
 		     "10 s: %s", scheme, cli.last_message);
 	CHECK_EQ(rift_conn_transport(cli.conn), RIFT_TRANSPORT_RDMA);
@@ -338,7 +326,7 @@ TEST_T(url_option_cm_sets_up_this_connection_over_the_side_channel)
 	snprintf(url, sizeof(url), "rdma://%s:%d?cm=tcp", rt_host(),
 		 rift_listener_port(l));
 	CHECK_EQ(rift_connect(cctx, url, &h_callbacks, &cli, &cli.conn), 0);
-	if (!wait2(sctx, cctx, &cli.connected, 10000))
+	if (!h_wait2(sctx, cctx, &cli.connected, 10000))
 		FAIL("%s: not connected after 10 s: %s", url, cli.last_message);
 	CHECK_EQ(rift_conn_transport(cli.conn), RIFT_TRANSPORT_RDMA);
 	for (uint64_t i = 0; i < 20; i++)
@@ -354,7 +342,7 @@ TEST_T(url_option_cm_sets_up_this_connection_over_the_side_channel)
 	*strchr(url, '?') = '\0'; /* the context's rdmacm */
 	CHECK_EQ(rift_connect(cctx, url, &h_callbacks, &other, &other.conn),
 		 0);
-	if (!wait2(sctx, cctx, &other.errors, 10000))
+	if (!h_wait2(sctx, cctx, &other.errors, 10000))
 		FAIL("%s without ?cm=tcp: no error after 10 s (connected %d)",
 		     url, other.connected);
 	CHECK_EQ(other.last_status, RIFT_ECONNREFUSED);
@@ -540,7 +528,7 @@ TEST_T(gid_index_that_does_not_exist_is_a_clear_error)
 	sctx = h_ctx(&good);
 	l = h_listen(sctx, &srv);
 	h_connect(ctx, rift_listener_port(l), &cli);
-	CHECK(wait2(ctx, sctx, &cli.errors, 10000));
+	CHECK(h_wait2(ctx, sctx, &cli.errors, 10000));
 	printf("cm=tcp connect: %s\n", cli.last_message);
 	CHECK_EQ(cli.last_status, RIFT_EINVAL);
 	CHECK_CONTAINS(cli.last_message, "rdma.gid_index 4000 does not exist");

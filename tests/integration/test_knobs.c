@@ -100,18 +100,6 @@ static int gid_index_of(const char *dev, const char *ip)
 	return idx;
 }
 
-/* Run two contexts until *flag or timeout_ms. */
-static bool wait2(rift_ctx *a, rift_ctx *b, const int *flag, int timeout_ms)
-{
-	uint64_t end = h_now_us() + (uint64_t)timeout_ms * 1000u;
-
-	while (!*flag && h_now_us() < end) {
-		rift_ctx_run(a, 2);
-		rift_ctx_run(b, 2);
-	}
-	return *flag != 0;
-}
-
 static const char *lab_env(const char *name)
 {
 	const char *v = getenv(name);
@@ -153,7 +141,7 @@ TEST_T(configured_device_port_and_gid_are_the_ones_its_paths_use)
 	CHECK_EQ(rift_connect(cctx, rt_url(rift_listener_port(l)),
 			      &h_callbacks, &cli, &cli.conn),
 		 0);
-	if (!wait2(sctx, cctx, &cli.connected, 10000))
+	if (!h_wait2(sctx, cctx, &cli.connected, 10000))
 		FAIL("not connected: %s", cli.last_message);
 	got = rift__conn_rdma_device(cli.conn, &port);
 	CHECK(got != NULL);
@@ -205,7 +193,7 @@ TEST_T(configured_device_chooses_the_link)
 	snprintf(url, sizeof(url), "rdma://%s:%d,%s:%d", a0,
 		 rift_listener_port(l), a1, rift_listener_port(l));
 	CHECK_EQ(rift_connect(cctx, url, &h_callbacks, &cli, &cli.conn), 0);
-	if (!wait2(sctx, cctx, &cli.connected, 10000))
+	if (!h_wait2(sctx, cctx, &cli.connected, 10000))
 		FAIL("%s with rdma.device %s: not connected: %s", url, dev1,
 		     cli.last_message);
 	CHECK_CONTAINS(cli.conn->path->peer, a1);
@@ -216,7 +204,7 @@ TEST_T(configured_device_chooses_the_link)
 	snprintf(url, sizeof(url), "rdma://%s:%d?retries=0", a0,
 		 rift_listener_port(l));
 	CHECK_EQ(rift_connect(cctx, url, &h_callbacks, &lone, &lone.conn), 0);
-	if (!wait2(sctx, cctx, &lone.errors, 10000))
+	if (!h_wait2(sctx, cctx, &lone.errors, 10000))
 		FAIL("%s with rdma.device %s: no error (connected %d)", url,
 		     dev1, lone.connected);
 	CHECK_EQ(lone.last_status, RIFT_ENETUNREACH);
