@@ -401,8 +401,8 @@ static void destroy_now(struct rdma_path *rp)
 	if (rp->id && rp->established && !rp->park)
 		rift__vb_disconnect(rp->id);
 	/* Then the windows leave their buffers (the messages stay queued in
-	 * the session, and a new path binds new windows over them); they go
-	 * after the QP (rift__rdma_binds_detach says why). */
+	 * the session, and a new path binds new windows over them); the
+	 * reaper deallocates them (rift__rdma_binds_detach says why). */
 	rift__rdma_binds_detach(rp);
 	if (rift__fault_hit(RIFT_FAULT_TEARDOWN_SLOW))
 		usleep(50000);
