@@ -237,6 +237,11 @@ static int reaches(const struct rift__rdma_src *s,
 
 struct found {
 	bool dev, port, active, ib;
+	/* rdma.gid_index: within the GID table of some active RoCE port;
+	 * else the first such port and its table's length, for the error */
+	bool gid_in_table;
+	char table_where[40];
+	uint32_t table_len;
 	struct rift__rdma_src c[MAX_CANDS];
 	int ifindex[MAX_CANDS];
 	char where[MAX_CANDS][48]; /* "rxe0 port 1 GID 1" */
@@ -310,6 +315,16 @@ static void collect(const rift_config *cfg, struct ibv_context **list, int n,
 				f->ib = true;
 				continue;
 			}
+			if (cfg->gid_index >= 0 &&
+			    cfg->gid_index < pa.gid_tbl_len)
+				f->gid_in_table = true;
+			if (!f->table_where[0]) {
+				snprintf(f->table_where, sizeof(f->table_where),
+					 "%s port %u",
+					 rift__vb_device_name(list[i]->device),
+					 port);
+				f->table_len = pa.gid_tbl_len;
+			}
 			port_cands(cfg, list[i], port, family, e, m, f);
 		}
 		free(e);
@@ -374,6 +389,13 @@ int rift__rdma_src(const rift_config *cfg, const struct sockaddr *dst,
 		snprintf(err, errlen, "%s: no active port", what);
 	} else if (!f->n && f->ib) {
 		goto out; /* InfiniBand: the route chooses, checked after */
+	} else if (!f->n && cfg->gid_index >= 0 && !f->gid_in_table) {
+		/* As the listener says it (rdma_dev.c). */
+		rc = RIFT_EINVAL;
+		snprintf(err, errlen, "rdma.gid_index %d does not exist on %s "
+				      "(its table has %u entries; rift-info "
+				      "lists the valid ones)",
+			 cfg->gid_index, f->table_where, f->table_len);
 	} else if (!f->n) {
 		rc = RIFT_EADDRNOTAVAIL;
 		snprintf(err, errlen, "%s: no %s address (no RoCE GID holds "
