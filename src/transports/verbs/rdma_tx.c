@@ -246,6 +246,7 @@ static RIFT_HOT_INLINE int repost_recvs(struct rdma_path *rp)
 }
 
 static RIFT_HOT_INLINE void post_sends(struct rdma_path *rp);
+static bool post_error_oob(struct rdma_path *rp);
 
 /*
  * A READ that makes no progress: rxe (6.1) can leave one waiting for
@@ -286,8 +287,17 @@ void rift__rdma_flush_now(struct rdma_path *rp)
 {
 	rift__path *p = &rp->base;
 
-	if (!rp->established || p->state == RIFT_PATH_DEAD)
+	if (p->state == RIFT_PATH_DEAD)
 		return;
+	if (!rp->established) {
+		/* A server's path takes the client's first frames before
+		 * rdma_cm tells it the connection is established (its QP
+		 * sends since the accept): a refusal's ERROR frame goes at
+		 * once, out of band, or it was lost with the path. */
+		if ((p->pending & RIFT_PEND_ERROR) && rp->qp && !p->is_client)
+			post_error_oob(rp);
+		return;
+	}
 	if (__builtin_expect(rp->rd_inflight != 0, 0) && read_stalled(rp))
 		return;
 	if ((rp->pend_n || rp->rndv_n) && rift__rdma_drain_recvs(rp) < 0)
