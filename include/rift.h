@@ -787,6 +787,13 @@ typedef struct rift_ctx_stats {
 					  rift_conn_abort, linger_ms passed,
 					  the session ended first
 					  (rift_conn_close), count */
+	uint64_t rndv_streamed;        /* rdma: copied sends of rendezvous
+					  size streamed through the send
+					  slots because no registered buffer
+					  was ready (rift_conn_send does not
+					  wait for one to be registered; the
+					  pool registers it for the next),
+					  count */
 } rift_ctx_stats;
 
 void rift__ctx_stats_init(rift_ctx_stats *st, size_t size);
@@ -948,12 +955,15 @@ void rift_listener_close(rift_listener *l, void (*close_cb)(rift_listener *l));
 
 /*
  * Send one message of len bytes (0 allowed, up to max_msg_size).  The data
- * is copied; the call never blocks.  Messages are delivered whole, in order,
- * exactly once, across path changes.  Sends go out from the next progress
- * round, together; a reply sent from on_recv of a message that arrived
- * alone may leave from inside the call (over RDMA: request/reply latency
- * is the time from a completion to the reply's doorbell).  No callback
- * runs from inside the call either way.
+ * is copied; the call never blocks (nor registers memory: over RDMA a
+ * message of rendezvous size is copied into a registered buffer when one
+ * is ready, else streamed while the pool's thread registers one for the
+ * next; rift_ctx_stats.rndv_streamed counts those).  Messages are delivered
+ * whole, in order, exactly once, across path changes.  Sends go out from
+ * the next progress round, together; a reply sent from on_recv of a
+ * message that arrived alone may leave from inside the call (over RDMA:
+ * request/reply latency is the time from a completion to the reply's
+ * doorbell).  No callback runs from inside the call either way.
  * Returns 0, RIFT_EINVAL (conn NULL, or data NULL with len > 0),
  * RIFT_EAGAIN (the send window is full: wait for WRITABLE),
  * RIFT_EMSGSIZE (longer than this side's max_msg_size, or than the peer's,

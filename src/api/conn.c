@@ -385,13 +385,21 @@ static inline int send_check(rift_conn *conn, size_t len)
 
 /* The buffer a copied message of len bytes goes in.  The copy is made
  * anyway: over a transport whose peer READs large messages (rendezvous),
- * one that will go that way is copied into registered memory; small ones
- * come from the context's cache, the rest from malloc. */
+ * one that will go that way is copied into registered memory when a
+ * block or a large buffer is ready (the pool never registers on this
+ * thread for it: the message is streamed meanwhile, and counted); small
+ * ones come from the context's cache, the rest from malloc. */
 static inline struct rift__buf *send_buf(rift_conn *conn, size_t len)
 {
 	if (conn->ctx->cfg.rndv_threshold &&
-	    len >= conn->ctx->cfg.rndv_threshold && send_registered(conn))
-		return rift__buf_new_registered(conn->ctx, len, false);
+	    len >= conn->ctx->cfg.rndv_threshold && send_registered(conn)) {
+		struct rift__buf *b =
+			rift__buf_new_registered(conn->ctx, len, false);
+
+		if (b && !b->pool)
+			conn->ctx->stats.rndv_streamed++;
+		return b;
+	}
 	if (len <= RIFT_SMALL_BUF)
 		return rift__buf_new_small(conn->ctx, len);
 	return rift__buf_new(conn->ctx, len);

@@ -321,6 +321,10 @@ static const struct family_def ctx_counters[] = {
 	  "RDMA: large messages sent as a rendezvous descriptor for the peer "
 	  "to READ.",
 	  CTX_STAT(rndv_sends) },
+	{ "rift_rndv_streamed_total",
+	  "RDMA: copied sends of rendezvous size streamed because no "
+	  "registered buffer was ready (registered meanwhile for the next).",
+	  CTX_STAT(rndv_streamed) },
 	{ "rift_rndv_recvs_total",
 	  "RDMA: large messages received by RDMA READ, delivered in place.",
 	  CTX_STAT(rndv_recvs) },
@@ -801,6 +805,7 @@ int rift_metrics_info(rift_ctx *ctx, char *buf, size_t len)
 	}
 	kv(&o, "credit_stalls", st->credit_stalls);
 	kv(&o, "rndv_sends", st->rndv_sends);
+	kv(&o, "rndv_streamed", st->rndv_streamed);
 	kv(&o, "rndv_recvs", st->rndv_recvs);
 	kv(&o, "rndv_read_bytes", st->rndv_read_bytes);
 	kv(&o, "rndv_refused", st->rndv_refused);

@@ -501,6 +501,8 @@ static void *pool_alloc(struct rift__pool *pool, size_t len,
 			if (!t_wait)
 				t_wait = rift__clock_us();
 			i = rift__pool_commit_region(pool, err, errlen);
+			if (i >= 0)
+				pool->caller_regs++;
 		}
 		if (t_wait)
 			RIFT_PLOG(RIFT_LOG_DEBUG,
@@ -677,6 +679,7 @@ void rift__pool_usage(struct rift__pool *pool, struct rift__pool_usage *u)
 {
 	pthread_mutex_lock(&pool->mu);
 	u->large_bytes = pool->large_bytes[0] + pool->large_bytes[1];
+	u->caller_regs = pool->caller_regs;
 	pthread_mutex_unlock(&pool->mu);
 	u->regions = __atomic_load_n(&pool->n_regions, __ATOMIC_ACQUIRE);
 	u->registered = u->regions * pool->region;

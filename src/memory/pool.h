@@ -125,6 +125,15 @@ void *rift__pool_alloc_large(struct rift__pool *pool, size_t len,
 			     enum rift__pool_use use, int *rc, char *err,
 			     size_t errlen);
 /*
+ * The same, but never registering on the caller's thread: a cached buffer
+ * that fits, else the grower is asked to register one of that size into
+ * the cache and this returns NULL with RIFT_EAGAIN (rift_conn_send then
+ * streams the message; the next one of about that size finds it).
+ */
+void *rift__pool_try_alloc_large(struct rift__pool *pool, size_t len,
+				 enum rift__pool_use use, int *rc, char *err,
+				 size_t errlen);
+/*
  * A session of this pool is re-attaching (on: true), or done (false):
  * while any is, the grower commits no region, for at most QUIET_MAX_US
  * (pool.c says why).  Calls pair up; any thread.
@@ -175,6 +184,9 @@ struct rift__pool_usage {
 	uint64_t blocks_free[RIFT_BLOCK_CLASSES];
 	uint64_t regions;
 	uint64_t large_bytes;           /* large buffers mapped, cached too */
+	uint64_t caller_regs;           /* regions and large buffers an
+					   allocating thread registered itself
+					   (the rest the grower did) */
 };
 void rift__pool_usage(struct rift__pool *pool, struct rift__pool_usage *u);
 

@@ -252,6 +252,12 @@ static void *grower_main(void *arg)
 			if (rc < 0)
 				break;
 		}
+		/* A large buffer asked for ahead (rift__pool_try_alloc_large),
+		 * also not while sessions re-attach. */
+		while (!pool->grow_stop && pool->large_want && quiet_wait(pool))
+			;
+		if (!pool->grow_stop && pool->large_want)
+			rift__pool_large_grow(pool);
 	}
 	pthread_mutex_unlock(&pool->mu);
 	return NULL;
@@ -260,8 +266,13 @@ static void *grower_main(void *arg)
 /* pool->mu held. */
 void rift__pool_grow_ahead(struct rift__pool *pool)
 {
-	if (!grow_needed(pool))
-		return;
+	if (grow_needed(pool))
+		rift__pool_grower_kick(pool);
+}
+
+/* pool->mu held. */
+void rift__pool_grower_kick(struct rift__pool *pool)
+{
 	if (!pool->grower_started) {
 		sigset_t all, old;
 

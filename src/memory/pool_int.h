@@ -85,6 +85,7 @@ struct rift__pool {
 	pthread_t grower;
 	pthread_cond_t grow_cv;
 	bool grower_started, grow_want, grow_stop;
+	size_t large_want;   /* a large buffer to register ahead, bytes */
 	/* Sessions re-attaching (rift__pool_quiet): the grower commits no
 	 * region meanwhile, for at most QUIET_MAX_US from the first. */
 	unsigned quiet_n;
@@ -95,6 +96,7 @@ struct rift__pool {
 	 * sessions re-attach, unless someone waits.  Under mu. */
 	bool committing, grower_commit;
 	unsigned commit_waiters;
+	uint64_t caller_regs; /* registered by an allocating thread */
 	pthread_cond_t commit_cv;
 	uint64_t carved_us[GROW_AHEAD_MAX]; /* the last carves, a ring */
 	unsigned n_carved;
@@ -124,6 +126,9 @@ int rift__pool_settings_check(const struct rift__pool_settings *pool,
 void rift__pool_large_unmap(struct rift__pool *pool, struct large *lg);
 void rift__pool_large_free(struct rift__pool *pool, void *block,
 			   enum rift__pool_use use);
+/* On the grower, mu held: register the large buffer asked for by
+ * rift__pool_try_alloc_large, into the cache (mu let go meanwhile). */
+void rift__pool_large_grow(struct rift__pool *pool);
 
 /* pool_grow.c: register region r with device d (memlock checked first);
  * commit one more region (mu held, let go meanwhile; its index or < 0
@@ -134,5 +139,7 @@ int rift__pool_reg_region(struct rift__pool *pool, struct region *r, int d,
 int rift__pool_commit_region(struct rift__pool *pool, char *err,
 			     size_t errlen);
 void rift__pool_grow_ahead(struct rift__pool *pool);
+/* Start the grower if need be and wake it (mu held). */
+void rift__pool_grower_kick(struct rift__pool *pool);
 
 #endif

@@ -50,6 +50,78 @@ void rift__pool_large_unmap(struct rift__pool *pool, struct large *lg)
 	free(lg);
 }
 
+/*
+ * Map and register a large buffer of need bytes, on the list, not in use
+ * (the caller marks it).  mu held, and let go while the pages are pinned
+ * (tens to hundreds of ms), as commit_region does: devs[0..n) do not
+ * change once counted, and devices added meanwhile are registered after.
+ * NULL with *rc and err set.
+ */
+static struct large *large_make(struct rift__pool *pool, size_t need,
+				int *rc, char *err, size_t errlen)
+{
+	int n = pool->n_devs, d;
+	struct large *lg;
+	void *m;
+
+	*rc = rift__pool_memlock_check(need * (size_t)(n ? n : 1), err,
+				       errlen);
+	if (*rc)
+		return NULL;
+	lg = calloc(1, sizeof(*lg));
+	if (!lg) {
+		*rc = RIFT_ENOMEM;
+		snprintf(err, errlen, "no memory for a large buffer");
+		return NULL;
+	}
+	pthread_mutex_unlock(&pool->mu);
+	m = mmap(NULL, need, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED) {
+		pthread_mutex_lock(&pool->mu);
+		*rc = RIFT_ENOMEM;
+		snprintf(err, errlen, "no memory for a %zu MiB buffer",
+			 need >> 20);
+		free(lg);
+		return NULL;
+	}
+	lg->base = m;
+	lg->len = need;
+	for (d = 0; d < n && !*rc; d++)
+		*rc = pool->ops.reg(pool->devs[d], lg->base, lg->len, &lg->mr[d],
+				    &lg->lkey[d], &lg->rkey[d], err, errlen);
+	pthread_mutex_lock(&pool->mu);
+	for (; d < pool->n_devs && !*rc; d++)
+		*rc = pool->ops.reg(pool->devs[d], lg->base, lg->len, &lg->mr[d],
+				    &lg->lkey[d], &lg->rkey[d], err, errlen);
+	if (*rc) {
+		rift__pool_large_unmap(pool, lg);
+		return NULL;
+	}
+	if (!pool->large_lo || (uintptr_t)lg->base < pool->large_lo)
+		__atomic_store_n(&pool->large_lo, (uintptr_t)lg->base,
+				 __ATOMIC_RELAXED);
+	if ((uintptr_t)lg->base + lg->len > pool->large_hi)
+		__atomic_store_n(&pool->large_hi, (uintptr_t)lg->base + lg->len,
+				 __ATOMIC_RELAXED);
+	lg->next = pool->large;
+	pool->large = lg;
+	return lg;
+}
+
+/* The cached one that fits need without wasting more than half of it
+ * (mu held), or NULL. */
+static struct large *large_cached(struct rift__pool *pool, size_t need)
+{
+	struct large *lg, *best = NULL;
+
+	for (lg = pool->large; lg; lg = lg->next)
+		if (!lg->used && lg->len >= need && lg->len / 2 <= need &&
+		    (!best || lg->len < best->len))
+			best = lg;
+	return best;
+}
+
 void *rift__pool_alloc_large(struct rift__pool *pool, size_t len,
 			     enum rift__pool_use use, int *rc, char *err,
 			     size_t errlen)
@@ -57,7 +129,6 @@ void *rift__pool_alloc_large(struct rift__pool *pool, size_t len,
 	size_t step = pool->block[RIFT_BLOCK_CLASSES - 1];
 	size_t need = (len + step - 1) / step * step;
 	struct large *lg, *best = NULL;
-	void *m;
 
 	if (len == 0 || need < len) {
 		*rc = RIFT_EINVAL;
@@ -65,11 +136,7 @@ void *rift__pool_alloc_large(struct rift__pool *pool, size_t len,
 		return NULL;
 	}
 	pthread_mutex_lock(&pool->mu);
-	/* A cached one that fits without wasting more than half of it. */
-	for (lg = pool->large; lg; lg = lg->next)
-		if (!lg->used && lg->len >= need && lg->len / 2 <= need &&
-		    (!best || lg->len < best->len))
-			best = lg;
+	best = large_cached(pool, need);
 	/* Large buffers in use count against their share of pool.max like
 	 * blocks: a peer's rendezvous descriptors cannot pin more than the
 	 * receive share, nor large sends more than the send share.  (Cached
@@ -87,44 +154,13 @@ void *rift__pool_alloc_large(struct rift__pool *pool, size_t len,
 		*rc = 0;
 		return best->base;
 	}
-	/* Registering under mu keeps the device list still; large buffers
-	 * are rare enough that this lock is never contended. */
-	*rc = rift__pool_memlock_check(
-		need * (size_t)(pool->n_devs ? pool->n_devs : 1), err, errlen);
-	if (*rc)
+	lg = large_make(pool, need, rc, err, errlen);
+	if (!lg)
 		goto fail_share;
-	lg = calloc(1, sizeof(*lg));
-	m = mmap(NULL, need, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (!lg || m == MAP_FAILED) {
-		*rc = RIFT_ENOMEM;
-		snprintf(err, errlen, "no memory for a %zu MiB buffer",
-			 need >> 20);
-		if (m != MAP_FAILED)
-			munmap(m, need);
-		free(lg);
-		goto fail_share;
-	}
-	lg->base = m;
-	lg->len = need;
-	for (int d = 0; d < pool->n_devs; d++) {
-		*rc = pool->ops.reg(pool->devs[d], lg->base, lg->len, &lg->mr[d],
-				    &lg->lkey[d], &lg->rkey[d], err, errlen);
-		if (*rc) {
-			rift__pool_large_unmap(pool, lg);
-			goto fail_share;
-		}
-	}
+	if (pool->n_devs)
+		pool->caller_regs++;
 	lg->used = true;
 	lg->use = use;
-	if (!pool->large_lo || (uintptr_t)lg->base < pool->large_lo)
-		__atomic_store_n(&pool->large_lo, (uintptr_t)lg->base,
-				 __ATOMIC_RELAXED);
-	if ((uintptr_t)lg->base + lg->len > pool->large_hi)
-		__atomic_store_n(&pool->large_hi, (uintptr_t)lg->base + lg->len,
-				 __ATOMIC_RELAXED);
-	lg->next = pool->large;
-	pool->large = lg;
 	pool->large_bytes[use] += need;
 	pthread_mutex_unlock(&pool->mu);
 	return lg->base;
@@ -134,6 +170,72 @@ fail_share:
 fail:
 	pthread_mutex_unlock(&pool->mu);
 	return NULL;
+}
+
+void *rift__pool_try_alloc_large(struct rift__pool *pool, size_t len,
+				 enum rift__pool_use use, int *rc, char *err,
+				 size_t errlen)
+{
+	size_t step = pool->block[RIFT_BLOCK_CLASSES - 1];
+	size_t need = (len + step - 1) / step * step;
+	struct large *best;
+
+	pthread_mutex_lock(&pool->mu);
+	best = len && need >= len ? large_cached(pool, need) : NULL;
+	if (!best && (!pool->n_devs || !len || need < len)) {
+		/* Nothing to register (a mapping is quick), or nonsense:
+		 * the waiting call does it, or says what is wrong. */
+		pthread_mutex_unlock(&pool->mu);
+		return rift__pool_alloc_large(pool, len, use, rc, err, errlen);
+	}
+	if (!best) {
+		/* The grower registers one of this size (one at a time);
+		 * the caller goes its other way meanwhile. */
+		if (!pool->large_want)
+			pool->large_want = need;
+		rift__pool_grower_kick(pool);
+		pthread_mutex_unlock(&pool->mu);
+		*rc = RIFT_EAGAIN;
+		snprintf(err, errlen, "pool: a %zu MiB buffer is being "
+				      "registered", need >> 20);
+		return NULL;
+	}
+	if (!share_take(pool, use, best->len, err, errlen)) {
+		pthread_mutex_unlock(&pool->mu);
+		*rc = RIFT_ENOBUFS;
+		return NULL;
+	}
+	best->used = true;
+	pool->large_bytes[best->use] -= best->len;
+	best->use = use;
+	pool->large_bytes[use] += best->len;
+	pthread_mutex_unlock(&pool->mu);
+	*rc = 0;
+	return best->base;
+}
+
+void rift__pool_large_grow(struct rift__pool *pool)
+{
+	size_t need = pool->large_want;
+	struct large *lg;
+	char err[160];
+	int rc;
+
+	if (!need || large_cached(pool, need)) {
+		pool->large_want = 0;
+		return;
+	}
+	lg = large_make(pool, need, &rc, err, sizeof(err));
+	pool->large_want = 0;
+	if (!lg) {
+		/* Quiet: the waiting call meets the same and reports it. */
+		RIFT_PLOG(RIFT_LOG_DEBUG, "pool: a %zu MiB buffer ahead of "
+			  "need: %s", need >> 20, err);
+		return;
+	}
+	lg->used = false;
+	lg->use = RIFT_POOL_SEND;
+	pool->large_bytes[RIFT_POOL_SEND] += need;
 }
 
 /* Back to the cache; the cache keeps the newest LARGE_CACHE_N buffers

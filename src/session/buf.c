@@ -226,8 +226,10 @@ struct rift__buf *rift__buf_new_registered(rift_ctx *ctx, size_t len,
 			       : rift__pool_try_alloc)(pool, len, RIFT_POOL_SEND,
 						       &rc, err, sizeof(err));
 	else if (ctx->cfg.rndv_threshold && len >= ctx->cfg.rndv_threshold)
-		blk = rift__pool_alloc_large(pool, len, RIFT_POOL_SEND, &rc, err,
-					     sizeof(err));
+		/* The same: registering tens of MiB takes the loop's time;
+		 * without wait the grower does it for the next message. */
+		blk = (wait ? rift__pool_alloc_large : rift__pool_try_alloc_large)(
+			pool, len, RIFT_POOL_SEND, &rc, err, sizeof(err));
 	else
 		return rift__buf_new(ctx, len);
 	if (!blk)

@@ -332,6 +332,11 @@ struct rdma_path {
 	uint32_t rd_chunk;     /* bytes per READ */
 	struct rndv_op rndv[RNDV_MAX]; /* ring, in arrival order */
 	uint32_t rndv_head, rndv_n;
+	/* The next descriptor's destination is being registered by the
+	 * pool's thread (since dst_wait_us, loop time): the descriptor is
+	 * taken again on this timer (rndv_dst in rdma_rndv.c). */
+	uint64_t dst_wait_us;
+	rift_timer dst_timer;
 	uint64_t rndv_sent;    /* messages sent as descriptors */
 	uint64_t rndv_recvd;   /* messages received by READ */
 };
@@ -454,6 +459,7 @@ bool rift__rdma_rndv_desc(struct rdma_path *rp, uint8_t *buf,
 void rift__rdma_rndv_dst_free(struct rdma_path *rp, struct rndv_op *op);
 void rift__rdma_rndv_read_done(struct rdma_path *rp, uint32_t slot);
 int rift__rdma_rndv_start(struct rdma_path *rp, uint32_t i, uint32_t len);
+void rift__rdma_rndv_dst_timer_cb(rift_timer *t, void *user);
 int rift__rdma_rndv_deliver(struct rdma_path *rp);
 void rift__rdma_rndv_read_failed(struct rdma_path *rp, struct ibv_wc *w);
 

@@ -466,5 +466,6 @@ struct rdma_path *rift__rdma_path_new(rift_ctx *ctx, bool is_client)
 	rift__list_init(&rp->binds);
 	rift__list_init(&rp->cq_node);
 	rift__path_init(&rp->base, ctx, &rift__rdma_ops, is_client);
+	rift__timer_init(ctx, &rp->dst_timer, rift__rdma_rndv_dst_timer_cb, rp);
 	return rp;
 }

@@ -387,6 +387,7 @@ static void destroy_now(struct rdma_path *rp)
 		rift__list_del(&rp->poll_node);
 		rp->last_word = false;
 	}
+	rift_timer_stop(&rp->dst_timer);
 	/* From here its completions still in the CQ find no path. */
 	rift__rdma_qpt_del(rctx_of(p->ctx), rp);
 	/* Nothing more goes out or is answered: rdma_disconnect moves

@@ -407,6 +407,56 @@ void rift__rdma_rndv_read_done(struct rdma_path *rp, uint32_t slot)
 }
 
 /*
+ * The registered memory a message of len bytes is READ into: a block of
+ * the receive share when it fits one; else (or when that share is used
+ * up) a large registered buffer.  Never registered on the loop thread
+ * while the pool's thread can do it: registering pins every page (a
+ * 64 MiB buffer: about a second on the lab's emulated devices), and the
+ * loop's other paths and sessions would stand still meanwhile.  So when
+ * the memory is being registered (RIFT_EAGAIN) the descriptor waits, its
+ * receive buffer held (stream bytes behind it wait anyway), and is taken
+ * again every DST_WAIT_MS; after DST_WAIT_MAX_MS the loop registers it
+ * itself, or meets what stops the pool's thread (memlock, memory) and
+ * says so.
+ */
+#define DST_WAIT_MS 2u
+#define DST_WAIT_MAX_MS 2000u
+
+static void *rndv_dst(struct rdma_path *rp, uint32_t len, int *rc,
+		      char *err, size_t errlen)
+{
+	rift_ctx *ctx = rp->base.ctx;
+	struct rift__pool *pool = ctx->pool;
+	bool wait = rp->dst_wait_us &&
+		    ctx->now_us - rp->dst_wait_us >= DST_WAIT_MAX_MS * 1000u;
+	void *dst = NULL;
+
+	*rc = 0;
+	if (len <= ctx->cfg.block_size[RIFT_BLOCK_CLASSES - 1])
+		dst = (wait ? rift__pool_alloc : rift__pool_try_alloc)(
+			pool, len, RIFT_POOL_RECV, rc, err, errlen);
+	if (!dst && *rc != RIFT_EAGAIN)
+		dst = (wait ? rift__pool_alloc_large
+			    : rift__pool_try_alloc_large)(
+			pool, len, RIFT_POOL_RECV, rc, err, errlen);
+	if (dst || *rc != RIFT_EAGAIN) {
+		rp->dst_wait_us = 0;
+		return dst;
+	}
+	if (!rp->dst_wait_us)
+		rp->dst_wait_us = ctx->now_us ? ctx->now_us : 1;
+	if (!rift__timer_active(&rp->dst_timer))
+		rift_timer_start(&rp->dst_timer, DST_WAIT_MS, 0);
+	return NULL;
+}
+
+void rift__rdma_rndv_dst_timer_cb(rift_timer *t, void *user)
+{
+	RIFT_UNUSED(t);
+	rift__rdma_flush_now(user);
+}
+
+/*
  * Receiver: descriptor in receive buffer i (len bytes).  Checks it all
  * before any READ, takes a registered destination and starts fetching.
  * Returns 0 (taken: the buffer may be re-posted), 1 (too many in flight:
@@ -497,15 +547,10 @@ int rift__rdma_rndv_start(struct rdma_path *rp, uint32_t i, uint32_t len)
 	}
 	op = &rp->rndv[(rp->rndv_head + rp->rndv_n) % RNDV_MAX];
 	memset(op, 0, sizeof(*op));
-	/* A block of the receive share when it fits one; else (or when that
-	 * share is used up) a large registered buffer. */
-	op->dst = NULL;
-	if (h.len <= ctx->cfg.block_size[RIFT_BLOCK_CLASSES - 1])
-		op->dst = rift__pool_alloc(pool, h.len, RIFT_POOL_RECV, &rc, err,
-					   sizeof(err));
-	if (!op->dst)
-		op->dst = rift__pool_alloc_large(pool, h.len, RIFT_POOL_RECV, &rc,
-						 err, sizeof(err));
+	op->dst = rndv_dst(rp, h.len, &rc, err, sizeof(err));
+	/* Being registered: taken again on the timer. */
+	if (!op->dst && rc == RIFT_EAGAIN)
+		return 1;
 	/* The receive share is in use (by messages of other connections
 	 * too): those being fetched here free their part once delivered;
 	 * this descriptor waits for that. */
