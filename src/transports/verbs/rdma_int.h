@@ -489,6 +489,8 @@ static inline void lend_end(struct rdma_path *rp)
 /* ---- rdma_tx.c: the send side ---- */
 
 void rift__rdma_flush_now(struct rdma_path *rp);
+int rift__rdma_post_zero_write(struct rdma_path *rp, uint32_t *slot,
+			       rift__vb_err err);
 void rift__rdma_flush(rift__path *p);
 bool rift__rdma_send_now(rift__path *p);
 

@@ -295,20 +295,10 @@ static void last_word_expired(rift_timer *t, void *user)
 static bool last_word_post(struct rdma_path *rp)
 {
 	rift__path *p = &rp->base;
-	struct ibv_send_wr wr;
 	rift__vb_err err;
-	uint32_t slot = rp->slot_next;
+	uint32_t slot;
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = WR_TAG(rp) | slot;
-	wr.opcode = IBV_WR_RDMA_WRITE;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	rp->slots[slot].covers = rp->unsignaled + 1;
-	rp->slots[slot].rd_len = 0;
-	rp->unsignaled = 0;
-	rp->slots_free--;
-	rp->slot_next = ring_next(slot, rp->sq_depth);
-	if (rift__vb_post_send(rctx_of(p->ctx)->dp_calls, rp->qp, &wr, err)) {
+	if (rift__rdma_post_zero_write(rp, &slot, err)) {
 		RIFT_DEBUG(p->ctx, "%s: %s", p->peer, err);
 		return false;
 	}

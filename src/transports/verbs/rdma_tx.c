@@ -457,9 +457,7 @@ bool rift__rdma_send_now(rift__path *p)
 static void probe(struct rdma_path *rp)
 {
 	rift__path *p = &rp->base;
-	struct ibv_send_wr wr;
 	rift__vb_err err;
-	uint32_t slot;
 	int rc;
 
 	if (!rp->slots_free || p->state != RIFT_PATH_ATTACHED ||
@@ -467,20 +465,33 @@ static void probe(struct rdma_path *rp)
 		    (uint64_t)p->cfg->keepalive_interval_ms * 1000u)
 		return;
 	rp->probe_us = p->ctx->now_us;
-	slot = rp->slot_next;
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = WR_TAG(rp) | slot;
-	wr.opcode = IBV_WR_RDMA_WRITE;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	rp->unsignaled++;
-	rp->slots[slot].covers = rp->unsignaled;
-	rp->slots[slot].rd_len = 0;
-	rp->unsignaled = 0;
-	rp->slots_free--;
-	rp->slot_next = ring_next(slot, rp->sq_depth);
-	rc = rift__vb_post_send(rctx_of(p->ctx)->dp_calls, rp->qp, &wr, err);
+	rc = rift__rdma_post_zero_write(rp, NULL, err);
 	if (rc)
 		rift__path_failed(p, rc, "%s", err);
+}
+
+/* A signaled zero-length RDMA WRITE in the next send slot (one must be
+ * free), which also covers the unsignaled sends before it; its slot in
+ * *slot when asked.  0 or the error, in err. */
+int rift__rdma_post_zero_write(struct rdma_path *rp, uint32_t *slot,
+			       rift__vb_err err)
+{
+	struct ibv_send_wr wr;
+	uint32_t s = rp->slot_next;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = WR_TAG(rp) | s;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	rp->slots[s].covers = rp->unsignaled + 1;
+	rp->slots[s].rd_len = 0;
+	rp->unsignaled = 0;
+	rp->slots_free--;
+	rp->slot_next = ring_next(s, rp->sq_depth);
+	if (slot)
+		*slot = s;
+	return rift__vb_post_send(rctx_of(rp->base.ctx)->dp_calls, rp->qp, &wr,
+				  err);
 }
 
 /*
