@@ -835,24 +835,27 @@ int rift__path_on_frame(rift__path *p, const struct rift__hdr *h,
 
 /* ---- data pull for transports ---- */
 
-/* An ERROR frame is on its way: the path says so to its transport, and
- * an abort that waits for it may end now (close.c). */
-static void error_said(rift__path *p)
+/* The path's ERROR payload, now on its way: the path says so to its
+ * transport, and an abort that waits for it may end now (close.c).
+ * Returns its length. */
+static uint32_t error_payload(rift__path *p, uint8_t *payload)
 {
+	uint32_t len = (uint32_t)rift__error_encode(payload, p->error_code,
+						    p->error_text);
+
+	p->pending &= ~RIFT_PEND_ERROR;
 	p->said_error = true;
 	if (p->conn && p->conn->aborting)
 		rift_timer_start(&p->conn->linger_timer, 0, 0);
+	return len;
 }
 
 size_t rift__sess_error_frame(rift__path *p, uint8_t *buf)
 {
 	struct rift__hdr h = { .type = RIFT_FRAME_ERROR };
 
-	p->pending &= ~RIFT_PEND_ERROR;
-	h.len = (uint32_t)rift__error_encode(buf + RIFT_HDR_SIZE, p->error_code,
-					     p->error_text);
+	h.len = error_payload(p, buf + RIFT_HDR_SIZE);
 	rift__hdr_encode(buf, &h);
-	error_said(p);
 	return RIFT_HDR_SIZE + h.len;
 }
 
@@ -898,9 +901,7 @@ size_t rift__sess_control(rift__path *p, uint8_t *buf, size_t cap)
 			break; /* the rest goes in the next batch */
 		p->pending &= ~order[i].bit;
 		if (order[i].type == RIFT_FRAME_ERROR) {
-			h.len = (uint32_t)rift__error_encode(
-				payload, p->error_code, p->error_text);
-			error_said(p);
+			h.len = error_payload(p, payload);
 		} else if (order[i].type <= RIFT_FRAME_RESUME_ACK) {
 			if (!conn)
 				continue;
