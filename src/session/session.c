@@ -487,7 +487,8 @@ static int server_resume(rift__path *p, const uint8_t *payload,
 	 * already ended or expired. */
 	if (!conn)
 		return resume_refuse(p, "RESUME for an unknown session");
-	if (!rift__hello_proves(payload, RIFT_FRAME_RESUME, conn->key))
+	if (!rift__hello_proves(payload, RIFT_FRAME_RESUME, RIFT_HELLO_AUTH_AT,
+				conn->key))
 		return resume_refuse(p, "RESUME without the session's proof");
 	if (hello->attach <= conn->attach_seq)
 		return resume_refuse(p, "RESUME replayed (attach counter "
@@ -584,7 +585,7 @@ static int client_handshake(rift__path *p, const struct rift__hdr *h,
 	/* Whoever answers a RESUME must hold the session's key: an impostor
 	 * at the server's address fails this attempt, not the session. */
 	if (resume && (!rift__hello_proves(payload, RIFT_FRAME_RESUME_ACK,
-					   conn->key) ||
+					   RIFT_HELLO_AUTH_AT, conn->key) ||
 		       hello.attach != conn->attach_seq))
 		return path_reject(p, RIFT_EACCES,
 				   "RESUME_ACK without the session's proof");
@@ -736,6 +737,17 @@ void rift__conn_drain(rift_conn *conn)
 	}
 }
 
+/* A frame of a capability the session did not negotiate: RIFT_CAP_GROUP's
+ * (session/wire.h), which no session negotiates yet. */
+static int not_negotiated(rift__path *p, const struct rift__hdr *h)
+{
+	char why[96];
+
+	snprintf(why, sizeof(why), "%s: frame of a capability not negotiated",
+		 rift__frame_name(h->type));
+	return path_reject(p, RIFT_EPROTO, why);
+}
+
 int rift__path_on_frame(rift__path *p, const struct rift__hdr *h,
 			void *payload, void *owned)
 {
@@ -827,6 +839,14 @@ int rift__path_on_frame(rift__path *p, const struct rift__hdr *h,
 				       ? ef.code
 				       : RIFT_EPROTO);
 		return RIFT_ECLOSED;
+	case RIFT_FRAME_JOIN:
+	case RIFT_FRAME_JOIN_ACK:
+	case RIFT_FRAME_PROBE:
+	case RIFT_FRAME_PROBE_ACK:
+	case RIFT_FRAME_PATH_CTL:
+	case RIFT_FRAME_ADDRS:
+		free(owned);
+		return not_negotiated(p, h);
 	default:
 		return path_reject(p, RIFT_EPROTO,
 				   "handshake frame on an attached path");
@@ -910,7 +930,7 @@ size_t rift__sess_control(rift__path *p, uint8_t *buf, size_t cap)
 			if (order[i].type == RIFT_FRAME_RESUME ||
 			    order[i].type == RIFT_FRAME_RESUME_ACK)
 				rift__hello_seal(payload, order[i].type,
-						 conn->key);
+						 RIFT_HELLO_AUTH_AT, conn->key);
 		}
 		if (conn && p->state == RIFT_PATH_ATTACHED) {
 			h.ack = conn->recv_seq;

@@ -2,6 +2,7 @@
  * wire.c - encode and validate rift frames.  See wire.h for the layout.
  */
 #include <endian.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -113,6 +114,37 @@ int rift__hdr_decode(const uint8_t *in, size_t n, uint64_t max_msg,
 			return RIFT_EPROTO;
 		}
 		break;
+	case RIFT_FRAME_JOIN:
+	case RIFT_FRAME_JOIN_ACK:
+		if (h->len != RIFT_JOIN_SIZE) {
+			*why = "join frame of wrong length (not 80 bytes)";
+			return RIFT_EPROTO;
+		}
+		break;
+	case RIFT_FRAME_PROBE:
+	case RIFT_FRAME_PROBE_ACK:
+		if (h->len != 0) {
+			*why = "probe frame with a payload";
+			return RIFT_EPROTO;
+		}
+		break;
+	case RIFT_FRAME_PATH_CTL:
+		if (h->len != RIFT_PATH_CTL_SIZE) {
+			*why = "path control frame of wrong length (not 8 bytes)";
+			return RIFT_EPROTO;
+		}
+		break;
+	case RIFT_FRAME_ADDRS:
+		/* Whether the count the payload starts with matches is the
+		 * payload's decoder's check: no payload is read here. */
+		if (h->len < RIFT_ADDRS_HEAD ||
+		    (h->len - RIFT_ADDRS_HEAD) % RIFT_ADDR_SIZE != 0 ||
+		    (h->len - RIFT_ADDRS_HEAD) / RIFT_ADDR_SIZE > RIFT_ADDRS_MAX) {
+			*why = "address list of impossible length (not 4 + 20 n "
+			       "bytes with n at most 8)";
+			return RIFT_EPROTO;
+		}
+		break;
 	default:
 		*why = "unknown frame type";
 		return RIFT_EPROTO;
@@ -120,7 +152,8 @@ int rift__hdr_decode(const uint8_t *in, size_t n, uint64_t max_msg,
 	return 0;
 }
 
-size_t rift__hello_encode(uint8_t *out, const struct rift__hello *m)
+/* Bytes 0..55 of a handshake payload: a hello's, and a JOIN's. */
+static void hello_put(uint8_t *out, const struct rift__hello *m)
 {
 	put32(out, m->proto);
 	put32(out + 4, m->flags);
@@ -130,17 +163,20 @@ size_t rift__hello_encode(uint8_t *out, const struct rift__hello *m)
 	put64(out + 32, m->window);
 	put64(out + 40, m->held_seq);
 	put64(out + 48, m->attach);
+}
+
+size_t rift__hello_encode(uint8_t *out, const struct rift__hello *m)
+{
+	hello_put(out, m);
 	memcpy(out + RIFT_HELLO_AUTH_AT, m->auth, RIFT_SESSION_KEY_LEN);
 	return RIFT_HELLO_SIZE;
 }
 
-int rift__hello_decode(const uint8_t *in, size_t n, struct rift__hello *m,
-		       const char **why)
+/* Read bytes 0..55 of a handshake payload into m (all but auth) and judge
+ * them. */
+static int hello_get(const uint8_t *in, struct rift__hello *m,
+		     const char **why)
 {
-	if (n != RIFT_HELLO_SIZE) {
-		*why = "handshake payload of wrong length";
-		return RIFT_EPROTO;
-	}
 	m->proto = get32(in);
 	m->flags = get32(in + 4);
 	m->session_id = get64(in + 8);
@@ -149,7 +185,6 @@ int rift__hello_decode(const uint8_t *in, size_t n, struct rift__hello *m,
 	m->window = get64(in + 32);
 	m->held_seq = get64(in + 40);
 	m->attach = get64(in + 48);
-	memcpy(m->auth, in + RIFT_HELLO_AUTH_AT, RIFT_SESSION_KEY_LEN);
 	if (m->proto != RIFT_WIRE_VERSION) {
 		*why = "unsupported protocol version in handshake";
 		return RIFT_EPROTO;
@@ -173,37 +208,139 @@ int rift__hello_decode(const uint8_t *in, size_t n, struct rift__hello *m,
 	return 0;
 }
 
+int rift__hello_decode(const uint8_t *in, size_t n, struct rift__hello *m,
+		       const char **why)
+{
+	if (n != RIFT_HELLO_SIZE) {
+		*why = "handshake payload of wrong length";
+		return RIFT_EPROTO;
+	}
+	memcpy(m->auth, in + RIFT_HELLO_AUTH_AT, RIFT_SESSION_KEY_LEN);
+	return hello_get(in, m, why);
+}
+
+/* A JOIN's fields after the hello's bytes (wire.h).  The padding is
+ * zero, so that a later version may give it a meaning. */
+#define JOIN_PATH_ID_AT 56u
+#define JOIN_ROLE_AT 57u
+#define JOIN_PAD_AT 58u
+
+size_t rift__join_encode(uint8_t *out, const struct rift__join *m)
+{
+	hello_put(out, &m->hello);
+	out[JOIN_PATH_ID_AT] = m->path_id;
+	out[JOIN_ROLE_AT] = m->role_req;
+	memset(out + JOIN_PAD_AT, 0, RIFT_JOIN_AUTH_AT - JOIN_PAD_AT);
+	memcpy(out + RIFT_JOIN_AUTH_AT, m->hello.auth, RIFT_SESSION_KEY_LEN);
+	return RIFT_JOIN_SIZE;
+}
+
+int rift__join_decode(const uint8_t *in, size_t n, struct rift__join *m,
+		      const char **why)
+{
+	static const uint8_t zeros[RIFT_JOIN_AUTH_AT - JOIN_PAD_AT];
+	int rc;
+
+	if (n != RIFT_JOIN_SIZE) {
+		*why = "join payload of wrong length (not 80 bytes)";
+		return RIFT_EPROTO;
+	}
+	rc = hello_get(in, &m->hello, why);
+	if (rc)
+		return rc;
+	m->path_id = in[JOIN_PATH_ID_AT];
+	m->role_req = in[JOIN_ROLE_AT];
+	memcpy(m->hello.auth, in + RIFT_JOIN_AUTH_AT, RIFT_SESSION_KEY_LEN);
+	if (m->path_id == 0) {
+		*why = "join with path id 0 (the session's first path)";
+		return RIFT_EPROTO;
+	}
+	if (m->path_id > RIFT_PATH_ID_MAX) {
+		*why = "join with path id 255 (above 254)";
+		return RIFT_EPROTO;
+	}
+	if (m->role_req > RIFT_JOIN_ACTIVE) {
+		*why = "join with a role_req above 1 (0 standby, 1 active)";
+		return RIFT_EPROTO;
+	}
+	if (memcmp(in + JOIN_PAD_AT, zeros, sizeof(zeros)) != 0) {
+		*why = "join with non-zero padding (bytes 58..63)";
+		return RIFT_EPROTO;
+	}
+	return 0;
+}
+
 _Static_assert(RIFT_SESSION_KEY_LEN == RIFT_SIPHASH_KEY_LEN,
 	       "a session key keys SipHash");
 _Static_assert(RIFT_HELLO_AUTH_AT + RIFT_SESSION_KEY_LEN == RIFT_HELLO_SIZE,
 	       "the auth field ends the handshake payload");
+_Static_assert(RIFT_JOIN_AUTH_AT + RIFT_SESSION_KEY_LEN == RIFT_JOIN_SIZE,
+	       "the tag ends the join payload");
+_Static_assert((RIFT_HELLO_CAP_MASK & RIFT_HELLO_FB_MASK) == 0 &&
+		       (RIFT_HELLO_CAP_MASK | RIFT_HELLO_FB_MASK) == 0xffffffffu,
+	       "a flag is a fallback reason's or a capability's");
 
-/* The tag of a handshake payload: the frame type keeps a RESUME's tag
- * from passing as its RESUME_ACK's (or the other way round). */
-static void hello_tag(const uint8_t *payload, uint8_t type,
+/* The tag of a handshake payload, over the bytes before auth_at: the
+ * frame type keeps a RESUME's tag from passing as its RESUME_ACK's, or as
+ * a JOIN's (or the other way round). */
+static void hello_tag(const uint8_t *payload, uint8_t type, size_t auth_at,
 		      const uint8_t key[RIFT_SESSION_KEY_LEN],
 		      uint8_t tag[RIFT_SESSION_KEY_LEN])
 {
-	uint8_t in[1 + RIFT_HELLO_AUTH_AT];
+	uint8_t in[1 + RIFT_JOIN_AUTH_AT]; /* the larger of the two */
 
+	if (auth_at != RIFT_HELLO_AUTH_AT && auth_at != RIFT_JOIN_AUTH_AT)
+		abort(); /* a caller's bug: no other payload carries a tag */
 	in[0] = type;
-	memcpy(in + 1, payload, RIFT_HELLO_AUTH_AT);
-	rift__siphash(key, in, sizeof(in), tag, RIFT_SESSION_KEY_LEN);
+	memcpy(in + 1, payload, auth_at);
+	rift__siphash(key, in, 1 + auth_at, tag, RIFT_SESSION_KEY_LEN);
 }
 
-void rift__hello_seal(uint8_t *payload, uint8_t type,
+void rift__hello_seal(uint8_t *payload, uint8_t type, size_t auth_at,
 		      const uint8_t key[RIFT_SESSION_KEY_LEN])
 {
-	hello_tag(payload, type, key, payload + RIFT_HELLO_AUTH_AT);
+	hello_tag(payload, type, auth_at, key, payload + auth_at);
 }
 
-bool rift__hello_proves(const uint8_t *payload, uint8_t type,
+bool rift__hello_proves(const uint8_t *payload, uint8_t type, size_t auth_at,
 			const uint8_t key[RIFT_SESSION_KEY_LEN])
 {
 	uint8_t tag[RIFT_SESSION_KEY_LEN];
 
-	hello_tag(payload, type, key, tag);
-	return rift__ct_equal(tag, payload + RIFT_HELLO_AUTH_AT, sizeof(tag));
+	hello_tag(payload, type, auth_at, key, tag);
+	return rift__ct_equal(tag, payload + auth_at, sizeof(tag));
+}
+
+bool rift__replay_check_and_set(struct rift__replay_win *w, uint64_t c,
+				const char **why)
+{
+	uint64_t behind;
+
+	if (c == 0) {
+		*why = "attach counter 0 (counters start at 1)";
+		return false;
+	}
+	if (c > w->hi) {
+		uint64_t ahead = c - w->hi;
+
+		/* A shift by the word's width or more is undefined: such a
+		 * jump leaves nothing of the old window anyway. */
+		w->bits = ahead < RIFT_REPLAY_WIN ? (w->bits << ahead) | 1 : 1;
+		w->hi = c;
+		return true;
+	}
+	behind = w->hi - c;
+	if (behind >= RIFT_REPLAY_WIN) {
+		*why = "attach counter too old (64 or more below the highest "
+		       "accepted)";
+		return false;
+	}
+	if (w->bits & (1ull << behind)) {
+		*why = "attach counter already used";
+		return false;
+	}
+	w->bits |= 1ull << behind;
+	return true;
 }
 
 size_t rift__error_encode(uint8_t *out, int32_t code, const char *text)
@@ -254,8 +391,14 @@ const char *rift__frame_name(unsigned type)
 		[RIFT_FRAME_RESUME] = "RESUME", [RIFT_FRAME_RESUME_ACK] = "RESUME_ACK",
 		[RIFT_FRAME_DATA] = "DATA",     [RIFT_FRAME_ACK] = "ACK",
 		[RIFT_FRAME_PING] = "PING",     [RIFT_FRAME_CLOSE] = "CLOSE",
-		[RIFT_FRAME_ERROR] = "ERROR",
+		[RIFT_FRAME_ERROR] = "ERROR",   [RIFT_FRAME_JOIN] = "JOIN",
+		[RIFT_FRAME_JOIN_ACK] = "JOIN_ACK",
+		[RIFT_FRAME_PROBE] = "PROBE",   [RIFT_FRAME_PROBE_ACK] = "PROBE_ACK",
+		[RIFT_FRAME_PATH_CTL] = "PATH_CTL",
+		[RIFT_FRAME_ADDRS] = "ADDRS",
 	};
+	_Static_assert(RIFT_ARRAY_SIZE(names) == RIFT_FRAME__MAX + 1,
+		       "a name for every frame type");
 	if (type == 0 || type > RIFT_FRAME__MAX)
 		return "UNKNOWN";
 	return names[type];

@@ -29,29 +29,39 @@
  * handshake payload (below); a version 1 peer is refused at its first
  * header ("unsupported frame version").
  *
+ * Later features are capabilities (bits of the handshake's flags, below),
+ * not versions: a new version would make every older peer refuse us at
+ * the first header.  Frames 10..15 belong to RIFT_CAP_GROUP (port groups,
+ * docs/design/port-groups.md section 2).  They are always decodable, so
+ * their lengths are checked like any other's, and a session that did not
+ * negotiate the capability refuses them (none does yet).
+ *
  * ---- Who may attach a path to a session ----
  *
  * A session id says which session a path is for; it is no credential:
  * the client chooses it, every frame of the handshake carries it in the
  * clear, and rift prints it (metrics labels, logs).  So the server gives
  * each new session a secret, the session key: 128 random bits from
- * getrandom(2), sent once, in the HELLO_ACK.  A RESUME (and any frame a
- * later version adds to join a path to a live session) must prove it
- * knows the key with a MAC, not by showing the key:
+ * getrandom(2), sent once, in the HELLO_ACK.  A RESUME (and a JOIN,
+ * which adds a path to a live session) must prove it knows the key with
+ * a MAC, not by showing the key:
  *
- *   tag = SipHash-2-4-128(key, frame type || payload bytes 0..55)
+ *   tag = SipHash-2-4-128(key, frame type || payload bytes before the tag)
  *
- * in the payload's last 16 bytes, over an attach counter the client
- * raises for every RESUME it sends and the server accepts only above the
- * last one it accepted.  The server finds the session by the listener the
- * path came through and the id, checks the tag (in constant time), the
- * counter and that the session can rewind to what the RESUME says it
- * holds, all before it touches the session, and refuses a RESUME that
- * fails on that path alone: the live path and the session are untouched.
- * The RESUME_ACK answers with its own tag over the same counter, so a
- * client re-attaches only to the server that holds the key.  Handshake
- * frames travel as frames on every transport (over verbs, on the QP), so
- * this holds for both.
+ * in the payload's last 16 bytes (the tag covers bytes 0..55 of a RESUME,
+ * 0..63 of a JOIN), over an attach counter the client raises for every
+ * RESUME it sends and the server accepts only above the last one it
+ * accepted.  JOINs share the counter; parallel ones may arrive out of
+ * order, so they are to be checked against the last 64 counters instead
+ * (struct rift__replay_win).  The server finds the session by the
+ * listener the path came through and the id, checks the tag (in constant
+ * time), the counter and that the session can rewind to what the RESUME
+ * says it holds, all before it touches the session, and refuses a RESUME
+ * that fails on that path alone: the live path and the session are
+ * untouched.  The RESUME_ACK answers with its own tag over the same
+ * counter, so a client re-attaches only to the server that holds the key.
+ * Handshake frames travel as frames on every transport (over verbs, on
+ * the QP), so this holds for both.
  *
  * Why a MAC over a counter rather than the key compared in constant time:
  * the transport is not encrypted, so a key shown in every RESUME would be
@@ -96,8 +106,24 @@ enum rift__frame_type {
 	RIFT_FRAME_PING = 7,       /* keepalive */
 	RIFT_FRAME_CLOSE = 8,      /* orderly end: all acknowledged (above) */
 	RIFT_FRAME_ERROR = 9,      /* fatal error, with code and text */
-	RIFT_FRAME__MAX = 9,
+	/* RIFT_CAP_GROUP's (docs/design/port-groups.md, 2.2): */
+	RIFT_FRAME_JOIN = 10,      /* client: add this path to a live session */
+	RIFT_FRAME_JOIN_ACK = 11,  /* server: path added */
+	RIFT_FRAME_PROBE = 12,     /* seq: a nonce; ack as on PING */
+	RIFT_FRAME_PROBE_ACK = 13, /* seq: the PROBE's nonce */
+	RIFT_FRAME_PATH_CTL = 14,  /* a path is down, promoted, draining, back */
+	RIFT_FRAME_ADDRS = 15,     /* server: addresses to add paths through */
+	RIFT_FRAME__MAX = 15,
 };
+
+/* Payloads of RIFT_CAP_GROUP's frames other than JOIN and JOIN_ACK
+ * (below); PROBE and PROBE_ACK have none.  PATH_CTL: u8 op, u8 path_id,
+ * u16 reason, u32 0.  ADDRS: u8 n, u8[3] 0, then n entries of u8 family,
+ * u8 transports, u16 port, u8 addr[16]. */
+#define RIFT_PATH_CTL_SIZE 8u
+#define RIFT_ADDRS_HEAD 4u /* ADDRS: bytes before the entries */
+#define RIFT_ADDR_SIZE 20u /* ADDRS: bytes per entry */
+#define RIFT_ADDRS_MAX 8u  /* ADDRS: entries at most */
 
 struct rift__hdr {
 	uint8_t type;
@@ -110,14 +136,18 @@ struct rift__hdr {
  * order on the wire (all big-endian): */
 #define RIFT_HELLO_SIZE 72u
 #define RIFT_HELLO_FB_MASK 0xffu /* flags: the sender's fallback reason */
+#define RIFT_HELLO_CAP_MASK 0xffffff00u /* flags: its capabilities, RIFT_CAP_* */
+#define RIFT_CAP_GROUP (1u << 8)   /* port groups: frames JOIN .. ADDRS */
+#define RIFT_CAP_REORDER (1u << 9) /* takes DATA out of order within the window */
 #define RIFT_HELLO_AUTH_AT 56u   /* the auth field: the tag covers what is before */
 #define RIFT_SESSION_KEY_LEN 16u /* the session key, and a tag, bytes */
 struct rift__hello {
 	uint32_t proto;        /* protocol version spoken */
 	/* Bits 0-7: the sender's fallback reason (rift_fallback_reason:
 	 * why its side of the session is not on the transport it preferred;
-	 * 0 none).  The other bits: capabilities, none defined yet (sent as
-	 * 0, ignored when received). */
+	 * 0 none).  Bits 8-31 (RIFT_HELLO_CAP_MASK): its capabilities,
+	 * RIFT_CAP_*, none advertised yet; the other bits are sent as 0,
+	 * ignored when received. */
 	uint32_t flags;
 	uint64_t session_id;   /* chosen by the client, never 0 */
 	uint64_t recv_seq;     /* sender's highest seq delivered in order */
@@ -128,11 +158,45 @@ struct rift__hello {
 	 * stay unacknowledged: they still count in the peer's window. */
 	uint64_t held_seq;
 	/* The attach counter: 0 in HELLO and HELLO_ACK; the client's count of
-	 * RESUMEs sent in RESUME, and the same value in its RESUME_ACK. */
+	 * RESUMEs (and JOINs) sent in RESUME (and JOIN), and the same value
+	 * in the answer. */
 	uint64_t attach;
-	/* HELLO: zeros.  HELLO_ACK: the session key.  RESUME, RESUME_ACK:
-	 * the tag (rift__hello_seal). */
+	/* HELLO: zeros.  HELLO_ACK: the session key.  RESUME, RESUME_ACK,
+	 * JOIN, JOIN_ACK: the tag (rift__hello_seal). */
 	uint8_t auth[RIFT_SESSION_KEY_LEN];
+};
+
+/*
+ * JOIN and JOIN_ACK share one payload: a handshake payload's bytes 0..55
+ * (checked as a hello's are), then
+ *
+ *  56  u8 path_id (1..254; 0 is the session's first path)
+ *  57  u8 role_req (RIFT_JOIN_STANDBY or RIFT_JOIN_ACTIVE)
+ *  58  u16 0, u32 0
+ *  64  u8 tag[16] (rift__hello_seal at RIFT_JOIN_AUTH_AT)
+ */
+#define RIFT_JOIN_SIZE 80u
+#define RIFT_JOIN_AUTH_AT 64u /* the tag: it covers what is before */
+#define RIFT_PATH_ID_MAX 254u
+#define RIFT_JOIN_STANDBY 0u
+#define RIFT_JOIN_ACTIVE 1u
+struct rift__join {
+	struct rift__hello hello; /* auth: the tag */
+	uint8_t path_id;          /* 1..RIFT_PATH_ID_MAX */
+	uint8_t role_req;         /* RIFT_JOIN_STANDBY or RIFT_JOIN_ACTIVE */
+};
+
+/*
+ * The attach counters a server accepted for one session: the highest,
+ * and which of the 63 below it it also accepted.  A client's parallel
+ * JOINs may arrive out of order, so a counter below the highest is taken
+ * once while it is within the window (port-groups.md, 2.3).  All zeros:
+ * nothing accepted yet.
+ */
+#define RIFT_REPLAY_WIN 64u
+struct rift__replay_win {
+	uint64_t hi;   /* highest counter accepted, 0 for none */
+	uint64_t bits; /* bit i: hi - i was accepted */
 };
 
 struct rift__error_frame {
@@ -186,19 +250,35 @@ static inline bool rift__hdr_data_exact(const uint8_t *in, size_t n,
 }
 
 size_t rift__hello_encode(uint8_t *out, const struct rift__hello *m);
-/* Returns 0 or RIFT_EPROTO (wrong size, session id 0, bad proto,
- * held_seq below recv_seq). */
+/* Returns 0 or RIFT_EPROTO (wrong size, session id 0, bad proto, an
+ * unknown fallback reason, a zero size, held_seq below recv_seq). */
 int rift__hello_decode(const uint8_t *in, size_t n, struct rift__hello *m,
 		       const char **why);
+/* Encodes m (RIFT_JOIN_SIZE bytes, returned), its tag from
+ * m->hello.auth. */
+size_t rift__join_encode(uint8_t *out, const struct rift__join *m);
+/* Returns 0 or RIFT_EPROTO: wrong size, what rift__hello_decode refuses
+ * in bytes 0..55, a path id of 0 or 255, a role_req above 1, padding
+ * that is not zero. */
+int rift__join_decode(const uint8_t *in, size_t n, struct rift__join *m,
+		      const char **why);
 /* Write the tag of an encoded handshake payload of the given frame type
- * into its auth field, under the session key. */
-void rift__hello_seal(uint8_t *payload, uint8_t type,
+ * into its auth field at auth_at (RIFT_HELLO_AUTH_AT; RIFT_JOIN_AUTH_AT
+ * for JOIN and JOIN_ACK), under the session key. */
+void rift__hello_seal(uint8_t *payload, uint8_t type, size_t auth_at,
 		      const uint8_t key[RIFT_SESSION_KEY_LEN]);
-/* Whether the auth field of a received handshake payload (RIFT_HELLO_SIZE
- * bytes, decoded already) is the tag of the rest under key; compared in
- * constant time. */
-bool rift__hello_proves(const uint8_t *payload, uint8_t type,
+/* Whether the auth field at auth_at (as for rift__hello_seal) of a
+ * received handshake payload, decoded already, is the tag of the bytes
+ * before it under key; compared in constant time. */
+bool rift__hello_proves(const uint8_t *payload, uint8_t type, size_t auth_at,
 			const uint8_t key[RIFT_SESSION_KEY_LEN]);
+
+/* Take attach counter c at most once: true, c recorded, for c above
+ * w->hi, or within the window below it and not taken before; false, w
+ * unchanged and *why a static reason, for 0, a counter taken already, or
+ * one RIFT_REPLAY_WIN or more below w->hi. */
+bool rift__replay_check_and_set(struct rift__replay_win *w, uint64_t c,
+				const char **why);
 
 /* Encodes code and text (cut at RIFT_ERROR_TEXT_MAX); returns bytes. */
 size_t rift__error_encode(uint8_t *out, int32_t code, const char *text);

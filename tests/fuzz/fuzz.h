@@ -65,10 +65,11 @@ bool fz_wait(rift_ctx *ctx, bool (*done)(void *arg), void *arg,
 size_t fz_count(const struct rift__list *l);
 /*
  * Session ids cannot be guessed, nor session keys: in the n bytes of
- * frames at buf, a handshake frame (HELLO .. RESUME_ACK) whose session id
- * is 1..n_ids gets ids[id - 1] instead, and a RESUME or RESUME_ACK among
- * them that proves fz_session_key is sealed again under keys[id - 1], so
- * that it proves the session it now names as that session's peer would.
+ * frames at buf, a handshake frame (HELLO .. RESUME_ACK, JOIN, JOIN_ACK)
+ * whose session id is 1..n_ids gets ids[id - 1] instead, and a RESUME,
+ * JOIN or their answer among them that proves fz_session_key is sealed
+ * again under keys[id - 1], so that it proves the session it now names
+ * as that session's peer would.
  * Returns the placeholders seen, a bit each (bit 0: id 1).
  */
 unsigned fz_patch_ids(uint8_t *buf, size_t n, const uint64_t *ids,

@@ -2,8 +2,9 @@
  * libFuzzer target for the frame decoder: treat the input as a stream of
  * frames, as a TCP path does, and decode headers and payloads until the
  * data runs out or a frame is refused.  Properties checked beyond "no
- * crash": an accepted header re-encodes to the same bytes, and an accepted
- * length never exceeds the limit given.
+ * crash": an accepted header re-encodes to the same bytes, and so does an
+ * accepted JOIN payload; an accepted length never exceeds the limit
+ * given.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	while (size >= RIFT_HDR_SIZE) {
 		struct rift__hdr h;
 		struct rift__hello hello;
+		struct rift__join join;
+		uint8_t again_join[RIFT_JOIN_SIZE];
 		struct rift__error_frame ef;
 		const char *why = NULL;
 		uint8_t again[RIFT_HDR_SIZE];
@@ -54,7 +57,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			/* The proof check reads the payload as the session
 			 * does (under the sanitizers: no overread, no UB). */
 			if (h.len == RIFT_HELLO_SIZE)
-				(void)rift__hello_proves(data, h.type, key);
+				(void)rift__hello_proves(data, h.type,
+							 RIFT_HELLO_AUTH_AT, key);
+			break;
+		case RIFT_FRAME_JOIN:
+		case RIFT_FRAME_JOIN_ACK:
+			/* An accepted JOIN has nothing the encoder would not
+			 * write again: padding, path id and role checked. */
+			if (rift__join_decode(data, h.len, &join, &why) == 0 &&
+			    (rift__join_encode(again_join, &join) != h.len ||
+			     memcmp(again_join, data, h.len) != 0))
+				abort();
+			if (h.len == RIFT_JOIN_SIZE)
+				(void)rift__hello_proves(data, h.type,
+							 RIFT_JOIN_AUTH_AT, key);
 			break;
 		case RIFT_FRAME_ERROR:
 			if (rift__error_decode(data, h.len, &ef, &why) == 0 &&

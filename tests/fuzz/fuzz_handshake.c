@@ -3,7 +3,9 @@
  * HELLO and RESUME as a server meets them (server_handshake), HELLO_ACK,
  * RESUME_ACK and ERROR as a client meets them (client_handshake), and
  * whatever follows on the same path, through the real loop, TCP transport
- * and frame parser of one context built once.
+ * and frame parser of one context built once.  Port groups' JOIN and the
+ * other frames of RIFT_CAP_GROUP come in too: decodable, and refused, as
+ * no session negotiates the capability yet.
  *
  * The input's first byte picks the fuzzer's part, the rest is the byte
  * stream it writes as that peer on a fresh TCP connection:
@@ -17,12 +19,12 @@
  *         sent two messages, lost its path and has sent its RESUME
  * Session ids cannot be guessed, nor session keys: a handshake frame
  * whose session id is 1, 2 or 3 names A, B or C (the client's own as the
- * server); if it is a RESUME or RESUME_ACK sealed under fz_session_key
- * (fuzz.h), as the seeds' are (mkseeds.c), it is sealed again under the
- * key of the session it names, and proves it as that session's own peer
- * would.  libFuzzer learns the real ids all the same, from the
- * comparisons it traces: an input that holds one anywhere names that
- * session too.
+ * server); if it is a RESUME, a JOIN or their answer, sealed under
+ * fz_session_key (fuzz.h) as the seeds' are (mkseeds.c), it is sealed
+ * again under the key of the session it names, and proves it as that
+ * session's own peer would.  libFuzzer learns the real ids all the
+ * same, from the comparisons it traces: an input that holds one anywhere
+ * names that session too.
  *
  * Properties beyond "no crash" (sanitizers, and the loop never fails):
  * once the fuzzer's connection is closed and the sessions it made are
@@ -122,7 +124,8 @@ static size_t put_hello(uint8_t *out, uint8_t type, uint64_t id,
 	rift__hdr_encode(out, &h);
 	n = rift__hello_encode(out + RIFT_HDR_SIZE, &m);
 	if (type == RIFT_FRAME_RESUME || type == RIFT_FRAME_RESUME_ACK)
-		rift__hello_seal(out + RIFT_HDR_SIZE, type, fz_session_key);
+		rift__hello_seal(out + RIFT_HDR_SIZE, type, RIFT_HELLO_AUTH_AT,
+				 fz_session_key);
 	return RIFT_HDR_SIZE + n;
 }
 

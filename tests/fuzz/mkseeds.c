@@ -80,7 +80,7 @@ static void handshake(struct stream *s, uint8_t type,
 	size_t n = rift__hello_encode(p, m);
 
 	if (key && (type == RIFT_FRAME_RESUME || type == RIFT_FRAME_RESUME_ACK))
-		rift__hello_seal(p, type, key);
+		rift__hello_seal(p, type, RIFT_HELLO_AUTH_AT, key);
 	frame(s, type, (uint32_t)n, 0, 0, p);
 }
 
@@ -112,6 +112,40 @@ static void hello(struct stream *s, uint8_t type, uint64_t id,
 	if (type == RIFT_FRAME_RESUME || type == RIFT_FRAME_RESUME_ACK)
 		m.attach = 1;
 	handshake(s, type, &m, fz_session_key);
+}
+
+/* A JOIN or JOIN_ACK as a peer that holds fz_session_key sends it: a
+ * standby path 1, proving the key over the attach counter of a session's
+ * first attach after its HELLO (1). */
+static void join(struct stream *s, uint8_t type, uint64_t id,
+		 uint64_t recv_seq, uint64_t held_seq)
+{
+	struct rift__join m = { .hello = hello_of(id, recv_seq, held_seq),
+				.path_id = 1,
+				.role_req = RIFT_JOIN_STANDBY };
+	uint8_t p[RIFT_JOIN_SIZE];
+
+	m.hello.attach = 1;
+	rift__join_encode(p, &m);
+	rift__hello_seal(p, type, RIFT_JOIN_AUTH_AT, fz_session_key);
+	frame(s, type, sizeof(p), 0, 0, p);
+}
+
+/* The other frames of RIFT_CAP_GROUP, one each, as wire.h lays them out:
+ * a PROBE and its answer (nonce 7), a PATH_CTL saying path 1 is down, an
+ * ADDRS of one address (IPv4 10.0.0.2, port 7788, TCP and RDMA). */
+static void group_frames(struct stream *s)
+{
+	static const uint8_t ctl[RIFT_PATH_CTL_SIZE] = { 1, 1 };
+	static const uint8_t addrs[RIFT_ADDRS_HEAD + RIFT_ADDR_SIZE] = {
+		1, 0, 0, 0, 2, 3, 0x1e, 0x6c,
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 2,
+	};
+
+	frame(s, RIFT_FRAME_PROBE, 0, 7, 0, NULL);
+	frame(s, RIFT_FRAME_PROBE_ACK, 0, 7, 0, NULL);
+	frame(s, RIFT_FRAME_PATH_CTL, sizeof(ctl), 0, 0, ctl);
+	frame(s, RIFT_FRAME_ADDRS, sizeof(addrs), 0, 0, addrs);
 }
 
 static void data(struct stream *s, uint64_t seq, uint64_t ack,
@@ -193,6 +227,16 @@ static void handshake_seeds(void)
 	s = part(0);
 	error(s, RIFT_EPROTO, "no");
 	put("handshake", "error-first", s->b, s->n);
+	/* Port groups' frames, which no session negotiates yet: a JOIN to
+	 * A is refused as a first frame, the others on an attached path. */
+	s = part(0);
+	join(s, RIFT_FRAME_JOIN, 1, 3, 3);
+	put("handshake", "join-unnegotiated", s->b, s->n);
+	s = part(0);
+	hello(s, RIFT_FRAME_HELLO, NEW_ID, 0, 0);
+	data(s, 1, 0, "one");
+	group_frames(s);
+	put("handshake", "group-after-hello", s->b, s->n);
 
 	/* As the server of a new client (id 1 is the client's). */
 	s = part(2);
@@ -207,6 +251,13 @@ static void handshake_seeds(void)
 	s = part(2);
 	hello(s, RIFT_FRAME_HELLO_ACK, NEW_ID, 0, 0);
 	put("handshake", "hello-ack-other", s->b, s->n);
+	s = part(2);
+	join(s, RIFT_FRAME_JOIN_ACK, 1, 0, 0);
+	put("handshake", "join-ack-unnegotiated", s->b, s->n);
+	s = part(2);
+	hello(s, RIFT_FRAME_HELLO_ACK, 1, 0, 0);
+	group_frames(s);
+	put("handshake", "group-after-hello-ack", s->b, s->n);
 
 	/* As the server a client re-attaches to: it sent 2 messages, none
 	 * acknowledged, and received none; it has the key of our HELLO_ACK,
@@ -338,6 +389,19 @@ static void hostile_seeds(void)
 	put("hostile", "error", s.b, s.n);
 }
 
+/* ---- the frame decoder ---- */
+
+/* Every frame of RIFT_CAP_GROUP (the hand-written seeds have the rest). */
+static void frame_seeds(void)
+{
+	static struct stream s;
+
+	join(&s, RIFT_FRAME_JOIN, NEW_ID, 0, 0);
+	join(&s, RIFT_FRAME_JOIN_ACK, NEW_ID, 0, 0);
+	group_frames(&s);
+	put("frame", "group", s.b, s.n);
+}
+
 /* ---- the verbs transport's setup messages ---- */
 
 static void rdma_hello(struct cm_hello *h, uint16_t flags, uint32_t depth,
@@ -466,6 +530,7 @@ int main(int argc, char **argv)
 	top = argv[1];
 	handshake_seeds();
 	hostile_seeds();
+	frame_seeds();
 	verbs_seeds();
 	url_seeds();
 	config_seeds();

@@ -167,6 +167,29 @@ size_t fz_count(const struct rift__list *l)
 	return n;
 }
 
+/* Whether a frame of this type carries a session id at byte 8 of its
+ * payload: the handshakes', JOIN's included. */
+static bool names_a_session(uint8_t type)
+{
+	return (type >= RIFT_FRAME_HELLO && type <= RIFT_FRAME_RESUME_ACK) ||
+	       type == RIFT_FRAME_JOIN || type == RIFT_FRAME_JOIN_ACK;
+}
+
+/* Where the tag of a handshake payload of that type and length is if it
+ * proves fz_session_key, else 0. */
+static size_t sealed_at(const uint8_t *pl, uint8_t type, uint32_t len)
+{
+	size_t at = 0;
+
+	if ((type == RIFT_FRAME_RESUME || type == RIFT_FRAME_RESUME_ACK) &&
+	    len == RIFT_HELLO_SIZE)
+		at = RIFT_HELLO_AUTH_AT;
+	if ((type == RIFT_FRAME_JOIN || type == RIFT_FRAME_JOIN_ACK) &&
+	    len == RIFT_JOIN_SIZE)
+		at = RIFT_JOIN_AUTH_AT;
+	return at && rift__hello_proves(pl, type, at, fz_session_key) ? at : 0;
+}
+
 unsigned fz_patch_ids(uint8_t *buf, size_t n, const uint64_t *ids,
 		      const uint8_t (*keys)[RIFT_SESSION_KEY_LEN],
 		      unsigned n_ids)
@@ -184,26 +207,20 @@ unsigned fz_patch_ids(uint8_t *buf, size_t n, const uint64_t *ids,
 		len = be32toh(len);
 		if (len > n - off - RIFT_HDR_SIZE)
 			break;
-		if (type >= RIFT_FRAME_HELLO && type <= RIFT_FRAME_RESUME_ACK &&
-		    len >= 16) {
+		if (names_a_session(type) && len >= 16) {
 			memcpy(&id, pl + 8, 8);
 			id = be64toh(id);
 			if (id >= 1 && id <= n_ids) {
 				unsigned i = (unsigned)id - 1;
-				bool sealed;
-
 				/* Asked before the id, which the tag covers,
 				 * changes. */
-				sealed = len == RIFT_HELLO_SIZE &&
-					 (type == RIFT_FRAME_RESUME ||
-					  type == RIFT_FRAME_RESUME_ACK) &&
-					 rift__hello_proves(pl, type,
-							    fz_session_key);
+				size_t at = sealed_at(pl, type, len);
+
 				seen |= 1u << i;
 				id = htobe64(ids[i]);
 				memcpy(pl + 8, &id, 8);
-				if (sealed)
-					rift__hello_seal(pl, type, keys[i]);
+				if (at)
+					rift__hello_seal(pl, type, at, keys[i]);
 			}
 		}
 		off += RIFT_HDR_SIZE + len;

@@ -395,6 +395,119 @@ TEST(client_refuses_wrong_handshake_frame)
 	lying_server(RIFT_FRAME_RESUME_ACK, 0, "expected HELLO_ACK");
 }
 
+/* ---- port groups' frames, before any session negotiates them ---- */
+
+/* Read n bytes from fd, the context running meanwhile. */
+static void recv_all(rift_ctx *ctx, int fd, uint8_t *buf, size_t n)
+{
+	uint64_t end = h_now_us() + 5000000u;
+	size_t got = 0;
+
+	while (got < n && h_now_us() < end) {
+		ssize_t r = recv(fd, buf + got, n - got, MSG_DONTWAIT);
+
+		if (r > 0)
+			got += (size_t)r;
+		rift_ctx_run(ctx, 2);
+	}
+	if (got < n)
+		FAIL("%zu of %zu bytes from the server", got, n);
+}
+
+/*
+ * The frames of RIFT_CAP_GROUP (session/wire.h) decode, but no session
+ * negotiates the capability yet: a server's HELLO_ACK advertises none,
+ * and any of them on an attached path ends its session saying so, a
+ * protocol error; a JOIN as a first frame is refused as anything but a
+ * HELLO or RESUME is.  The neighbour carries on.
+ */
+TEST(group_frames_are_refused_until_negotiated)
+{
+	static const struct {
+		uint8_t type;
+		uint32_t len;
+	} frames[] = {
+		{ RIFT_FRAME_JOIN, RIFT_JOIN_SIZE },
+		{ RIFT_FRAME_JOIN_ACK, RIFT_JOIN_SIZE },
+		{ RIFT_FRAME_PROBE, 0 },
+		{ RIFT_FRAME_PROBE_ACK, 0 },
+		{ RIFT_FRAME_PATH_CTL, RIFT_PATH_CTL_SIZE },
+		{ RIFT_FRAME_ADDRS, RIFT_ADDRS_HEAD + RIFT_ADDR_SIZE },
+	};
+	const size_t n_frames = RIFT_ARRAY_SIZE(frames);
+	rift_ctx *ctx = h_ctx(NULL);
+	struct side srv = { .echo = true }, cli = { 0 };
+	rift_listener *l = h_listen(ctx, &srv), *hl = NULL;
+	uint8_t b[RIFT_HDR_SIZE + RIFT_HELLO_SIZE + RIFT_HDR_SIZE + 128];
+	struct rift__hello ack;
+	struct rift__hdr h;
+	const char *why = NULL;
+	rift_conn *conns[16];
+	uint64_t before;
+	int port, fd, nc = 0;
+	size_t n;
+
+	n_hostile = 0;
+	CHECK_EQ(rift_listen(ctx, "tcp://127.0.0.1:0", &h_callbacks, NULL,
+			     hostile_accept, &hl),
+		 0);
+	port = rift_listener_port(hl);
+	h_connect(ctx, rift_listener_port(l), &cli);
+	h_connected(ctx, &cli);
+
+	/* The answer to a HELLO offers no capability. */
+	before = proto_errors(ctx);
+	fd = raw_connect(port);
+	n = hello(b, RIFT_FRAME_HELLO, 300);
+	CHECK_EQ(send(fd, b, n, MSG_NOSIGNAL), (ssize_t)n);
+	recv_all(ctx, fd, b, RIFT_HDR_SIZE + RIFT_HELLO_SIZE);
+	CHECK_EQ(rift__hdr_decode(b, RIFT_HDR_SIZE, 1u << 20, &h, &why), 0);
+	CHECK_EQ(h.type, RIFT_FRAME_HELLO_ACK);
+	CHECK_EQ(rift__hello_decode(b + RIFT_HDR_SIZE, h.len, &ack, &why), 0);
+	CHECK_EQ(ack.flags & RIFT_HELLO_CAP_MASK, 0);
+	/* ... so a JOIN there is refused. */
+	n = frame(b, RIFT_FRAME_JOIN, RIFT_JOIN_SIZE, 0, 0);
+	memset(b + n, 0, RIFT_JOIN_SIZE);
+	n += RIFT_JOIN_SIZE;
+	CHECK_EQ(send(fd, b, n, MSG_NOSIGNAL), (ssize_t)n);
+	CHECK(closed_by_server(ctx, fd));
+	close(fd);
+	CHECK_EQ(proto_errors(ctx), before + 1);
+
+	/* Every other one, each in a session of its own.  Their payloads
+	 * are zeros: the type alone is refused. */
+	for (size_t i = 1; i < n_frames; i++) {
+		n = hello(b, RIFT_FRAME_HELLO, 300 + i);
+		n += frame(b + n, frames[i].type, frames[i].len, 7, 0);
+		memset(b + n, 0, frames[i].len);
+		n += frames[i].len;
+		attack(ctx, port, &cli, b, n, rift__frame_name(frames[i].type));
+	}
+	CHECK_EQ(n_hostile, (int)n_frames);
+	for (size_t i = 0; i < n_frames; i++) {
+		char want[64];
+
+		snprintf(want, sizeof(want),
+			 "%s: frame of a capability not negotiated",
+			 rift__frame_name(frames[i].type));
+		CHECK_EQ(hostile_sides[i].disconnected, 1);
+		CHECK_EQ(hostile_sides[i].last_status, RIFT_EPROTO);
+		CHECK_CONTAINS(rift_conn_last_error(hostile_conns[i]), want);
+		conns[nc++] = hostile_conns[i];
+	}
+
+	/* A JOIN as the first frame of a path makes no session. */
+	n = frame(b, RIFT_FRAME_JOIN, RIFT_JOIN_SIZE, 0, 0);
+	memset(b + n, 0, RIFT_JOIN_SIZE);
+	attack(ctx, port, &cli, b, n + RIFT_JOIN_SIZE, "join first");
+	CHECK_EQ(n_hostile, (int)n_frames);
+
+	conns[nc++] = cli.conn;
+	conns[nc++] = srv.conn;
+	rift_listener_close(hl, NULL);
+	h_teardown(ctx, l, conns, nc);
+}
+
 /* ---- who may re-attach a session (issue 14, item 1) ---- */
 
 static rift_ctx_stats ctx_stats(rift_ctx *ctx)

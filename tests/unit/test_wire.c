@@ -1,5 +1,6 @@
 /* Wire codec: round trips and every kind of rejection. */
 #include "internal.h"
+#include "util/secret.h"
 #include "../runner.h"
 
 static int decode(const uint8_t *b, size_t n, struct rift__hdr *h,
@@ -60,6 +61,7 @@ TEST(wire_header_rejections)
 	expect_reject(ok, 0, 0x00, "magic");
 	expect_reject(ok, 2, 7, "version");
 	expect_reject(ok, 3, 0, "unknown frame type");
+	expect_reject(ok, 3, RIFT_FRAME__MAX + 1, "unknown frame type");
 	expect_reject(ok, 3, 200, "unknown frame type");
 	h = (struct rift__hdr){ .type = RIFT_FRAME_DATA, .len = (1u << 20) + 1,
 				.seq = 1 };
@@ -146,6 +148,12 @@ TEST(wire_version_1_is_refused)
 	CHECK_EQ(rift__hello_decode(b, sizeof(b), &m, &why), RIFT_EPROTO);
 }
 
+/* The proof of a hello-sized handshake payload: the tag at byte 56. */
+static bool hello_proves(const uint8_t *b, uint8_t type, const uint8_t *key)
+{
+	return rift__hello_proves(b, type, RIFT_HELLO_AUTH_AT, key);
+}
+
 /*
  * The proof of a RESUME (wire.h, "Who may attach a path"): the tag under
  * the session key passes; a change of any byte, of the frame type or of
@@ -165,18 +173,18 @@ TEST(wire_resume_tag_proves_the_key_and_covers_every_field)
 	}
 	other[15] ^= 1;
 	rift__hello_encode(b, &m);
-	CHECK(!rift__hello_proves(b, RIFT_FRAME_RESUME, key)); /* zeros */
-	rift__hello_seal(b, RIFT_FRAME_RESUME, key);
-	CHECK(rift__hello_proves(b, RIFT_FRAME_RESUME, key));
-	CHECK(!rift__hello_proves(b, RIFT_FRAME_RESUME_ACK, key));
-	CHECK(!rift__hello_proves(b, RIFT_FRAME_RESUME, other));
+	CHECK(!hello_proves(b, RIFT_FRAME_RESUME, key)); /* zeros */
+	rift__hello_seal(b, RIFT_FRAME_RESUME, RIFT_HELLO_AUTH_AT, key);
+	CHECK(hello_proves(b, RIFT_FRAME_RESUME, key));
+	CHECK(!hello_proves(b, RIFT_FRAME_RESUME_ACK, key));
+	CHECK(!hello_proves(b, RIFT_FRAME_RESUME, other));
 	for (size_t i = 0; i < sizeof(b); i++) {
 		b[i] ^= 0x01;
-		if (rift__hello_proves(b, RIFT_FRAME_RESUME, key))
+		if (hello_proves(b, RIFT_FRAME_RESUME, key))
 			FAIL("byte %zu changed, tag still passes", i);
 		b[i] ^= 0x01;
 	}
-	CHECK(rift__hello_proves(b, RIFT_FRAME_RESUME, key));
+	CHECK(hello_proves(b, RIFT_FRAME_RESUME, key));
 }
 
 TEST(wire_error_frame)
@@ -203,4 +211,354 @@ TEST(wire_error_frame)
 	CHECK_EQ(rift__error_decode(b, n - 1, &ef, &why), RIFT_EPROTO);
 	n = rift__error_encode(b, 5, "positive code");
 	CHECK_EQ(rift__error_decode(b, n, &ef, &why), RIFT_EPROTO);
+}
+
+/* ---- port groups (docs/design/port-groups.md, section 2) ---- */
+
+/* A header of that type and length: accepted when reason is NULL, else
+ * refused saying reason. */
+static void expect_len(uint8_t type, uint32_t len, const char *reason)
+{
+	struct rift__hdr in = { .type = type, .len = len }, out;
+	uint8_t b[RIFT_HDR_SIZE];
+	const char *why = NULL;
+	int rc;
+
+	rift__hdr_encode(b, &in);
+	rc = decode(b, sizeof(b), &out, &why);
+	if (!reason && rc != 0)
+		FAIL("%s of %u bytes refused: %s", rift__frame_name(type), len,
+		     why ? why : "(no reason)");
+	if (!reason) {
+		CHECK_EQ(out.type, type);
+		CHECK_EQ(out.len, len);
+		return;
+	}
+	if (rc != RIFT_EPROTO)
+		FAIL("%s of %u bytes: %d, not refused (\"%s\")",
+		     rift__frame_name(type), len, rc, reason);
+	CHECK_CONTAINS(why, reason);
+}
+
+/* Each frame of RIFT_CAP_GROUP takes exactly the lengths the design's
+ * table gives (2.2), and has a name; a type above them is unknown. */
+TEST(wire_group_frame_lengths)
+{
+	static const uint8_t joins[] = { RIFT_FRAME_JOIN, RIFT_FRAME_JOIN_ACK };
+	static const uint8_t probes[] = { RIFT_FRAME_PROBE,
+					  RIFT_FRAME_PROBE_ACK };
+	static const uint32_t bad_addrs[] = {
+		0, 3, 5, 23, 25, 4 + 20 * 9, 4 + 20 * 8 + 1,
+		4 + 20 * 200000000u, /* a multiple of 20 over 4 GB */
+		0xffffffffu,
+	};
+
+	for (size_t i = 0; i < 2; i++) {
+		expect_len(joins[i], 80, NULL);
+		expect_len(joins[i], 0, "join frame of wrong length");
+		expect_len(joins[i], RIFT_HELLO_SIZE, "join frame of wrong length");
+		expect_len(joins[i], 79, "join frame of wrong length");
+		expect_len(joins[i], 81, "join frame of wrong length");
+		expect_len(probes[i], 0, NULL);
+		expect_len(probes[i], 1, "probe frame with a payload");
+		expect_len(probes[i], 80, "probe frame with a payload");
+	}
+	expect_len(RIFT_FRAME_PATH_CTL, 8, NULL);
+	expect_len(RIFT_FRAME_PATH_CTL, 0, "path control frame of wrong length");
+	expect_len(RIFT_FRAME_PATH_CTL, 7, "path control frame of wrong length");
+	expect_len(RIFT_FRAME_PATH_CTL, 9, "path control frame of wrong length");
+	for (uint32_t n = 0; n <= 8; n++)
+		expect_len(RIFT_FRAME_ADDRS, 4 + 20 * n, NULL);
+	for (size_t i = 0; i < RIFT_ARRAY_SIZE(bad_addrs); i++)
+		expect_len(RIFT_FRAME_ADDRS, bad_addrs[i],
+			   "address list of impossible length");
+	expect_len(RIFT_FRAME__MAX + 1, 0, "unknown frame type");
+
+	CHECK_EQ(RIFT_FRAME__MAX, 15);
+	CHECK_STR(rift__frame_name(RIFT_FRAME_JOIN), "JOIN");
+	CHECK_STR(rift__frame_name(RIFT_FRAME_JOIN_ACK), "JOIN_ACK");
+	CHECK_STR(rift__frame_name(RIFT_FRAME_PROBE), "PROBE");
+	CHECK_STR(rift__frame_name(RIFT_FRAME_PROBE_ACK), "PROBE_ACK");
+	CHECK_STR(rift__frame_name(RIFT_FRAME_PATH_CTL), "PATH_CTL");
+	CHECK_STR(rift__frame_name(RIFT_FRAME_ADDRS), "ADDRS");
+	CHECK_STR(rift__frame_name(RIFT_FRAME__MAX + 1), "UNKNOWN");
+}
+
+/* The capability bits sit above the fallback reason and travel through a
+ * hello untouched, as do bits no one defined yet. */
+TEST(wire_capability_bits)
+{
+	struct rift__hello in = { .proto = RIFT_WIRE_VERSION, .session_id = 1,
+				  .max_msg_size = 1, .window = 1 },
+			   out;
+	uint8_t b[RIFT_HELLO_SIZE];
+	const char *why = NULL;
+
+	CHECK_EQ(RIFT_CAP_GROUP, 1u << 8);
+	CHECK_EQ(RIFT_CAP_REORDER, 1u << 9);
+	CHECK_EQ(RIFT_HELLO_CAP_MASK, ~(uint32_t)RIFT_HELLO_FB_MASK);
+	in.flags = RIFT_CAP_GROUP | RIFT_CAP_REORDER | (1u << 31) |
+		   RIFT_FALLBACK_NO_DEVICE;
+	rift__hello_encode(b, &in);
+	CHECK_EQ(rift__hello_decode(b, sizeof(b), &out, &why), 0);
+	CHECK_EQ(out.flags & RIFT_HELLO_CAP_MASK,
+		 RIFT_CAP_GROUP | RIFT_CAP_REORDER | (1u << 31));
+	CHECK_EQ(out.flags & RIFT_HELLO_FB_MASK, RIFT_FALLBACK_NO_DEVICE);
+}
+
+static struct rift__join join_of(void)
+{
+	return (struct rift__join){
+		.hello = { .proto = RIFT_WIRE_VERSION,
+			   .flags = RIFT_CAP_GROUP | RIFT_FALLBACK_NO_DEVICE,
+			   .session_id = 42, .recv_seq = 7,
+			   .max_msg_size = 1u << 26, .window = 1u << 24,
+			   .held_seq = 9, .attach = 5,
+			   .auth = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13,
+				     14, 15, 16 } },
+		.path_id = 3,
+		.role_req = RIFT_JOIN_ACTIVE,
+	};
+}
+
+/* A JOIN's bytes 0..55 are a hello's; then path id, role, zeros, tag. */
+TEST(wire_join_round_trip)
+{
+	struct rift__join in = join_of(), out;
+	uint8_t b[RIFT_JOIN_SIZE], h[RIFT_HELLO_SIZE];
+	const char *why = NULL;
+
+	memset(b, 0xee, sizeof(b)); /* the encoder writes the padding */
+	CHECK_EQ(rift__join_encode(b, &in), RIFT_JOIN_SIZE);
+	rift__hello_encode(h, &in.hello);
+	CHECK(memcmp(b, h, RIFT_HELLO_AUTH_AT) == 0);
+	CHECK_EQ(b[56], 3);
+	CHECK_EQ(b[57], RIFT_JOIN_ACTIVE);
+	for (size_t i = 58; i < RIFT_JOIN_AUTH_AT; i++)
+		CHECK_EQ(b[i], 0);
+	CHECK(memcmp(b + RIFT_JOIN_AUTH_AT, in.hello.auth, 16) == 0);
+
+	CHECK_EQ(rift__join_decode(b, sizeof(b), &out, &why), 0);
+	CHECK(out.hello.proto == in.hello.proto);
+	CHECK(out.hello.flags == in.hello.flags);
+	CHECK(out.hello.session_id == 42 && out.hello.recv_seq == 7);
+	CHECK(out.hello.max_msg_size == in.hello.max_msg_size);
+	CHECK(out.hello.window == in.hello.window);
+	CHECK(out.hello.held_seq == 9 && out.hello.attach == 5);
+	CHECK(memcmp(out.hello.auth, in.hello.auth, 16) == 0);
+	CHECK_EQ(out.path_id, 3);
+	CHECK_EQ(out.role_req, RIFT_JOIN_ACTIVE);
+
+	/* The ends of the path ids, and a standby. */
+	in.path_id = 1;
+	in.role_req = RIFT_JOIN_STANDBY;
+	rift__join_encode(b, &in);
+	CHECK_EQ(rift__join_decode(b, sizeof(b), &out, &why), 0);
+	CHECK_EQ(out.path_id, 1);
+	CHECK_EQ(out.role_req, RIFT_JOIN_STANDBY);
+	in.path_id = RIFT_PATH_ID_MAX;
+	rift__join_encode(b, &in);
+	CHECK_EQ(rift__join_decode(b, sizeof(b), &out, &why), 0);
+	CHECK_EQ(out.path_id, 254);
+}
+
+/*
+ * A JOIN with byte at set to v is refused, saying reason.  In bytes
+ * 0..55 it is refused for what a hello is, in the same words: the same
+ * checks.
+ */
+static void expect_join_refused(size_t at, uint8_t v, const char *reason)
+{
+	struct rift__join m = join_of(), out;
+	struct rift__hello h;
+	uint8_t b[RIFT_JOIN_SIZE], hb[RIFT_HELLO_SIZE];
+	const char *why = NULL, *hello_why = NULL;
+
+	rift__join_encode(b, &m);
+	b[at] = v;
+	if (rift__join_decode(b, sizeof(b), &out, &why) != RIFT_EPROTO)
+		FAIL("a join with byte %zu = %u accepted", at, v);
+	CHECK_CONTAINS(why, reason);
+	if (at >= RIFT_HELLO_AUTH_AT)
+		return;
+	rift__hello_encode(hb, &m.hello);
+	hb[at] = v;
+	CHECK_EQ(rift__hello_decode(hb, sizeof(hb), &h, &hello_why),
+		 RIFT_EPROTO);
+	CHECK_STR(why, hello_why);
+}
+
+TEST(wire_join_refusals)
+{
+	struct rift__join m = join_of(), out;
+	uint8_t b[RIFT_JOIN_SIZE + 1] = { 0 };
+	const char *why = NULL;
+
+	rift__join_encode(b, &m);
+	CHECK_EQ(rift__join_decode(b, RIFT_JOIN_SIZE - 1, &out, &why),
+		 RIFT_EPROTO);
+	CHECK_CONTAINS(why, "join payload of wrong length");
+	CHECK_EQ(rift__join_decode(b, RIFT_JOIN_SIZE + 1, &out, &why),
+		 RIFT_EPROTO);
+	CHECK_CONTAINS(why, "join payload of wrong length");
+	CHECK_EQ(rift__join_decode(b, RIFT_HELLO_SIZE, &out, &why),
+		 RIFT_EPROTO);
+
+	expect_join_refused(56, 0, "path id 0");
+	expect_join_refused(56, 255, "path id 255");
+	expect_join_refused(57, 2, "role_req above 1");
+	expect_join_refused(57, 255, "role_req above 1");
+	for (size_t at = 58; at < RIFT_JOIN_AUTH_AT; at++)
+		expect_join_refused(at, 0x80, "non-zero padding");
+	/* The hello's part (big-endian: the low bytes are the last). */
+	expect_join_refused(3, 99, "unsupported protocol version");
+	expect_join_refused(7, RIFT_FALLBACK__COUNT, "unknown fallback reason");
+	expect_join_refused(15, 0, "session id 0");     /* 42 -> 0 */
+	expect_join_refused(36, 0, "zero size");        /* window 1 << 24 -> 0 */
+	expect_join_refused(47, 6, "holds fewer");      /* held_seq 9 -> 6 */
+}
+
+/*
+ * The tag of a JOIN covers its frame type and bytes 0..63 (path id, role
+ * and padding included), at byte 64: it proves as that type only, not as
+ * its answer's or a RESUME's, and not under another key.
+ */
+TEST(wire_join_tag_covers_its_type_and_every_byte)
+{
+	struct rift__join m = join_of();
+	uint8_t key[RIFT_SESSION_KEY_LEN], other[RIFT_SESSION_KEY_LEN];
+	uint8_t b[RIFT_JOIN_SIZE], in[1 + RIFT_JOIN_AUTH_AT];
+	uint8_t tag[RIFT_SESSION_KEY_LEN];
+
+	for (size_t i = 0; i < sizeof(key); i++)
+		other[i] = key[i] = (uint8_t)(0x30 + 7 * i);
+	other[0] ^= 0x80;
+	rift__join_encode(b, &m);
+	CHECK(!rift__hello_proves(b, RIFT_FRAME_JOIN, RIFT_JOIN_AUTH_AT, key));
+	rift__hello_seal(b, RIFT_FRAME_JOIN, RIFT_JOIN_AUTH_AT, key);
+	CHECK(rift__hello_proves(b, RIFT_FRAME_JOIN, RIFT_JOIN_AUTH_AT, key));
+	CHECK(!rift__hello_proves(b, RIFT_FRAME_JOIN_ACK, RIFT_JOIN_AUTH_AT,
+				  key));
+	CHECK(!rift__hello_proves(b, RIFT_FRAME_RESUME, RIFT_JOIN_AUTH_AT,
+				  key));
+	CHECK(!rift__hello_proves(b, RIFT_FRAME_RESUME_ACK, RIFT_JOIN_AUTH_AT,
+				  key));
+	CHECK(!rift__hello_proves(b, RIFT_FRAME_JOIN, RIFT_JOIN_AUTH_AT,
+				  other));
+
+	/* What wire.h says it is. */
+	in[0] = RIFT_FRAME_JOIN;
+	memcpy(in + 1, b, RIFT_JOIN_AUTH_AT);
+	rift__siphash(key, in, sizeof(in), tag, sizeof(tag));
+	CHECK(memcmp(tag, b + RIFT_JOIN_AUTH_AT, sizeof(tag)) == 0);
+
+	for (size_t i = 0; i < sizeof(b); i++) {
+		b[i] ^= 0x01;
+		if (rift__hello_proves(b, RIFT_FRAME_JOIN, RIFT_JOIN_AUTH_AT,
+				       key))
+			FAIL("byte %zu changed, the JOIN's tag still passes",
+			     i);
+		b[i] ^= 0x01;
+	}
+
+	/* The answer's own tag proves as the answer only. */
+	rift__hello_seal(b, RIFT_FRAME_JOIN_ACK, RIFT_JOIN_AUTH_AT, key);
+	CHECK(rift__hello_proves(b, RIFT_FRAME_JOIN_ACK, RIFT_JOIN_AUTH_AT,
+				 key));
+	CHECK(!rift__hello_proves(b, RIFT_FRAME_JOIN, RIFT_JOIN_AUTH_AT, key));
+}
+
+/* With the offset a parameter, a hello's tag is still SipHash over its
+ * frame type and bytes 0..55, at byte 56: what peers already send. */
+TEST(wire_hello_tag_is_unchanged)
+{
+	struct rift__hello m = { .proto = RIFT_WIRE_VERSION, .session_id = 9,
+				 .recv_seq = 1, .held_seq = 2, .window = 3,
+				 .max_msg_size = 4, .attach = 5 };
+	uint8_t key[RIFT_SESSION_KEY_LEN], b[RIFT_HELLO_SIZE];
+	uint8_t in[1 + RIFT_HELLO_AUTH_AT], tag[RIFT_SESSION_KEY_LEN];
+	const uint8_t types[] = { RIFT_FRAME_RESUME, RIFT_FRAME_RESUME_ACK };
+
+	for (size_t i = 0; i < sizeof(key); i++)
+		key[i] = (uint8_t)(0xc0 ^ i);
+	for (size_t t = 0; t < sizeof(types); t++) {
+		rift__hello_encode(b, &m);
+		rift__hello_seal(b, types[t], RIFT_HELLO_AUTH_AT, key);
+		in[0] = types[t];
+		memcpy(in + 1, b, RIFT_HELLO_AUTH_AT);
+		rift__siphash(key, in, sizeof(in), tag, sizeof(tag));
+		CHECK(memcmp(tag, b + RIFT_HELLO_AUTH_AT, sizeof(tag)) == 0);
+		CHECK(hello_proves(b, types[t], key));
+	}
+}
+
+/* Take counter c: accepted when reason is NULL; else refused saying
+ * reason, the window unchanged. */
+static void take(struct rift__replay_win *w, uint64_t c, const char *reason)
+{
+	struct rift__replay_win before = *w;
+	const char *why = NULL;
+	bool ok = rift__replay_check_and_set(w, c, &why);
+
+	if (!reason && !ok)
+		FAIL("counter %llu refused (highest %llu): %s",
+		     (unsigned long long)c, (unsigned long long)before.hi, why);
+	if (!reason)
+		return;
+	if (ok)
+		FAIL("counter %llu accepted (highest %llu), not refused: %s",
+		     (unsigned long long)c, (unsigned long long)before.hi,
+		     reason);
+	CHECK_CONTAINS(why, reason);
+	CHECK(w->hi == before.hi && w->bits == before.bits);
+}
+
+/*
+ * The JOINs' anti-replay window (port-groups.md 2.3): a counter above the
+ * highest, or one of the 63 below it not taken yet, is taken once; 0, a
+ * counter taken, and one 64 or more below the highest are refused.
+ */
+TEST(wire_replay_window)
+{
+	struct rift__replay_win w = { 0 };
+
+	take(&w, 0, "counter 0");
+	take(&w, 1, NULL); /* in order */
+	take(&w, 2, NULL);
+	take(&w, 2, "already used");
+	take(&w, 1, "already used");
+	take(&w, 5, NULL); /* 3 and 4 late: out of order, once each */
+	take(&w, 4, NULL);
+	take(&w, 3, NULL);
+	take(&w, 3, "already used");
+	take(&w, 4, "already used");
+	take(&w, 0, "counter 0");
+
+	take(&w, 100, NULL);
+	take(&w, 37, NULL); /* 100 - 63: the oldest the window holds */
+	take(&w, 36, "too old");
+	take(&w, 5, "too old");
+	take(&w, 37, "already used");
+	take(&w, 99, NULL);
+	take(&w, 100, "already used");
+	/* A step of less than the window keeps what it held ... */
+	take(&w, 110, NULL);
+	take(&w, 99, "already used");
+	take(&w, 100, "already used");
+	take(&w, 98, NULL);
+	take(&w, 47, NULL); /* 110 - 63 */
+	take(&w, 46, "too old");
+	/* ... a step of the window or more forgets it all. */
+	take(&w, 110 + 64, NULL);
+	take(&w, 111, NULL);
+	take(&w, 110, "too old");
+	take(&w, 1000, NULL);
+	take(&w, 999, NULL);
+	take(&w, 174, "too old");
+
+	take(&w, UINT64_MAX, NULL);
+	take(&w, UINT64_MAX, "already used");
+	take(&w, UINT64_MAX - 63, NULL);
+	take(&w, UINT64_MAX - 64, "too old");
+	CHECK(w.hi == UINT64_MAX);
 }
