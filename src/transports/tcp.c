@@ -365,10 +365,159 @@ fail_fd:
 	return rc;
 }
 
+/*
+ * An ERROR frame's last words.  A path that refused its peer or aborted
+ * (p->said_error) goes with an ERROR frame in its socket, or still in its
+ * batch.  Closing the socket at once lost the frame whenever the peer's
+ * frames sat unread in ours: close() then resets the connection, and a
+ * reset drops what the socket had not sent yet (a peer whose window was
+ * full had not taken it), so the peer learnt of the end from its grace
+ * time, not from the frame.  Such a socket lingers, off its path: the
+ * rest of the frame is written, the write side shut after it (FIN), and
+ * what arrives is read and dropped until the peer closes, or LINGER_MS.
+ */
+#define LINGER_MS 2000u
+
+struct tcp_linger {
+	rift_ctx *ctx;
+	rift__io io;
+	rift_timer timer;
+	struct rift__list node;  /* the context's (tcp_lingers) */
+	size_t len, off;         /* buf[off..len): still to write */
+	bool shut;               /* the write side is shut */
+	uint8_t buf[CTRL_CAP];
+};
+
+/* The context's lingering sockets: a list, made when first needed. */
+static struct rift__list *tcp_lingers(rift_ctx *ctx, bool make)
+{
+	struct rift__list *l = ctx->transport_state[RIFT_TRANSPORT_TCP];
+
+	if (!l && make) {
+		l = malloc(sizeof(*l));
+		if (l) {
+			rift__list_init(l);
+			ctx->transport_state[RIFT_TRANSPORT_TCP] = l;
+		}
+	}
+	return l;
+}
+
+static void linger_end(struct tcp_linger *lg)
+{
+	rift__io_stop(lg->ctx, &lg->io);
+	rift_timer_stop(&lg->timer);
+	close(lg->io.fd);
+	rift__list_del(&lg->node);
+	free(lg);
+}
+
+static void linger_expired(rift_timer *t, void *user)
+{
+	RIFT_UNUSED(t);
+	linger_end(user);
+}
+
+static void linger_io(rift__io *io, uint32_t revents)
+{
+	struct tcp_linger *lg = rift__container_of(io, struct tcp_linger, io);
+	uint8_t scratch[4096];
+	ssize_t n;
+
+	while (lg->off < lg->len) {
+		n = send(io->fd, lg->buf + lg->off, lg->len - lg->off,
+			 MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return; /* EPOLLOUT stays on */
+		if (n <= 0) {
+			linger_end(lg);
+			return;
+		}
+		lg->off += (size_t)n;
+	}
+	if (!lg->shut) {
+		lg->shut = true;
+		shutdown(io->fd, SHUT_WR);
+		rift__io_modify(lg->ctx, io, EPOLLIN);
+	}
+	if (!(revents & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+		return;
+	for (;;) {
+		n = recv(io->fd, scratch, sizeof(scratch), 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n <= 0) { /* the peer closed too, or the socket failed */
+			linger_end(lg);
+			return;
+		}
+	}
+}
+
+/*
+ * Linger tp's socket if it owes its peer an ERROR frame; false when it
+ * does not, or cannot (then it closes at once, as any other).  The frame
+ * starts the last batch (rift__sess_control's frames come first): what
+ * of it is unwritten is kept, the messages after it are not (the peer
+ * ends its path at the frame).
+ */
+static bool linger_start(struct tcp_path *tp)
+{
+	rift__path *p = &tp->base;
+	struct rift__list *list;
+	struct tcp_linger *lg;
+	const struct iovec *v = &tp->iov[tp->iov_i];
+	bool ctrl_left = tp->iov_i == 0 && tp->iov_n > 0 &&
+			 (uint8_t *)v->iov_base >= tp->ctrl &&
+			 (uint8_t *)v->iov_base < tp->ctrl + sizeof(tp->ctrl);
+
+	if (!p->said_error || tp->connecting)
+		return false;
+	list = tcp_lingers(p->ctx, true);
+	lg = list ? calloc(1, sizeof(*lg)) : NULL;
+	if (!lg)
+		return false;
+	lg->ctx = p->ctx;
+	if (ctrl_left) {
+		lg->len = v->iov_len;
+		memcpy(lg->buf, v->iov_base, v->iov_len);
+	}
+	if (tp->io.cb)
+		rift__io_stop(p->ctx, &tp->io);
+	if (rift__io_start(p->ctx, &lg->io, tp->fd, EPOLLIN | EPOLLOUT,
+			   linger_io)) {
+		free(lg);
+		return false;
+	}
+	rift__timer_init(p->ctx, &lg->timer, linger_expired, lg);
+	rift_timer_start(&lg->timer, LINGER_MS, 0);
+	rift__list_add_tail(list, &lg->node);
+	tp->fd = -1;
+	return true;
+}
+
+/* The context ends: its lingering sockets close now. */
+static void tcp_ctx_destroy(rift_ctx *ctx)
+{
+	struct rift__list *list = tcp_lingers(ctx, false);
+
+	if (!list)
+		return;
+	while (!rift__list_empty(list))
+		linger_end(rift__list_entry(list->next, struct tcp_linger, node));
+	free(list);
+	ctx->transport_state[RIFT_TRANSPORT_TCP] = NULL;
+}
+
 static void tcp_destroy(rift__path *p)
 {
 	struct tcp_path *tp = tp_of(p);
 
+	if (tp->fd >= 0)
+		linger_start(tp);
 	if (tp->io.cb)
 		rift__io_stop(p->ctx, &tp->io);
 	if (tp->fd >= 0)
@@ -541,8 +690,8 @@ static rift_fallback_reason tcp_available(rift_ctx *ctx)
 	return RIFT_FALLBACK_NONE;
 }
 
-/* No context hooks: sockets are watched by the loop's epoll, and a TCP
- * path keeps no state in the context. */
+/* Sockets are watched by the loop's epoll; the one context hook closes
+ * the sockets still lingering after an ERROR frame (tcp_destroy). */
 const struct rift__transport_ops rift__tcp_ops = {
 	.name = "tcp",
 	.kind = RIFT_TRANSPORT_TCP,
@@ -556,4 +705,5 @@ const struct rift__transport_ops rift__tcp_ops = {
 	.send_now = tcp_send_now,
 	.destroy = tcp_destroy,
 	.cut = tcp_cut,
+	.ctx_destroy = tcp_ctx_destroy,
 };
