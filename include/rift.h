@@ -341,6 +341,11 @@ typedef struct rift_config {
 	 * queued and to answer CLOSE, after which the close is abortive;
 	 * 0 = no wait (appended) */
 	uint32_t linger_ms;            /* ms */
+	/* Port groups (appended): paths a client connection keeps at most,
+	 * the one carrying data and warm standbys through the URL's other
+	 * addresses, which a failover resumes on without setting up a
+	 * connection; 1 = one path, re-attaching by a new connection */
+	uint32_t group_max_paths;      /* 1..8, default 1 */
 } rift_config;
 
 void rift__config_init(rift_config *cfg, size_t size);
@@ -779,9 +784,10 @@ typedef struct rift_ctx_stats {
 					  listener's cm=tcp side channel
 					  because rdma_cm got no answer there
 					  (docs/config.md, rdma.cm), count */
-	uint64_t resumes_refused;      /* RESUMEs refused, the session
-					  they named untouched (rift_listen);
-					  in protocol_errors too, count */
+	uint64_t resumes_refused;      /* RESUMEs (and JOINs of standby
+					  paths) refused, the session they
+					  named untouched (rift_listen); in
+					  protocol_errors too, count */
 	uint64_t closes_aborted;       /* established connections whose
 					  close did not end in order:
 					  rift_conn_abort, linger_ms passed,

@@ -382,12 +382,21 @@ enum rift__path_pending {
 	RIFT_PEND_PING = 1u << 5,
 	RIFT_PEND_CLOSE = 1u << 6,
 	RIFT_PEND_ERROR = 1u << 7,
+	RIFT_PEND_JOIN = 1u << 8,
+	RIFT_PEND_JOIN_ACK = 1u << 9,
 };
+
+/* Paths a connection keeps at most (cfg.group_max_paths): path ids and
+ * slots fit a byte. */
+#define RIFT_GROUP_MAX 8
 
 typedef enum rift__path_state {
 	RIFT_PATH_CONNECTING = 1, /* transport connecting (client) */
 	RIFT_PATH_HANDSHAKE,      /* HELLO/RESUME sent or awaited */
 	RIFT_PATH_ATTACHED,       /* carrying a session */
+	/* Joined to a session (JOIN), carrying no data: keepalives only,
+	 * until the client resumes the session on it (session/group.c) */
+	RIFT_PATH_STANDBY,
 	RIFT_PATH_DEAD,           /* failed; waiting to be destroyed */
 } rift__path_state;
 
@@ -421,6 +430,14 @@ struct rift__path {
 	 * sent), so no answer now points at the way of setting up, not at
 	 * the address (conn.c, racing). */
 	bool reached;
+	/* Port groups (session/group.c): a standby path, joining or joined
+	 * (gid its path id, join_attach its JOIN's attach counter, addr_idx
+	 * the client's address it goes to); promoted: a client's standby
+	 * resuming the session, which may still see keepalives first. */
+	bool standby, promoted;
+	uint8_t gid;
+	unsigned addr_idx;
+	uint64_t join_attach;
 	uint64_t last_rx_us;    /* last byte received */
 	uint64_t last_tx_us;    /* last byte sent */
 	/* The last DATA frame encoded for this path (sender: wire order is

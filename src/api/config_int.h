@@ -39,8 +39,8 @@ struct key {
 	const char *env;
 };
 
-#define N_KEYS 40    /* rows of rift__cfg_keys (config_keys.c checks it) */
-#define N_SECTIONS 8 /* entries of rift__cfg_sections */
+#define N_KEYS 41    /* rows of rift__cfg_keys (config_keys.c checks it) */
+#define N_SECTIONS 9 /* entries of rift__cfg_sections */
 
 /*
  * A converted value, before it is stored: integers for the numeric kinds

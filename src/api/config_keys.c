@@ -143,6 +143,11 @@ const struct key rift__cfg_keys[] = {
 	  RIFT_LOG_DEBUG, rift__log_names,
 	  "lines logged: off, error, warn, info or debug",
 	  .env = "RIFT_LOG" },
+	/* [group] */
+	{ "group", "max_paths", NULL, M(group_max_paths), K_UINT, 1,
+	  RIFT_GROUP_MAX, NULL,
+	  "paths a client connection keeps: the data path and warm standbys "
+	  "through the URL's other addresses; 1 = one path" },
 };
 #undef M
 
@@ -151,7 +156,7 @@ _Static_assert(RIFT_ARRAY_SIZE(rift__cfg_keys) == N_KEYS,
 
 const char *const rift__cfg_sections[] = { "progress", "connect", "session",
 					   "tcp",      "rdma",    "pool",
-					   "metrics",  "log" };
+					   "metrics",  "log",     "group" };
 _Static_assert(RIFT_ARRAY_SIZE(rift__cfg_sections) == N_SECTIONS,
 	       "N_SECTIONS (config_int.h) counts rift__cfg_sections");
 

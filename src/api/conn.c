@@ -104,6 +104,57 @@ static int attempt_start(rift_conn *conn, unsigned i, uint64_t limit,
 	return 0;
 }
 
+/*
+ * Port groups (session/group.c): standby paths through the URL's other
+ * addresses, up to group.max_paths paths in all, each joined to the
+ * session once its transport connects.  One that cannot start now is
+ * tried again later.
+ */
+#define STANDBY_RETRY_MS 1000u
+
+static bool has_standby(const rift_conn *conn, unsigned idx)
+{
+	for (unsigned i = 0; i < conn->n_standby; i++)
+		if (conn->standby[i]->addr_idx == idx)
+			return true;
+	return false;
+}
+
+static void group_timer_cb(rift_timer *t, void *user)
+{
+	rift_conn *conn = user;
+	unsigned cur = conn->addr_idx % conn->n_addrs;
+	bool again = false;
+
+	RIFT_UNUSED(t);
+	if (conn->state != RIFT_CONN_ESTABLISHED || conn->closing)
+		return;
+	for (unsigned k = 1; k < conn->n_addrs &&
+			     conn->n_standby + 1 < conn->cfg.group_max_paths;
+	     k++) {
+		unsigned j = (cur + k) % conn->n_addrs;
+		rift__path *p = NULL;
+
+		if (has_standby(conn, j))
+			continue;
+		if (attempt_start(conn, j, conn->cfg.connect_timeout_ms, false,
+				  &p)) {
+			RIFT_DEBUG(conn->ctx, "session %016llx: standby: %s",
+				   (unsigned long long)conn->session_id,
+				   conn->last_error);
+			again = true;
+			continue;
+		}
+		p->standby = true;
+		p->addr_idx = j;
+		conn->next_gid = conn->next_gid % RIFT_PATH_ID_MAX + 1;
+		p->gid = conn->next_gid;
+		conn->standby[conn->n_standby++] = p;
+	}
+	if (again)
+		rift_timer_start(&conn->group_timer, STANDBY_RETRY_MS, 0);
+}
+
 void rift__conn_attempt(rift_conn *conn)
 {
 	unsigned i = conn->addr_idx % conn->n_addrs;
@@ -294,6 +345,7 @@ int rift_connect(rift_ctx *ctx, const char *url, const rift_conn_callbacks *cbs,
 	conn->state = RIFT_CONN_CONNECTING;
 	conn->retry_timer.cb = retry_timer_cb;
 	conn->race_timer.cb = race_timer_cb;
+	conn->group_timer.cb = group_timer_cb;
 	/* First attempt from the loop, so failures arrive as events (once
 	 * the names are resolved, if the URL has any). */
 	rc = conn->resolving ? 0 : rift_timer_start(&conn->retry_timer, 0, 0);

@@ -258,6 +258,7 @@ static const struct {
 	{ "session", "keepalive_timeout_ms" },
 	{ "session", "grace_ms" },
 	{ "rdma", "cm" },
+	{ "group", "max_paths" },
 };
 
 /* The row of a per-connection option named name (or its alias). */

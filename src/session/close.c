@@ -58,6 +58,7 @@ static void close_end(rift_conn *conn)
 		p->ops->flush(p);
 	rift__sessions_del(conn); /* no RESUME can find it now */
 	rift__conn_abandon_path(conn);
+	rift__group_end(conn);
 	rift__conn_quiet(conn, false);
 	rift_timer_stop(&conn->retry_timer);
 	rift_timer_stop(&conn->ack_timer);

@@ -172,6 +172,10 @@ static void path_lost(rift_conn *conn, rift__path *p, int err)
 {
 	rift_ctx *ctx = conn->ctx;
 
+	if (p->standby && !p->promoted) {
+		rift__group_standby_lost(conn, p, err);
+		return;
+	}
 	if (conn->is_client && (p == conn->racer || p == conn->path))
 		boot_learn(conn, p, p == conn->racer ? conn->racer_idx
 						     : conn->addr_idx, err);
@@ -236,6 +240,9 @@ static void path_lost(rift_conn *conn, rift__path *p, int err)
 	if (conn->state != RIFT_CONN_DETACHED)
 		return; /* closed from the callback */
 	if (conn->is_client) {
+		/* A joined standby first: no connection to set up. */
+		if (rift__group_promote(conn))
+			return;
 		/* Start with the next address: the one whose path just broke
 		 * is the least likely to work now (another port, another
 		 * link), and the rotation comes back to it. */
@@ -288,6 +295,13 @@ void rift__path_failed(rift__path *p, int err, const char *fmt, ...)
 void rift__path_connected(rift__path *p)
 {
 	rift_conn *conn = p->conn;
+
+	if (p->standby) {
+		p->state = RIFT_PATH_HANDSHAKE;
+		p->pending |= RIFT_PEND_JOIN;
+		rift__path_kick(p);
+		return;
+	}
 
 	/* The other way reached an address: keep to it there. */
 	if (p->alt)

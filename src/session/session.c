@@ -1,7 +1,8 @@
 /*
  * session.c - sequence numbers, cumulative acks, the resend queue,
  * keepalives and the HELLO / RESUME handshakes (a path's failure, the
- * re-attach and the fallback: failover.c).  Transport independent:
+ * re-attach and the fallback: failover.c; the control frames a path
+ * owes: control.c).  Transport independent:
  * transports call the rift__path_* upcalls and pull data with
  * rift__sess_next / rift__sess_written.
  */
@@ -16,7 +17,6 @@
 /* ---- paths: generic life cycle ---- */
 
 static void keepalive_tick(rift_timer *t, void *user);
-static void handshake_timeout(rift_timer *t, void *user);
 
 void rift__path_init(rift__path *p, rift_ctx *ctx,
 		     const struct rift__transport_ops *ops, bool is_client)
@@ -29,7 +29,7 @@ void rift__path_init(rift__path *p, rift_ctx *ctx,
 	p->last_rx_us = p->last_tx_us = ctx->now_us;
 	rift__list_init(&p->flush_node);
 	rift__list_add_tail(&ctx->paths, &p->ctx_node);
-	rift__timer_init(ctx, &p->timer, handshake_timeout, p);
+	rift__timer_init(ctx, &p->timer, rift__path_handshake_timeout, p);
 	p->limit_ms = ctx->cfg.connect_timeout_ms;
 	rift_timer_start(&p->timer, p->limit_ms, 0);
 }
@@ -97,6 +97,7 @@ rift_conn *rift__conn_alloc(rift_ctx *ctx, const rift_conn_callbacks *cbs,
 	conn->stats.size = sizeof(conn->stats); /* calloc zeroed the rest */
 	rift__timer_init(ctx, &conn->retry_timer, NULL, conn);
 	rift__timer_init(ctx, &conn->race_timer, NULL, conn);
+	rift__timer_init(ctx, &conn->group_timer, NULL, conn);
 	rift__timer_init(ctx, &conn->ack_timer, ack_timer_cb, conn);
 	rift__timer_init(ctx, &conn->linger_timer, NULL, conn); /* close.c */
 	rift__list_init(&conn->drain_node);
@@ -191,6 +192,7 @@ void rift__conn_die(rift_conn *conn, rift_event_type type, int status)
 	}
 	rift__sessions_del(conn); /* no RESUME can find it now */
 	rift__conn_abandon_path(conn);
+	rift__group_end(conn);
 	rift__conn_quiet(conn, false);
 	rift_timer_stop(&conn->retry_timer);
 	rift_timer_stop(&conn->ack_timer);
@@ -330,10 +332,19 @@ void rift__conn_quiet(rift_conn *conn, bool on)
 	rift__pool_quiet(pool, on);
 }
 
+/* Keepalive from now: check silence and idleness twice per interval. */
+void rift__path_keepalive_start(rift__path *p)
+{
+	uint64_t tick = p->cfg->keepalive_interval_ms / 2;
+
+	p->last_rx_us = p->last_tx_us = p->ctx->now_us;
+	p->timer.cb = keepalive_tick;
+	rift_timer_start(&p->timer, tick ? tick : 1, tick ? tick : 1);
+}
+
 static void attach(rift_conn *conn, rift__path *p)
 {
 	rift_ctx *ctx = conn->ctx;
-	uint64_t tick = conn->cfg.keepalive_interval_ms / 2;
 
 	if (conn->is_client && conn->attempt_us)
 		setup_sample(conn, ctx->now_us - conn->attempt_us);
@@ -348,11 +359,9 @@ static void attach(rift_conn *conn, rift__path *p)
 	conn->transport = p->ops->kind;
 	conn->attempts = conn->total_attempts = 0;
 	rift_timer_stop(&conn->retry_timer);
-	p->last_rx_us = p->last_tx_us = ctx->now_us;
-	/* Keepalive: check silence and idleness twice per interval. */
-	p->timer.cb = keepalive_tick;
-	rift_timer_start(&p->timer, tick ? tick : 1, tick ? tick : 1);
+	rift__path_keepalive_start(p);
 	rift__path_kick(p);
+	rift__group_attached(conn);
 	/* A closing session re-attached: CLOSE may be due now (the rewind
 	 * may have acknowledged the rest). */
 	if (conn->lingering)
@@ -379,7 +388,7 @@ static void log_attached(const rift_conn *conn, const rift__path *p,
 
 /* Fill the handshake payload of a frame of that type describing our
  * side (a RESUME's or RESUME_ACK's tag is sealed once it is encoded). */
-static void hello_fill(rift_conn *conn, uint8_t type, struct rift__hello *h)
+void rift__hello_fill(rift_conn *conn, uint8_t type, struct rift__hello *h)
 {
 	memset(h, 0, sizeof(*h));
 	h->proto = RIFT_WIRE_VERSION;
@@ -388,7 +397,8 @@ static void hello_fill(rift_conn *conn, uint8_t type, struct rift__hello *h)
 	h->held_seq = conn->held_seq;
 	h->max_msg_size = conn->ctx->cfg.max_msg_size;
 	h->window = conn->ctx->cfg.send_window;
-	h->flags = (uint32_t)conn->fallback & RIFT_HELLO_FB_MASK;
+	h->flags = ((uint32_t)conn->fallback & RIFT_HELLO_FB_MASK) |
+		   rift__group_caps(conn);
 	if (type == RIFT_FRAME_HELLO_ACK)
 		memcpy(h->auth, conn->key, sizeof(h->auth));
 	else if (type == RIFT_FRAME_RESUME)
@@ -398,7 +408,7 @@ static void hello_fill(rift_conn *conn, uint8_t type, struct rift__hello *h)
 }
 
 /* Refuse a frame: tell the peer why (best effort), then fail the path. */
-static int path_reject(rift__path *p, int err, const char *why)
+int rift__path_reject(rift__path *p, int err, const char *why)
 {
 	p->pending |= RIFT_PEND_ERROR;
 	p->error_code = err;
@@ -408,7 +418,7 @@ static int path_reject(rift__path *p, int err, const char *why)
 	return err;
 }
 
-static void handshake_timeout(rift_timer *t, void *user)
+void rift__path_handshake_timeout(rift_timer *t, void *user)
 {
 	rift__path *p = user;
 
@@ -464,7 +474,7 @@ static int resume_refuse(rift__path *p, const char *why)
 {
 	p->ctx->stats.resumes_refused++;
 	p->ctx->stats.protocol_errors++;
-	path_reject(p, RIFT_ESESSION, why);
+	rift__path_reject(p, RIFT_ESESSION, why);
 	return RIFT_EPROTO;
 }
 
@@ -490,12 +500,15 @@ static int server_resume(rift__path *p, const uint8_t *payload,
 	if (!rift__hello_proves(payload, RIFT_FRAME_RESUME, RIFT_HELLO_AUTH_AT,
 				conn->key))
 		return resume_refuse(p, "RESUME without the session's proof");
-	if (hello->attach <= conn->attach_seq)
+	/* Above every counter accepted, or one of the last 64 not used:
+	 * a JOIN sent after this RESUME may have come first. */
+	if (!rift__replay_check(&conn->attach_win, hello->attach))
 		return resume_refuse(p, "RESUME replayed (attach counter "
 					"already used)");
 	if (rewind_check(conn, hello, &why))
 		return resume_refuse(p, why);
 
+	rift__replay_check_and_set(&conn->attach_win, hello->attach, &why);
 	conn->attach_seq = hello->attach;
 	detached = conn->state == RIFT_CONN_DETACHED;
 	/* The old path may not have noticed its death yet: replace it.  It
@@ -522,29 +535,32 @@ static int server_handshake(rift__path *p, const struct rift__hdr *h,
 	const char *why = NULL;
 	rift_conn *conn;
 
+	if (h->type == RIFT_FRAME_JOIN)
+		return rift__group_join(p, h, payload);
 	if (h->type != RIFT_FRAME_HELLO && h->type != RIFT_FRAME_RESUME)
-		return path_reject(p, RIFT_EPROTO,
+		return rift__path_reject(p, RIFT_EPROTO,
 				   "expected HELLO or RESUME as first frame");
 	if (rift__hello_decode(payload, h->len, &hello, &why))
-		return path_reject(p, RIFT_EPROTO, why);
+		return rift__path_reject(p, RIFT_EPROTO, why);
 	if (h->type == RIFT_FRAME_RESUME)
 		return server_resume(p, payload, &hello);
 
 	if (!p->lst || p->lst->closing)
-		return path_reject(p, RIFT_ECONNREFUSED, "listener is closing");
+		return rift__path_reject(p, RIFT_ECONNREFUSED, "listener is closing");
 	if (rift__sessions_find(p->ctx, p->lst->serial, hello.session_id))
-		return path_reject(p, RIFT_EPROTO,
+		return rift__path_reject(p, RIFT_EPROTO,
 				   "HELLO for a session id in use");
 	if (hello.held_seq != 0 || hello.attach != 0)
-		return path_reject(p, RIFT_EPROTO,
+		return rift__path_reject(p, RIFT_EPROTO,
 				   "HELLO of a new session with data");
 	conn = rift__conn_new_server(p->lst, hello.session_id);
 	if (!conn)
-		return path_reject(p, RIFT_ENOMEM,
+		return rift__path_reject(p, RIFT_ENOMEM,
 				   "out of memory for a new session");
 	conn->peer_window = hello.window;
 	conn->peer_max_msg = hello.max_msg_size;
 	conn->peer_fallback = hello.flags & RIFT_HELLO_FB_MASK;
+	conn->peer_caps = hello.flags & RIFT_HELLO_CAP_MASK;
 	p->pending |= RIFT_PEND_HELLO_ACK;
 	attach(conn, p);
 	log_attached(conn, p, "accepted from", false);
@@ -564,36 +580,36 @@ static int client_handshake(rift__path *p, const struct rift__hdr *h,
 
 	if (h->type == RIFT_FRAME_ERROR) {
 		if (rift__error_decode(payload, h->len, &ef, &why))
-			return path_reject(p, RIFT_EPROTO, why);
+			return rift__path_reject(p, RIFT_EPROTO, why);
 		rift__path_failed(p, ef.code == RIFT_ESESSION ? RIFT_ESESSION
 							      : RIFT_ECONNREFUSED,
 				  "peer refused: %s", ef.text);
 		return RIFT_ECLOSED;
 	}
 	if (h->type != (resume ? RIFT_FRAME_RESUME_ACK : RIFT_FRAME_HELLO_ACK))
-		return path_reject(p, RIFT_EPROTO,
+		return rift__path_reject(p, RIFT_EPROTO,
 				   resume ? "expected RESUME_ACK"
 					  : "expected HELLO_ACK");
 	if (rift__hello_decode(payload, h->len, &hello, &why))
-		return path_reject(p, RIFT_EPROTO, why);
+		return rift__path_reject(p, RIFT_EPROTO, why);
 	if (hello.session_id != conn->session_id)
-		return path_reject(p, RIFT_EPROTO,
+		return rift__path_reject(p, RIFT_EPROTO,
 				   "handshake answer for another session");
 	if (!resume && (hello.held_seq != 0 || hello.attach != 0))
-		return path_reject(p, RIFT_EPROTO,
+		return rift__path_reject(p, RIFT_EPROTO,
 				   "new session answered with data received");
 	/* Whoever answers a RESUME must hold the session's key: an impostor
 	 * at the server's address fails this attempt, not the session. */
 	if (resume && (!rift__hello_proves(payload, RIFT_FRAME_RESUME_ACK,
 					   RIFT_HELLO_AUTH_AT, conn->key) ||
 		       hello.attach != conn->attach_seq))
-		return path_reject(p, RIFT_EACCES,
+		return rift__path_reject(p, RIFT_EACCES,
 				   "RESUME_ACK without the session's proof");
 	if (!resume && !memcmp(hello.auth, no_key, sizeof(no_key)))
-		return path_reject(p, RIFT_EPROTO,
+		return rift__path_reject(p, RIFT_EPROTO,
 				   "HELLO_ACK without a session key");
 	if (rewind_check(conn, &hello, &why))
-		return path_reject(p, RIFT_EPROTO, why);
+		return rift__path_reject(p, RIFT_EPROTO, why);
 	if (!resume)
 		memcpy(conn->key, hello.auth, sizeof(conn->key));
 	/* Messages queued before the peer told its limit: one longer than
@@ -608,7 +624,7 @@ static int client_handshake(rift__path *p, const struct rift__hdr *h,
 				 "exceeds the peer's max_msg_size (%llu bytes)",
 				 (unsigned long long)m->len,
 				 (unsigned long long)hello.max_msg_size);
-			path_reject(p, RIFT_EMSGSIZE, big);
+			rift__path_reject(p, RIFT_EMSGSIZE, big);
 			rift__conn_error(conn, "%s", big);
 			rift__conn_die(conn, RIFT_EVENT_ERROR, RIFT_EMSGSIZE);
 			return RIFT_ECLOSED;
@@ -617,6 +633,7 @@ static int client_handshake(rift__path *p, const struct rift__hdr *h,
 	conn->peer_window = hello.window;
 	conn->peer_max_msg = hello.max_msg_size;
 	conn->peer_fallback = hello.flags & RIFT_HELLO_FB_MASK;
+	conn->peer_caps = hello.flags & RIFT_HELLO_CAP_MASK;
 	attach(conn, p);
 	log_attached(conn, p, resume ? "re-attached on" : "connected to",
 		     resume);
@@ -664,7 +681,7 @@ static int hold(rift__path *p, const struct rift__hdr *h, void *payload,
 			 "peer sent beyond the window (%llu bytes: the "
 			 "smaller of both sides' send_window)",
 			 (unsigned long long)rift__conn_window(conn));
-		return path_reject(p, RIFT_EPROTO, why);
+		return rift__path_reject(p, RIFT_EPROTO, why);
 	}
 	m = malloc(sizeof(*m));
 	if (m && !owned && h->len) {
@@ -737,15 +754,19 @@ void rift__conn_drain(rift_conn *conn)
 	}
 }
 
-/* A frame of a capability the session did not negotiate: RIFT_CAP_GROUP's
- * (session/wire.h), which no session negotiates yet. */
+/* A frame of RIFT_CAP_GROUP's (session/wire.h) on the data path: of a
+ * capability the session did not negotiate, or one that belongs to a
+ * standby's setup (session/group.c), never here. */
 static int not_negotiated(rift__path *p, const struct rift__hdr *h)
 {
+	const rift_conn *conn = p->conn;
 	char why[96];
 
-	snprintf(why, sizeof(why), "%s: frame of a capability not negotiated",
-		 rift__frame_name(h->type));
-	return path_reject(p, RIFT_EPROTO, why);
+	snprintf(why, sizeof(why), "%s: %s", rift__frame_name(h->type),
+		 rift__group_caps(conn) & conn->peer_caps & RIFT_CAP_GROUP
+			 ? "not a frame of the data path"
+			 : "frame of a capability not negotiated");
+	return rift__path_reject(p, RIFT_EPROTO, why);
 }
 
 int rift__path_on_frame(rift__path *p, const struct rift__hdr *h,
@@ -768,11 +789,33 @@ int rift__path_on_frame(rift__path *p, const struct rift__hdr *h,
 
 		if (h->type == RIFT_FRAME_DATA) {
 			free(owned);
-			return path_reject(p, RIFT_EPROTO,
+			return rift__path_reject(p, RIFT_EPROTO,
 					   "data before the handshake");
 		}
+		/* A standby being joined; one being resumed on may still
+		 * see the keepalives of its standby days first. */
+		if (p->standby && p->is_client && !p->promoted)
+			return rift__group_handshake(p, h, payload);
+		if (p->promoted && h->type == RIFT_FRAME_PING)
+			return 0;
 		rc = p->is_client ? client_handshake(p, h, payload)
 				  : server_handshake(p, h, payload);
+		return rc;
+	}
+	if (p->state == RIFT_PATH_STANDBY) {
+		int rc;
+
+		if (h->type == RIFT_FRAME_RESUME && !p->is_client) {
+			/* The client resumes its session on this standby:
+			 * checked as a RESUME on a new path is. */
+			rift__group_standby_del(conn, p);
+			p->conn = NULL;
+			p->state = RIFT_PATH_HANDSHAKE;
+			rc = server_handshake(p, h, payload);
+		} else {
+			rc = rift__group_standby_frame(p, h, payload);
+		}
+		free(owned);
 		return rc;
 	}
 	if (p->state != RIFT_PATH_ATTACHED || !conn) {
@@ -789,7 +832,7 @@ int rift__path_on_frame(rift__path *p, const struct rift__hdr *h,
 		}
 		if (rift__conn_ack(conn, h->ack, &why)) {
 			free(owned);
-			return path_reject(p, RIFT_EPROTO, why);
+			return rift__path_reject(p, RIFT_EPROTO, why);
 		}
 		/* Closing: the last acknowledgement may make CLOSE due (or
 		 * end the close); no callback runs, so this is the one
@@ -809,7 +852,7 @@ int rift__path_on_frame(rift__path *p, const struct rift__hdr *h,
 		}
 		if (h->seq != conn->held_seq + 1) {
 			free(owned);
-			return path_reject(p, RIFT_EPROTO,
+			return rift__path_reject(p, RIFT_EPROTO,
 					   "gap in message sequence");
 		}
 		if (conn->closing)
@@ -821,14 +864,14 @@ int rift__path_on_frame(rift__path *p, const struct rift__hdr *h,
 	case RIFT_FRAME_CLOSE:
 		/* Its ack is the peer's last word on ours (close.c). */
 		if (rift__conn_ack(conn, h->ack, &why))
-			return path_reject(p, RIFT_EPROTO, why);
+			return rift__path_reject(p, RIFT_EPROTO, why);
 		if (p->state == RIFT_PATH_DEAD)
 			return RIFT_ECLOSED;
 		rift__conn_peer_close(p, h);
 		return p->state == RIFT_PATH_DEAD ? RIFT_ECLOSED : 0;
 	case RIFT_FRAME_ERROR:
 		if (rift__error_decode(payload, h->len, &ef, &why))
-			return path_reject(p, RIFT_EPROTO, why);
+			return rift__path_reject(p, RIFT_EPROTO, why);
 		rift__conn_error(conn, "%s: peer reported %s: %s", p->peer,
 				 rift_err_name(ef.code), ef.text);
 		/* The peer forgot the session, or aborted it (close.c);
@@ -848,108 +891,7 @@ int rift__path_on_frame(rift__path *p, const struct rift__hdr *h,
 		free(owned);
 		return not_negotiated(p, h);
 	default:
-		return path_reject(p, RIFT_EPROTO,
+		return rift__path_reject(p, RIFT_EPROTO,
 				   "handshake frame on an attached path");
 	}
 }
-
-/* ---- data pull for transports ---- */
-
-/* The path's ERROR payload, now on its way: the path says so to its
- * transport, and an abort that waits for it may end now (close.c).
- * Returns its length. */
-static uint32_t error_payload(rift__path *p, uint8_t *payload)
-{
-	uint32_t len = (uint32_t)rift__error_encode(payload, p->error_code,
-						    p->error_text);
-
-	p->pending &= ~RIFT_PEND_ERROR;
-	p->said_error = true;
-	if (p->conn && p->conn->aborting)
-		rift_timer_start(&p->conn->linger_timer, 0, 0);
-	return len;
-}
-
-size_t rift__sess_error_frame(rift__path *p, uint8_t *buf)
-{
-	struct rift__hdr h = { .type = RIFT_FRAME_ERROR };
-
-	h.len = error_payload(p, buf + RIFT_HDR_SIZE);
-	rift__hdr_encode(buf, &h);
-	return RIFT_HDR_SIZE + h.len;
-}
-
-size_t rift__sess_control(rift__path *p, uint8_t *buf, size_t cap)
-{
-	static const struct {
-		uint32_t bit;
-		uint8_t type;
-	} order[] = {
-		{ RIFT_PEND_HELLO, RIFT_FRAME_HELLO },
-		{ RIFT_PEND_HELLO_ACK, RIFT_FRAME_HELLO_ACK },
-		{ RIFT_PEND_RESUME, RIFT_FRAME_RESUME },
-		{ RIFT_PEND_RESUME_ACK, RIFT_FRAME_RESUME_ACK },
-		{ RIFT_PEND_ERROR, RIFT_FRAME_ERROR },
-		{ RIFT_PEND_ACK, RIFT_FRAME_ACK },
-		{ RIFT_PEND_PING, RIFT_FRAME_PING },
-		{ RIFT_PEND_CLOSE, RIFT_FRAME_CLOSE },
-	};
-	rift_conn *conn = p->conn;
-	size_t used = 0;
-
-	if (!p->pending)
-		return 0;
-	if ((p->pending & RIFT_PEND_HELLO) &&
-	    rift__fault_hit(RIFT_FAULT_EARLY_DATA)) {
-		struct rift__hdr d = {
-			.type = RIFT_FRAME_DATA,
-			.len = (uint32_t)p->ctx->cfg.max_msg_size,
-			.seq = 1,
-		};
-
-		rift__hdr_encode(buf, &d);
-		used = RIFT_HDR_SIZE;
-	}
-	for (size_t i = 0; i < RIFT_ARRAY_SIZE(order); i++) {
-		struct rift__hdr h = { .type = order[i].type };
-		struct rift__hello hello;
-		uint8_t *payload = buf + used + RIFT_HDR_SIZE;
-
-		if (!(p->pending & order[i].bit))
-			continue;
-		if (cap - used < RIFT_HDR_SIZE + 6 + RIFT_ERROR_TEXT_MAX)
-			break; /* the rest goes in the next batch */
-		p->pending &= ~order[i].bit;
-		if (order[i].type == RIFT_FRAME_ERROR) {
-			h.len = error_payload(p, payload);
-		} else if (order[i].type <= RIFT_FRAME_RESUME_ACK) {
-			if (!conn)
-				continue;
-			hello_fill(conn, order[i].type, &hello);
-			h.len = (uint32_t)rift__hello_encode(payload, &hello);
-			if (order[i].type == RIFT_FRAME_RESUME ||
-			    order[i].type == RIFT_FRAME_RESUME_ACK)
-				rift__hello_seal(payload, order[i].type,
-						 RIFT_HELLO_AUTH_AT, conn->key);
-		}
-		if (conn && p->state == RIFT_PATH_ATTACHED) {
-			h.ack = conn->recv_seq;
-			conn->ack_sent = conn->recv_seq;
-			conn->rx_unacked = 0;
-			if (order[i].type == RIFT_FRAME_ACK)
-				conn->stats.acks_sent++;
-		}
-		if (order[i].type == RIFT_FRAME_PING && conn)
-			conn->stats.pings_sent++;
-		/* CLOSE carries the last sequence sent: a receiver that
-		 * lacks some of it knows the close was not in order. */
-		if (order[i].type == RIFT_FRAME_CLOSE && conn) {
-			h.seq = conn->next_seq;
-			conn->close_sent = true;
-		}
-		rift__hdr_encode(buf + used, &h);
-		used += RIFT_HDR_SIZE + h.len;
-	}
-	return used;
-}
-

@@ -86,6 +86,18 @@ struct rift_conn {
 	/* Attach counter: the client's last RESUME's; the highest the
 	 * server accepted.  0 until the first re-attach. */
 	uint64_t attach_seq;
+	/* Server: the attach counters of RESUMEs and JOINs accepted (the
+	 * highest, and which of the 63 below it). */
+	struct rift__replay_win attach_win;
+	/* Port groups (session/group.c): capabilities the peer's handshake
+	 * offered (RIFT_CAP_*); standby paths, joining or joined, none of
+	 * them conn->path; the client's next path id, and the timer that
+	 * opens standbys (conn.c). */
+	uint32_t peer_caps;
+	rift__path *standby[RIFT_GROUP_MAX - 1];
+	unsigned n_standby;
+	uint8_t next_gid;
+	rift_timer group_timer;
 	uint64_t lst_serial;    /* server: serial of the accepting listener */
 	rift_conn *table_next;  /* server: next in its ctx->sessions chain */
 	bool in_table;          /* server: in ctx->sessions */
@@ -316,6 +328,49 @@ void rift__path_kill(rift__path *p);
 void rift__path_release(rift__path *p);
 /* The session is over: tell the application once (session.c). */
 void rift__conn_die(rift_conn *conn, rift_event_type type, int status);
+/* Refuse a frame: tell the peer why (best effort), then fail the path;
+ * returns err (session.c). */
+int rift__path_reject(rift__path *p, int err, const char *why);
+/* Keepalive on p from now; a handshake's bound ran out (session.c). */
+void rift__path_keepalive_start(rift__path *p);
+void rift__path_handshake_timeout(rift_timer *t, void *user);
+/* The handshake payload describing our side, for a frame of that type
+ * (session.c). */
+void rift__hello_fill(rift_conn *conn, uint8_t type, struct rift__hello *h);
+
+/*
+ * ---- port groups (session/group.c) ----
+ * A client with group.max_paths above 1, whose server offers RIFT_CAP_GROUP,
+ * keeps standby paths through the URL's other addresses: set up and
+ * joined ahead (JOIN, JOIN_ACK under the session key), carrying
+ * keepalives only.  When the data path fails, the client resumes the
+ * session on a standby (RESUME, as a re-attach does, without setting up
+ * a connection) and opens a new standby in the background.
+ */
+/* The capabilities our handshake offers. */
+uint32_t rift__group_caps(const rift_conn *conn);
+/* conn attached a data path: the client's standbys are due. */
+void rift__group_attached(rift_conn *conn);
+/* Server: a JOIN as a path's first frame. */
+int rift__group_join(rift__path *p, const struct rift__hdr *h,
+		     const uint8_t *payload);
+/* Client: a frame on a standby path before it joined. */
+int rift__group_handshake(rift__path *p, const struct rift__hdr *h,
+			  const uint8_t *payload);
+/* A frame on a joined standby path. */
+int rift__group_standby_frame(rift__path *p, const struct rift__hdr *h,
+			      const uint8_t *payload);
+/* The JOIN or JOIN_ACK payload for p; its length. */
+size_t rift__group_join_encode(rift__path *p, uint8_t type, uint8_t *out);
+/* p leaves conn's standbys, if it is one; whether it was. */
+bool rift__group_standby_del(rift_conn *conn, rift__path *p);
+/* A standby path failed (path_lost): it goes, and another is due. */
+void rift__group_standby_lost(rift_conn *conn, rift__path *p, int err);
+/* Client, its data path lost: resume on a joined standby; whether one
+ * took it. */
+bool rift__group_promote(rift_conn *conn);
+/* The session ends: its standbys go. */
+void rift__group_end(rift_conn *conn);
 /*
  * ---- closing (session/close.c) ----
  * rift_conn_close and rift_conn_abort on a connection marked closing (and

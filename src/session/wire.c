@@ -311,6 +311,14 @@ bool rift__hello_proves(const uint8_t *payload, uint8_t type, size_t auth_at,
 	return rift__ct_equal(tag, payload + auth_at, sizeof(tag));
 }
 
+bool rift__replay_check(const struct rift__replay_win *w, uint64_t c)
+{
+	struct rift__replay_win copy = *w;
+	const char *why;
+
+	return rift__replay_check_and_set(&copy, c, &why);
+}
+
 bool rift__replay_check_and_set(struct rift__replay_win *w, uint64_t c,
 				const char **why)
 {

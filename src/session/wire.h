@@ -277,6 +277,8 @@ bool rift__hello_proves(const uint8_t *payload, uint8_t type, size_t auth_at,
  * w->hi, or within the window below it and not taken before; false, w
  * unchanged and *why a static reason, for 0, a counter taken already, or
  * one RIFT_REPLAY_WIN or more below w->hi. */
+/* Whether rift__replay_check_and_set would take c, w untouched. */
+bool rift__replay_check(const struct rift__replay_win *w, uint64_t c);
 bool rift__replay_check_and_set(struct rift__replay_win *w, uint64_t c,
 				const char **why);
 

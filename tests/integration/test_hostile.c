@@ -455,7 +455,7 @@ TEST(group_frames_are_refused_until_negotiated)
 	h_connect(ctx, rift_listener_port(l), &cli);
 	h_connected(ctx, &cli);
 
-	/* The answer to a HELLO offers no capability. */
+	/* The server offers port groups; this client did not ask. */
 	before = proto_errors(ctx);
 	fd = raw_connect(port);
 	n = hello(b, RIFT_FRAME_HELLO, 300);
@@ -464,7 +464,7 @@ TEST(group_frames_are_refused_until_negotiated)
 	CHECK_EQ(rift__hdr_decode(b, RIFT_HDR_SIZE, 1u << 20, &h, &why), 0);
 	CHECK_EQ(h.type, RIFT_FRAME_HELLO_ACK);
 	CHECK_EQ(rift__hello_decode(b + RIFT_HDR_SIZE, h.len, &ack, &why), 0);
-	CHECK_EQ(ack.flags & RIFT_HELLO_CAP_MASK, 0);
+	CHECK_EQ(ack.flags & RIFT_HELLO_CAP_MASK, RIFT_CAP_GROUP);
 	/* ... so a JOIN there is refused. */
 	n = frame(b, RIFT_FRAME_JOIN, RIFT_JOIN_SIZE, 0, 0);
 	memset(b + n, 0, RIFT_JOIN_SIZE);

@@ -113,7 +113,8 @@ static bool same_cfg(const rift_config *a, const rift_config *b)
 	return !memcmp(a, b, offsetof(rift_config, log_level) +
 				     sizeof(rift_log_level)) &&
 	       a->log_cb == b->log_cb && a->log_user == b->log_user &&
-	       a->linger_ms == b->linger_ms;
+	       a->linger_ms == b->linger_ms &&
+	       a->group_max_paths == b->group_max_paths;
 }
 
 /* The file must be refused with exactly this message, cfg untouched. */
@@ -835,6 +836,7 @@ static const struct {
 	FIELD("send_window", send_window),
 	FIELD("max_msg_size", max_msg_size),
 	FIELD("linger_ms", linger_ms),
+	FIELD("max_paths", group_max_paths),
 	FIELD("read_buffer", tcp_read_buffer),
 	FIELD("listen_backlog", listen_backlog),
 	FIELD("port", port),
@@ -967,7 +969,7 @@ TEST(config_ranges_agree_with_rift_config_check)
 		}
 		checked++;
 	}
-	CHECK_EQ(checked, 32);
+	CHECK_EQ(checked, 33);
 }
 
 /* ---- the environment ---- */
@@ -1154,6 +1156,7 @@ TEST(config_dump_round_trip)
 	a.send_window = 5000; /* not a whole KiB: written as an integer */
 	a.max_msg_size = (1ull << 32) - 1;
 	a.linger_ms = 3600000;
+	a.group_max_paths = 8;
 	a.tcp_read_buffer = 4097;
 	a.listen_backlog = 65535;
 	snprintf(a.device, sizeof(a.device), "we\"ird\\dev\tice");

@@ -279,6 +279,8 @@ static const struct effect {
 	  "ctx->cfg.metrics" },
 	{ "log", "level", "\"debug\"", RIFT_LOG_DEBUG, 0, "src/internal.h",
 	  "rift__lctx->cfg.log_level" },
+	{ "group", "max_paths", "3", 3, 0, "src/api/conn.c",
+	  "conn->cfg.group_max_paths" },
 };
 
 /* Text with its C comments blanked, so a consumer is code, not prose. */

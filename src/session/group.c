@@ -1,0 +1,232 @@
+/*
+ * group.c - port groups, active-backup (docs/design/port-groups.md, step
+ * 3a): a client connection keeps standby paths through the URL's other
+ * addresses, set up and joined to its session ahead of need, so that a
+ * failover resumes the session on one of them without setting up a
+ * connection (the 30-250 ms a re-attach spends in the lab).
+ *
+ * A standby joins with a JOIN frame (session/wire.h): the hello's fields,
+ * its path id, and a tag under the session key over an attach counter
+ * it shares with RESUME, which the server takes once (its last 64 are
+ * kept: a JOIN and a RESUME sent on different paths may arrive in either
+ * order).  Joined, it carries keepalives only (RIFT_PATH_STANDBY: the
+ * transports' data pulls skip it), on both sides.  When the data path
+ * fails, the client sends RESUME on a joined standby: the server checks
+ * it as it checks any RESUME, abandons the old path and rewinds, as a
+ * re-attach does; one round trip, and ack <= what was written on the new
+ * path holds as ever (zero-copy buffers stay safe).  A standby that
+ * fails goes quietly and is set up again later; the session goes on.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "session/session.h"
+
+/* A failed standby is set up again after this long; the first ones at
+ * once (conn.c, group timer). */
+#define STANDBY_RETRY_MS 1000u
+
+uint32_t rift__group_caps(const rift_conn *conn)
+{
+	/* A server takes JOINs for any session; a client asks for them
+	 * when it keeps more than one path. */
+	return !conn->is_client || conn->cfg.group_max_paths > 1
+		       ? RIFT_CAP_GROUP
+		       : 0;
+}
+
+static bool negotiated(const rift_conn *conn)
+{
+	return (rift__group_caps(conn) & conn->peer_caps & RIFT_CAP_GROUP) != 0;
+}
+
+void rift__group_attached(rift_conn *conn)
+{
+	if (conn->is_client && conn->n_addrs > 1 && negotiated(conn) &&
+	    conn->group_timer.cb)
+		rift_timer_start(&conn->group_timer, 0, 0);
+}
+
+bool rift__group_standby_del(rift_conn *conn, rift__path *p)
+{
+	if (!conn)
+		return false;
+	for (unsigned i = 0; i < conn->n_standby; i++)
+		if (conn->standby[i] == p) {
+			conn->standby[i] = conn->standby[--conn->n_standby];
+			conn->standby[conn->n_standby] = NULL;
+			return true;
+		}
+	return false;
+}
+
+void rift__group_end(rift_conn *conn)
+{
+	rift_timer_stop(&conn->group_timer);
+	while (conn->n_standby) {
+		rift__path *p = conn->standby[--conn->n_standby];
+
+		conn->standby[conn->n_standby] = NULL;
+		rift__path_release(p);
+	}
+}
+
+void rift__group_standby_lost(rift_conn *conn, rift__path *p, int err)
+{
+	rift__group_standby_del(conn, p);
+	RIFT_INFO(conn->ctx, "session %016llx: standby path %s lost: %s: %s",
+		  (unsigned long long)conn->session_id, p->peer,
+		  rift_err_name(err), conn->last_error);
+	rift__path_release(p);
+	if (conn->state == RIFT_CONN_ESTABLISHED && conn->group_timer.cb)
+		rift_timer_start(&conn->group_timer, STANDBY_RETRY_MS, 0);
+}
+
+/* Refuse a JOIN: an ERROR on its path alone, the session untouched;
+ * counted as a refused RESUME is. */
+static int join_refuse(rift__path *p, const char *why)
+{
+	p->ctx->stats.resumes_refused++;
+	p->ctx->stats.protocol_errors++;
+	rift__path_reject(p, RIFT_ESESSION, why);
+	return RIFT_EPROTO;
+}
+
+int rift__group_join(rift__path *p, const struct rift__hdr *h,
+		     const uint8_t *payload)
+{
+	struct rift__join j;
+	const char *why = NULL;
+	rift_conn *conn;
+
+	if (rift__join_decode(payload, h->len, &j, &why))
+		return rift__path_reject(p, RIFT_EPROTO, why);
+	conn = rift__sessions_find(p->ctx, p->lst ? p->lst->serial : 0,
+				   j.hello.session_id);
+	/* Everything is checked before the session is touched. */
+	if (!conn)
+		return join_refuse(p, "JOIN for an unknown session");
+	if (!rift__hello_proves(payload, RIFT_FRAME_JOIN, RIFT_JOIN_AUTH_AT,
+				conn->key))
+		return join_refuse(p, "JOIN without the session's proof");
+	if (!negotiated(conn))
+		return join_refuse(p, "JOIN for a session without port groups");
+	if (!rift__replay_check(&conn->attach_win, j.hello.attach))
+		return join_refuse(p, "JOIN replayed (attach counter already "
+				      "used)");
+	if (conn->state == RIFT_CONN_DEAD || conn->closing ||
+	    conn->n_standby == RIFT_ARRAY_SIZE(conn->standby))
+		return join_refuse(p, "JOIN for a session that takes no more "
+				      "paths");
+	rift__replay_check_and_set(&conn->attach_win, j.hello.attach, &why);
+	p->conn = conn;
+	p->standby = true;
+	p->gid = j.path_id;
+	p->join_attach = j.hello.attach;
+	p->state = RIFT_PATH_STANDBY;
+	conn->standby[conn->n_standby++] = p;
+	rift__path_keepalive_start(p);
+	p->pending |= RIFT_PEND_JOIN_ACK;
+	rift__path_kick(p);
+	RIFT_INFO(p->ctx, "session %016llx: standby path %u joined from %s",
+		  (unsigned long long)conn->session_id, j.path_id, p->peer);
+	return 0;
+}
+
+size_t rift__group_join_encode(rift__path *p, uint8_t type, uint8_t *out)
+{
+	rift_conn *conn = p->conn;
+	struct rift__join j;
+
+	memset(&j, 0, sizeof(j));
+	rift__hello_fill(conn, RIFT_FRAME_HELLO, &j.hello);
+	if (type == RIFT_FRAME_JOIN)
+		p->join_attach = ++conn->attach_seq; /* never used before */
+	j.hello.attach = p->join_attach;
+	j.path_id = p->gid;
+	j.role_req = RIFT_JOIN_STANDBY;
+	rift__join_encode(out, &j);
+	rift__hello_seal(out, type, RIFT_JOIN_AUTH_AT, conn->key);
+	return RIFT_JOIN_SIZE;
+}
+
+int rift__group_handshake(rift__path *p, const struct rift__hdr *h,
+			  const uint8_t *payload)
+{
+	rift_conn *conn = p->conn;
+	struct rift__error_frame ef;
+	struct rift__join j;
+	const char *why = NULL;
+
+	if (h->type == RIFT_FRAME_ERROR) {
+		if (rift__error_decode(payload, h->len, &ef, &why))
+			return rift__path_reject(p, RIFT_EPROTO, why);
+		rift__path_failed(p, RIFT_ECONNREFUSED, "peer refused: %s",
+				  ef.text);
+		return RIFT_ECLOSED;
+	}
+	if (h->type != RIFT_FRAME_JOIN_ACK)
+		return rift__path_reject(p, RIFT_EPROTO, "expected JOIN_ACK");
+	if (rift__join_decode(payload, h->len, &j, &why))
+		return rift__path_reject(p, RIFT_EPROTO, why);
+	/* Only the server that holds the key answers, for this JOIN. */
+	if (j.hello.session_id != conn->session_id ||
+	    !rift__hello_proves(payload, RIFT_FRAME_JOIN_ACK,
+				RIFT_JOIN_AUTH_AT, conn->key) ||
+	    j.hello.attach != p->join_attach || j.path_id != p->gid)
+		return rift__path_reject(p, RIFT_EACCES,
+					 "JOIN_ACK without the session's proof");
+	p->state = RIFT_PATH_STANDBY;
+	rift__path_keepalive_start(p);
+	RIFT_INFO(p->ctx, "session %016llx: standby path %u to %s joined",
+		  (unsigned long long)conn->session_id, p->gid, p->peer);
+	return 0;
+}
+
+int rift__group_standby_frame(rift__path *p, const struct rift__hdr *h,
+			      const uint8_t *payload)
+{
+	struct rift__error_frame ef;
+	const char *why = NULL;
+	char msg[96];
+
+	switch (h->type) {
+	case RIFT_FRAME_PING:
+		return 0; /* alive; its ack is the data path's business */
+	case RIFT_FRAME_ERROR:
+		if (rift__error_decode(payload, h->len, &ef, &why))
+			return rift__path_reject(p, RIFT_EPROTO, why);
+		rift__path_failed(p, RIFT_ECONNRESET, "peer refused: %s",
+				  ef.text);
+		return RIFT_ECLOSED;
+	default:
+		snprintf(msg, sizeof(msg), "%s on a standby path",
+			 rift__frame_name(h->type));
+		return rift__path_reject(p, RIFT_EPROTO, msg);
+	}
+}
+
+bool rift__group_promote(rift_conn *conn)
+{
+	rift__path *p = NULL;
+
+	for (unsigned i = 0; i < conn->n_standby && !p; i++)
+		if (conn->standby[i]->state == RIFT_PATH_STANDBY)
+			p = conn->standby[i];
+	if (!p)
+		return false;
+	rift__group_standby_del(conn, p);
+	RIFT_INFO(conn->ctx, "session %016llx: resuming on standby path %s",
+		  (unsigned long long)conn->session_id, p->peer);
+	p->promoted = true;
+	p->state = RIFT_PATH_HANDSHAKE;
+	p->limit_ms = conn->cfg.connect_timeout_ms;
+	p->timer.cb = rift__path_handshake_timeout;
+	rift_timer_start(&p->timer, p->limit_ms, 0);
+	conn->path = p;
+	conn->addr_idx = p->addr_idx;
+	conn->attempt_us = conn->ctx->now_us;
+	p->pending |= RIFT_PEND_RESUME;
+	rift__path_kick(p);
+	return true;
+}
