@@ -630,11 +630,16 @@ static void need_pair(void)
 }
 
 /* The default configuration, in the cm mode of this run (--cm). */
+/* group.max_paths of the soak's client (port groups), 1 unless a test
+ * says otherwise. */
+static uint32_t soak_max_paths = 1;
+
 static void soak_config(rift_config *cfg)
 {
 	rift_config_init(cfg);
 	if (strcmp(rt_cm(), "tcp") == 0)
 		cfg->cm = RIFT_CM_TCP;
+	cfg->group_max_paths = soak_max_paths;
 }
 
 /* lab-link what link ("down link0", ...); the test fails if it does. */
@@ -912,6 +917,15 @@ TEST_TIMEOUT(soak_link_faults_busy_polling, 400)
 TEST_TIMEOUT(soak_aimed_faults_event_polling, 400)
 {
 	soak(RIFT_POLL_EVENT, SOAK_AIMED);
+}
+
+/* The same with a standby path through the other link (port groups):
+ * each failover resumes on it, no connection set up. */
+TEST_TIMEOUT(soak_aimed_faults_with_a_standby, 400)
+{
+	soak_max_paths = 2;
+	soak(RIFT_POLL_EVENT, SOAK_AIMED);
+	soak_max_paths = 1;
 }
 
 /* ---- the causes one at a time (pair topology) ---- */
