@@ -232,8 +232,9 @@ CM_TCP_TESTS := path_cut echo_ single_64mib zero_byte close_tells \
   credits_beyond close_ abort_ sends_before send_before send_cb sendv_
 # Issue 12's causes one at a time, in the pair topology, each cm: a dead
 # link's teardown never blocks the loop, a down link says so, a broken
-# TCP path is noticed by its socket, a failover finds its device ready;
-# then the acceptance workload (tests/integration/test_soak.c): 60 s of
+# TCP path is noticed by its socket, a failover finds its device ready,
+# a path bound by group.local uses its address's device; then the
+# acceptance workload (tests/integration/test_soak.c): 60 s of
 # mixed traffic both ways with no fault (no PATH_DOWN, no stall over
 # 1 s), then 60 s of random single-link faults (the session lives, every
 # message once and in order; stalls reported per fault), event and busy
@@ -248,7 +249,7 @@ CM_TCP_TESTS := path_cut echo_ single_64mib zero_byte close_tells \
 # through the side channel (it makes rdma_cm silent on purpose).
 PAIR_TESTS := link_cut port_down loop_never connect_over tcp_path_break \
   failover_finds configured_device_chooses standby_path one_path_without \
-  soak_healthy
+  local_address_picks soak_healthy
 test-lab: $(BUILD)/tst/rift-tests
 	tests/lab/lab setup
 	tests/lab/lab smoke

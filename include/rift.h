@@ -266,6 +266,8 @@ typedef enum rift_cm {
 
 #define RIFT_DEVICE_NAME_MAX 64
 #define RIFT_BLOCK_CLASSES 5
+/* group_local with its NUL: eight IPv6 addresses and their commas fit */
+#define RIFT_GROUP_LOCAL_MAX 384
 
 typedef struct rift_config {
 	uint32_t size;                 /* set by rift_config_init */
@@ -346,6 +348,12 @@ typedef struct rift_config {
 	 * addresses, which a failover resumes on without setting up a
 	 * connection; 1 = one path, re-attaching by a new connection */
 	uint32_t group_max_paths;      /* 1..8, default 1 */
+	/* The local addresses a client's paths are bound to, numeric and
+	 * comma-separated ("10.0.0.2,fd00::2"): entry i for the URL's
+	 * address i, one entry for all of them; "" = routing's choice
+	 * (docs/config.md, group.local; the URL option local= sets it per
+	 * connection) (appended) */
+	char group_local[RIFT_GROUP_LOCAL_MAX];
 } rift_config;
 
 void rift__config_init(rift_config *cfg, size_t size);
@@ -362,10 +370,10 @@ int rift_config_check(const rift_config *cfg);
  * Config files and environment overrides (docs/config.md lists every key).
  *
  * A config file is strict TOML: a [section] per layer ([progress],
- * [connect], [session], [tcp], [rdma], [pool], [metrics], [log]), the
- * keys RDMA operators know (sq_depth, cq_size, gid_index, ...), sizes as
- * integers or as strings with a unit, all powers of 1024 ("64KiB",
- * "64KB", "64k" are 65536; "1GB" is 2^30).  Unknown keys, wrong types
+ * [connect], [session], [tcp], [rdma], [pool], [metrics], [log],
+ * [group]), the keys RDMA operators know (sq_depth, cq_size, gid_index,
+ * ...), sizes as integers or as strings with a unit, all powers of 1024
+ * ("64KiB", "64KB", "64k" are 65536; "1GB" is 2^30).  Unknown keys, wrong types
  * and out-of-range values are errors with the file, line and column.
  *
  * Later calls win, so the intended order gives file < environment < code:
@@ -845,13 +853,16 @@ void rift_timer_destroy(rift_timer *t);
  *           keepalive_interval_ms, keepalive_timeout_ms (this side's
  *           keepalive), grace_ms (or session_grace_ms: how long this
  *           client keeps re-attaching), cm (rdmacm or tcp: how its RDMA
- *           paths are set up), e.g.
+ *           paths are set up), local (group.local: the local address
+ *           its paths to each address leave from), e.g.
  *           "rdma://10.0.0.2:7788?cm=tcp&connect_timeout_ms=500".  Any
  *           other key (the context's queues, pool or polling are shared
  *           by its connections), a value out of range, an option given
  *           twice, one that cannot apply to the scheme (cm on tcp://,
- *           fallback but on auto://), or any option in rift_listen's
- *           URL is RIFT_EINVAL saying which.
+ *           fallback but on auto://), local with more than one entry
+ *           but fewer than the URL has addresses or with an entry of
+ *           another family than its address, or any option in
+ *           rift_listen's URL is RIFT_EINVAL saying which.
  * A bad URL is RIFT_EINVAL with the problem in rift_ctx_last_error().
  */
 
@@ -869,7 +880,7 @@ const char *rift_event_name(rift_event_type t);
 
 /*
  * Delivered to on_event.  Strings are valid only during the callback.
- *  CONNECTED      transport and peer of the first path.
+ *  CONNECTED      transport, peer and local address of the first path.
  *  ERROR          status: why the connection could not be established.
  *                 No further event follows; close the connection.
  *  DISCONNECTED   status: 0 if the peer closed it in order
@@ -888,7 +899,7 @@ const char *rift_event_name(rift_event_type t);
  *                 close).
  *  PATH_DOWN      status: why the path broke.  Sending still works (it is
  *                 buffered within the send window) and will be replayed.
- *  PATH_CHANGED   transport and peer of the new path.
+ *  PATH_CHANGED   transport, peer and local address of the new path.
  *  WRITABLE       a send that returned RIFT_EAGAIN may be retried.
  */
 typedef struct rift_event {
@@ -897,6 +908,9 @@ typedef struct rift_event {
 	rift_transport transport; /* transport of the current path */
 	const char *peer;         /* "tcp://127.0.0.1:7788" or "" */
 	const char *message;      /* readable detail, never NULL */
+	/* the current path's local address, "10.0.0.2" or "::1" (no
+	 * port), or "" (appended) */
+	const char *local;
 } rift_event;
 
 typedef struct rift_conn_callbacks {

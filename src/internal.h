@@ -47,6 +47,8 @@
 #define RIFT_URL_MAX_ADDRS 8
 #define RIFT_URL_MAX_OPTS 8
 #define RIFT_HOST_LEN 256
+/* A URL option's value with its NUL: local= holds group.local's list. */
+#define RIFT_URL_VALUE_LEN RIFT_GROUP_LOCAL_MAX
 
 /* ---- time ---- */
 uint64_t rift__clock_us(void); /* CLOCK_MONOTONIC, us */
@@ -74,7 +76,7 @@ struct rift__url {
 	unsigned n_opts;
 	struct {
 		char key[32];
-		char value[64];
+		char value[RIFT_URL_VALUE_LEN];
 	} opts[RIFT_URL_MAX_OPTS];
 };
 
@@ -96,11 +98,11 @@ int rift__url_take(rift_ctx *ctx, const char *url, struct rift__url *out,
 
 /*
  * Resolve host:port (host "" = wildcard when passive).  Fills up to max
- * socket addresses, IPv4 and IPv6 as getaddrinfo orders them.  Returns the
- * count, or RIFT_ENAME / RIFT_EINVAL with err filled.  Blocks for host
- * names (getaddrinfo); literals never block.
+ * socket addresses of family (AF_UNSPEC: IPv4 and IPv6) as getaddrinfo
+ * orders them.  Returns the count, or RIFT_ENAME / RIFT_EINVAL with err
+ * filled.  Blocks for host names (getaddrinfo); literals never block.
  */
-int rift__resolve(const struct rift__hostport *hp, bool passive,
+int rift__resolve(const struct rift__hostport *hp, bool passive, int family,
 		  struct sockaddr_storage *out, socklen_t *lens, int max,
 		  char *err, size_t errlen);
 /*
@@ -114,6 +116,17 @@ int rift__resolve_start(rift_conn *conn, const struct rift__url *url);
 void rift__resolve_cancel(rift_conn *conn);
 /* "127.0.0.1:7788" or "[::1]:7788" */
 void rift__sockaddr_str(const struct sockaddr *sa, char *buf, size_t len);
+/* The address alone: "127.0.0.1" or "::1". */
+void rift__sockaddr_ip(const struct sockaddr *sa, char *buf, size_t len);
+/*
+ * A list of local addresses as group.local writes it ("10.0.0.2, fd00::2"):
+ * numeric IPv4 or IPv6 addresses, comma-separated, blanks around each
+ * allowed.  Fills up to max socket addresses (port 0) and their lengths
+ * (out and lens may be NULL: only checked); returns how many, or -1 with
+ * the reason in err, naming the entry that is wrong.
+ */
+int rift__local_parse(const char *list, struct sockaddr_storage *out,
+		      socklen_t *lens, int max, char *err, size_t errlen);
 /* Set the port of an AF_INET or AF_INET6 address. */
 static inline void rift__sockaddr_set_port(struct sockaddr_storage *ss,
 					   int port)
@@ -285,10 +298,14 @@ struct rift__transport_ops {
 	bool registered_sends;
 	/* Is the transport usable on this machine?  0 or a fallback reason. */
 	rift_fallback_reason (*available)(rift_ctx *ctx);
-	/* Start connecting a new path under cfg (the connection's
+	/* Start connecting a new path to sa under cfg (the connection's
 	 * settings: the context's, with its URL's options), which outlives
-	 * the path; conn_path_connected/failed follow. */
+	 * the path, from the local address src (port 0; NULL: routing's
+	 * choice); conn_path_connected/failed follow.  0, or RIFT_E* with
+	 * the context's error saying why (a bind to src that failed names
+	 * it). */
 	int (*connect)(rift_ctx *ctx, const rift_config *cfg,
+		       const struct sockaddr *src, socklen_t src_len,
 		       const struct sockaddr *sa, socklen_t len,
 		       rift__path **out);
 	/* The transport's other way of setting a path up under cfg, by
@@ -298,6 +315,7 @@ struct rift__transport_ops {
 	/* connect through that way, for an address where the first way
 	 * got no answer; only when alt says there is one. */
 	int (*connect_alt)(rift_ctx *ctx, const rift_config *cfg,
+			   const struct sockaddr *src, socklen_t src_len,
 			   const struct sockaddr *sa, socklen_t len,
 			   rift__path **out);
 	int (*listen)(rift_listener *l, const struct sockaddr *sa,
@@ -447,6 +465,10 @@ struct rift__path {
 	uint64_t tx_data_seq, tx_data_ack;
 	uint64_t rx_data_seq, rx_data_ack;
 	char peer[80];          /* "tcp://127.0.0.1:7788" */
+	/* Its local address once the transport knows it (TCP: connected
+	 * or accepted; verbs: the address resolved, the side channel up),
+	 * "127.0.0.2" or "::1"; "" before */
+	char local[64];
 	rift_timer timer;       /* handshake timeout, then keepalive */
 	struct rift__list flush_node;  /* ctx->flushq */
 	struct rift__list ctx_node;    /* ctx->paths */

@@ -78,7 +78,7 @@ static void dump_value(struct out *o, const struct key *k,
 		       const rift_config *c)
 {
 	int64_t v = rift__cfg_get_int(c, k, 0);
-	char s[RIFT_DEVICE_NAME_MAX];
+	char s[STRING_MAX];
 	int n;
 
 	outf(o, "%s = ", k->name);
@@ -103,7 +103,7 @@ static void dump_value(struct out *o, const struct key *k,
 			outf(o, "%lld", (long long)v);
 		break;
 	case K_STRING:
-		snprintf(s, sizeof(s), "%.*s", (int)sizeof(s) - 1,
+		snprintf(s, sizeof(s), "%.*s", (int)k->width - 1,
 			 (const char *)c + k->off);
 		n = rift__toml_quote(s, o->n < o->len ? o->buf + o->n : NULL,
 				     o->n < o->len ? o->len - o->n : 0);

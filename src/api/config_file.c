@@ -230,7 +230,7 @@ static int check_table(struct loader *ld, const struct rift__toml_table *t)
 	if (!hint[0])
 		snprintf(hint, sizeof(hint),
 			 " (sections: progress, connect, session, tcp, rdma, "
-			 "pool, metrics)");
+			 "pool, metrics, log, group)");
 	return rift__toml_errf(ld->err, ld->errlen, ld->doc->name, t->line,
 			       t->col, "unknown section [%s]%s", t->name, hint);
 }

@@ -37,10 +37,15 @@ struct key {
 	 * its name and alias, and the one rift_config_init takes its
 	 * default from (log.level: RIFT_LOG), or NULL. */
 	const char *env;
+	/* K_STRING: whether the text is a value of the key: 0, or -1 with
+	 * why in m (group.local: addresses); NULL: any text that fits. */
+	int (*check)(const char *s, char *m, size_t len);
 };
 
-#define N_KEYS 41    /* rows of rift__cfg_keys (config_keys.c checks it) */
+#define N_KEYS 42    /* rows of rift__cfg_keys (config_keys.c checks it) */
 #define N_SECTIONS 9 /* entries of rift__cfg_sections */
+/* Bytes of the widest K_STRING member (group.local's). */
+#define STRING_MAX RIFT_GROUP_LOCAL_MAX
 
 /*
  * A converted value, before it is stored: integers for the numeric kinds

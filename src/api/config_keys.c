@@ -37,6 +37,15 @@ _Static_assert(sizeof(rift_polling) == 4 && sizeof(rift_cm) == 4 &&
 		       sizeof(rift_log_level) == 4,
 	       "enum members are stored as 32-bit integers");
 
+/* group.local: numeric addresses only (util/addr.c says what else is
+ * refused, and why). */
+static int local_check(const char *s, char *m, size_t len)
+{
+	return rift__local_parse(s, NULL, NULL, RIFT_URL_MAX_ADDRS, m, len) < 0
+		       ? -1
+		       : 0;
+}
+
 #define M(f)                                                                  \
 	.field = #f, .off = offsetof(rift_config, f),                         \
 	.width = sizeof(((rift_config *)0)->f)
@@ -148,6 +157,10 @@ const struct key rift__cfg_keys[] = {
 	  RIFT_GROUP_MAX, NULL,
 	  "paths a client connection keeps: the data path and warm standbys "
 	  "through the URL's other addresses; 1 = one path" },
+	{ "group", "local", NULL, M(group_local), K_STRING, 0, 0, NULL,
+	  "local addresses a client's paths leave from, by URL address, "
+	  "\"\" = routing's choice",
+	  .check = local_check },
 };
 #undef M
 
@@ -378,11 +391,17 @@ int rift__cfg_check_range(const struct key *k, const char *as,
 			  size_t len)
 {
 	if (k->kind == K_STRING) {
+		char why[RIFT_ERRMSG_LEN];
+
 		if (strlen(st->s) >= k->width) {
 			snprintf(m, len,
 				 "%s = \"%.80s\" is too long (at most %zu "
 				 "bytes)",
 				 as, st->s, k->width - 1);
+			return -1;
+		}
+		if (k->check && k->check(st->s, why, sizeof(why))) {
+			snprintf(m, len, "%s = \"%.80s\": %s", as, st->s, why);
 			return -1;
 		}
 		return 0;

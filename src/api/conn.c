@@ -44,8 +44,9 @@ static uint64_t attempt_limit(rift_conn *conn)
 }
 
 /*
- * Start the transport's connect to address i, bounded by limit ms.  A
- * failure leaves its reason in conn->last_error.
+ * Start the transport's connect to address i, bounded by limit ms, from
+ * its URL address's local address (group.local).  A failure leaves its
+ * reason in conn->last_error.
  */
 static int attempt_start(rift_conn *conn, unsigned i, uint64_t limit,
 			 bool force_alt, rift__path **out)
@@ -53,7 +54,10 @@ static int attempt_start(rift_conn *conn, unsigned i, uint64_t limit,
 	rift_ctx *ctx = conn->ctx;
 	rift__path *p = NULL;
 	char addr[80];
-	int rc;
+	int rc, k = rift__conn_local(conn, conn->addr_url[i]);
+	const struct sockaddr *src =
+		k < 0 ? NULL : (const struct sockaddr *)&conn->locals[k];
+	socklen_t src_len = k < 0 ? 0 : conn->local_lens[k];
 	const char *way = rift__conn_alt(conn);
 	bool alt = way && (force_alt || (conn->alt_addrs >> i & 1u));
 
@@ -75,11 +79,11 @@ static int attempt_start(rift_conn *conn, unsigned i, uint64_t limit,
 	if (rift__fault_hit(RIFT_FAULT_TCP_CONNECT) && conn->ops->kind == RIFT_TRANSPORT_TCP)
 		rc = RIFT_ECONNREFUSED;
 	else if (alt)
-		rc = conn->ops->connect_alt(ctx, &conn->cfg,
+		rc = conn->ops->connect_alt(ctx, &conn->cfg, src, src_len,
 					    (const struct sockaddr *)&conn->addrs[i],
 					    conn->addr_lens[i], &p);
 	else
-		rc = conn->ops->connect(ctx, &conn->cfg,
+		rc = conn->ops->connect(ctx, &conn->cfg, src, src_len,
 					(const struct sockaddr *)&conn->addrs[i],
 					conn->addr_lens[i], &p);
 	if (rc) {
@@ -311,6 +315,58 @@ static int conn_setup_client(rift_ctx *ctx, rift_conn *conn,
 	return rift__resolve_start(conn, url);
 }
 
+/* The address family of a URL's numeric host, or AF_UNSPEC (a name). */
+static int host_family(const char *host)
+{
+	struct in6_addr a;
+
+	if (inet_pton(AF_INET, host, &a) == 1)
+		return AF_INET;
+	return inet_pton(AF_INET6, host, &a) == 1 ? AF_INET6 : AF_UNSPEC;
+}
+
+/*
+ * group.local, or the URL's local=, as conn's local addresses: one for
+ * all of url's addresses, or one for each (more are left unused), each
+ * of its address's family (a name resolves to that family only:
+ * resolve.c).  0, or RIFT_EINVAL with ctx's message set.  The text
+ * parses: it was checked with the rest of the settings (group_local_check
+ * in ctx.c, for the context's and for the URL's options).
+ */
+static int conn_locals(rift_ctx *ctx, rift_conn *conn, const char *text,
+		       const struct rift__url *u)
+{
+	char why[RIFT_ERRMSG_LEN], a[INET6_ADDRSTRLEN];
+	int n = rift__local_parse(conn->cfg.group_local, conn->locals,
+				  conn->local_lens, RIFT_URL_MAX_ADDRS, why,
+				  sizeof(why));
+
+	conn->n_locals = (unsigned)n;
+	if (n > 1 && (unsigned)n < u->n_addrs)
+		return rift__ctx_fail(ctx, RIFT_EINVAL,
+				      "url '%s': local= has %d entries for %u "
+				      "addresses (give one for all of them, or "
+				      "one per address)",
+				      text, n, u->n_addrs);
+	for (unsigned i = 0; n && i < u->n_addrs; i++) {
+		const struct sockaddr_storage *l =
+			&conn->locals[rift__conn_local(conn, i)];
+		int f = host_family(u->addrs[i].host);
+
+		if (f == AF_UNSPEC || f == l->ss_family)
+			continue;
+		rift__sockaddr_ip((const struct sockaddr *)l, a, sizeof(a));
+		return rift__ctx_fail(ctx, RIFT_EINVAL,
+				      "url '%s': local address %s is %s, and "
+				      "address %u (%s) is %s",
+				      text, a,
+				      l->ss_family == AF_INET ? "IPv4" : "IPv6",
+				      i + 1, u->addrs[i].host,
+				      f == AF_INET ? "IPv4" : "IPv6");
+	}
+	return 0;
+}
+
 int rift_connect(rift_ctx *ctx, const char *url, const rift_conn_callbacks *cbs,
 		 void *user, rift_conn **out)
 {
@@ -339,6 +395,9 @@ int rift_connect(rift_ctx *ctx, const char *url, const rift_conn_callbacks *cbs,
 			goto fail_conn;
 		}
 	} while (conn->session_id == 0);
+	rc = conn_locals(ctx, conn, url, &u);
+	if (rc)
+		goto fail_conn;
 	rc = conn_setup_client(ctx, conn, &u);
 	if (rc)
 		goto fail_conn;

@@ -120,6 +120,24 @@ int rift_config_check(const rift_config *cfg)
 	return cfg_check(&full);
 }
 
+/* group_local: text of numeric addresses only (util/addr.c). */
+static int group_local_check(const rift_config *c)
+{
+	char why[RIFT_ERRMSG_LEN];
+
+	if (!memchr(c->group_local, '\0', sizeof(c->group_local)))
+		return rift__ctx_fail(NULL, RIFT_EINVAL,
+				      "config group_local is not NUL-terminated "
+				      "(at most %d characters)",
+				      RIFT_GROUP_LOCAL_MAX - 1);
+	if (rift__local_parse(c->group_local, NULL, NULL, RIFT_URL_MAX_ADDRS,
+			      why, sizeof(why)) < 0)
+		return rift__ctx_fail(NULL, RIFT_EINVAL,
+				      "config group_local = \"%.80s\": %s",
+				      c->group_local, why);
+	return 0;
+}
+
 static int cfg_check(const rift_config *c)
 {
 	int rc = 0;
@@ -190,6 +208,8 @@ static int cfg_check(const rift_config *c)
 		rc = rift__ctx_fail(NULL, RIFT_EINVAL,
 				    "config device is not UTF-8 text");
 	}
+	if (!rc)
+		rc = group_local_check(c);
 	for (int i = 1; !rc && i < RIFT_BLOCK_CLASSES; i++)
 		if (c->block_size[i] <= c->block_size[i - 1]) {
 			rc = rift__ctx_fail(NULL, RIFT_EINVAL,

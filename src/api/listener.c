@@ -55,7 +55,8 @@ int rift_listen(rift_ctx *ctx, const char *url, const rift_conn_callbacks *cbs,
 	rc = rift__url_take(ctx, url, &u, NULL);
 	if (rc)
 		return rc;
-	rc = rift__resolve(&u.addrs[0], true, &sa, &len, 1, err, sizeof(err));
+	rc = rift__resolve(&u.addrs[0], true, AF_UNSPEC, &sa, &len, 1, err,
+			   sizeof(err));
 	if (rc < 0)
 		return rift__ctx_fail(ctx, rc, "%s", err);
 	l = calloc(1, sizeof(*l));

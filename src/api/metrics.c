@@ -480,14 +480,16 @@ static void prom_conns(struct out *o, rift_ctx *ctx)
 	char lb[128], fb[32];
 
 	family(o, "rift_conn_info", "gauge",
-	       "One per open connection: its current transport, peer and "
-	       "fallback reason; always 1.");
+	       "One per open connection: its current transport, peer, local "
+	       "address and fallback reason; always 1.");
 	FOR_EACH_CONN(ctx, it, c) {
 		conn_labels(c, lb, sizeof(lb));
 		lower(fb, sizeof(fb), fallback_names[rift__conn_fallback(c)]);
 		out_printf(o, "rift_conn_info{%s,transport=\"%s\",peer=\"", lb,
 			   rift_transport_name(c->transport));
 		out_escaped(o, c->path ? c->path->peer : "", true);
+		out_printf(o, "\",local=\"");
+		out_escaped(o, c->path ? c->path->local : "", true);
 		out_printf(o, "\",fallback_reason=\"%s\"} 1\n", fb);
 	}
 	family(o, "rift_conn_ops_total", "counter",

@@ -38,10 +38,12 @@ struct rift__resolve_job {
 	rift__io io;
 	rift_conn *conn; /* NULL once the connection let go */
 	struct rift__hostport hosts[RIFT_URL_MAX_ADDRS];
+	int family[RIFT_URL_MAX_ADDRS]; /* each host's, AF_UNSPEC: any */
 	unsigned n_hosts;
 	/* filled by the thread */
 	struct sockaddr_storage addrs[RIFT_URL_MAX_ADDRS * 2];
 	socklen_t lens[RIFT_URL_MAX_ADDRS * 2];
+	uint8_t from[RIFT_URL_MAX_ADDRS * 2]; /* the host of each */
 	unsigned n_addrs;
 	int rc;
 	char err[RIFT_ERRMSG_LEN];
@@ -62,20 +64,24 @@ static void job_unref(struct rift__resolve_job *job)
 	free(job);
 }
 
-/* Resolve hosts[0..n) in order into addrs (at most max); the count, or
- * RIFT_ENAME / RIFT_EINVAL with err filled. */
-static int resolve_all(const struct rift__hostport *hosts, unsigned n,
-		       struct sockaddr_storage *addrs, socklen_t *lens,
-		       unsigned max, char *err, size_t errlen)
+/* Resolve hosts[0..n) in order into addrs (at most max), host i's of
+ * family[i] only (its local address's), noting in from[] the host each
+ * address came from; the count, or RIFT_ENAME / RIFT_EINVAL with err
+ * filled. */
+static int resolve_all(const struct rift__hostport *hosts, const int *family,
+		       unsigned n, struct sockaddr_storage *addrs,
+		       socklen_t *lens, uint8_t *from, unsigned max, char *err,
+		       size_t errlen)
 {
 	unsigned got = 0;
 
 	for (unsigned i = 0; i < n && got < max; i++) {
-		int k = rift__resolve(&hosts[i], false, &addrs[got], &lens[got],
-				      (int)(max - got), err, errlen);
+		int k = rift__resolve(&hosts[i], false, family[i], &addrs[got],
+				      &lens[got], (int)(max - got), err, errlen);
 
 		if (k < 0)
 			return k;
+		memset(from + got, (int)i, (size_t)k);
 		got += (unsigned)k;
 	}
 	return (int)got;
@@ -88,9 +94,9 @@ static void *resolve_main(void *arg)
 	int n;
 
 	pthread_setname_np(pthread_self(), "rift-resolve");
-	n = resolve_all(job->hosts, job->n_hosts, job->addrs, job->lens,
-			RIFT_ARRAY_SIZE(job->addrs), job->err,
-			sizeof(job->err));
+	n = resolve_all(job->hosts, job->family, job->n_hosts, job->addrs,
+			job->lens, job->from, RIFT_ARRAY_SIZE(job->addrs),
+			job->err, sizeof(job->err));
 	pthread_mutex_lock(&job->mu);
 	job->rc = n < 0 ? n : 0;
 	job->n_addrs = n < 0 ? 0 : (unsigned)n;
@@ -133,6 +139,7 @@ static void job_done(rift__io *io, uint32_t revents)
 	}
 	memcpy(conn->addrs, job->addrs, sizeof(job->addrs[0]) * job->n_addrs);
 	memcpy(conn->addr_lens, job->lens, sizeof(job->lens[0]) * job->n_addrs);
+	memcpy(conn->addr_url, job->from, job->n_addrs);
 	conn->n_addrs = job->n_addrs;
 	RIFT_DEBUG(conn->ctx, "resolved %u address%s", conn->n_addrs,
 		   conn->n_addrs == 1 ? "" : "es");
@@ -153,23 +160,29 @@ int rift__resolve_start(rift_conn *conn, const struct rift__url *url)
 	rift_ctx *ctx = conn->ctx;
 	struct rift__resolve_job *job;
 	char err[RIFT_ERRMSG_LEN];
+	int family[RIFT_URL_MAX_ADDRS];
 	bool names = false;
 	pthread_t t;
 	sigset_t all, old;
 	int rc, n;
 
 	for (unsigned i = 0; i < url->n_addrs; i++) {
+		int k = rift__conn_local(conn, i);
+
 		if (url->addrs[i].host[0] == '\0')
 			return rift__ctx_fail(ctx, RIFT_EINVAL,
 					      "url: address %u has no host",
 					      i + 1);
 		names |= !numeric(url->addrs[i].host);
+		/* A name's addresses of the other family could not be
+		 * reached from its local address. */
+		family[i] = k < 0 ? AF_UNSPEC : conn->locals[k].ss_family;
 	}
 	if (!names) {
 		/* Literals: at once, nothing blocks. */
-		n = resolve_all(url->addrs, url->n_addrs, conn->addrs,
-				conn->addr_lens, RIFT_ARRAY_SIZE(conn->addrs),
-				err, sizeof(err));
+		n = resolve_all(url->addrs, family, url->n_addrs, conn->addrs,
+				conn->addr_lens, conn->addr_url,
+				RIFT_ARRAY_SIZE(conn->addrs), err, sizeof(err));
 		if (n < 0)
 			return rift__ctx_fail(ctx, n, "%s", err);
 		conn->n_addrs = (unsigned)n;
@@ -189,6 +202,7 @@ int rift__resolve_start(rift_conn *conn, const struct rift__url *url)
 	}
 	pthread_mutex_init(&job->mu, NULL);
 	memcpy(job->hosts, url->addrs, sizeof(url->addrs[0]) * url->n_addrs);
+	memcpy(job->family, family, sizeof(family[0]) * url->n_addrs);
 	job->n_hosts = url->n_addrs;
 	job->conn = conn;
 	job->refs = 2;

@@ -205,16 +205,19 @@ int rift__url_parse(const char *url, struct rift__url *out, char *err,
 	return 0;
 }
 
-int rift__resolve(const struct rift__hostport *hp, bool passive,
+int rift__resolve(const struct rift__hostport *hp, bool passive, int family,
 		  struct sockaddr_storage *out, socklen_t *lens, int max,
 		  char *err, size_t errlen)
 {
 	struct addrinfo hints, *res = NULL, *ai;
+	const char *only = family == AF_INET	? " as IPv4, its local address's family"
+			   : family == AF_INET6 ? " as IPv6, its local address's family"
+						: "";
 	char port[8];
 	int rc, n = 0;
 
 	memset(&hints, 0, sizeof(hints));
-	hints.ai_family = AF_UNSPEC;
+	hints.ai_family = family;
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0);
 	snprintf(port, sizeof(port), "%u", hp->port);
@@ -222,7 +225,7 @@ int rift__resolve(const struct rift__hostport *hp, bool passive,
 		usleep(300000);
 	rc = getaddrinfo(hp->host[0] ? hp->host : NULL, port, &hints, &res);
 	if (rc != 0) {
-		snprintf(err, errlen, "resolve '%s': %s", hp->host,
+		snprintf(err, errlen, "resolve '%s'%s: %s", hp->host, only,
 			 gai_strerror(rc));
 		return RIFT_ENAME;
 	}
@@ -259,6 +262,7 @@ static const struct {
 	{ "session", "grace_ms" },
 	{ "rdma", "cm" },
 	{ "group", "max_paths" },
+	{ "group", "local" },
 };
 
 /* The row of a per-connection option named name (or its alias). */

@@ -145,6 +145,7 @@ void rift__conn_emit(rift_conn *conn, rift_event_type type, int status,
 		.transport = conn->transport,
 		.peer = conn->path ? conn->path->peer : "",
 		.message = message ? message : "",
+		.local = conn->path ? conn->path->local : "",
 	};
 
 	if (conn->closing || !conn->cbs.on_event)

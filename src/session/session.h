@@ -56,7 +56,14 @@ struct rift_conn {
 	struct rift__resolve_job *resolving; /* names being resolved */
 	struct sockaddr_storage addrs[RIFT_URL_MAX_ADDRS * 2];
 	socklen_t addr_lens[RIFT_URL_MAX_ADDRS * 2];
+	uint8_t addr_url[RIFT_URL_MAX_ADDRS * 2]; /* URL address of each */
 	unsigned n_addrs;
+	/* group.local (the URL's local=): the local address of the paths
+	 * to each URL address, the one entry for all of them when there
+	 * is one; none: routing's choice (conn.c, attempt_start) */
+	struct sockaddr_storage locals[RIFT_URL_MAX_ADDRS];
+	socklen_t local_lens[RIFT_URL_MAX_ADDRS];
+	unsigned n_locals;
 	unsigned addr_idx;      /* address of the current attempt */
 	unsigned attempts;      /* failed attempts on addr_idx */
 	unsigned total_attempts; /* failed attempts since the last attach */
@@ -139,6 +146,15 @@ struct rift_conn {
 	 * the fields the data path reads stay together above. */
 	rift_config cfg;
 };
+
+/* The entry of conn->locals that the paths to URL address i leave from
+ * (one entry serves every address), or -1: routing's choice. */
+static inline int rift__conn_local(const rift_conn *conn, unsigned i)
+{
+	if (!conn->n_locals)
+		return -1;
+	return conn->n_locals == 1 ? 0 : (int)i;
+}
 
 /* ---- metrics hooks (session/stats.c) ----
  *

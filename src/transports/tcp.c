@@ -9,6 +9,7 @@
  * much each read takes is the stream's choice (session/stream.h): a large
  * frame is read up to its end and no further, so it is never moved.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -236,6 +237,18 @@ static void tcp_flush(rift__path *p)
 
 /* ---- events ---- */
 
+/* The socket's local address as the path's (kept for its lifetime:
+ * the connection's does not change). */
+static void note_local(struct tcp_path *tp)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (getsockname(tp->fd, (struct sockaddr *)&ss, &len) == 0)
+		rift__sockaddr_ip((struct sockaddr *)&ss, tp->base.local,
+				  sizeof(tp->base.local));
+}
+
 static void finish_connect(struct tcp_path *tp)
 {
 	rift__path *p = &tp->base;
@@ -249,6 +262,8 @@ static void finish_connect(struct tcp_path *tp)
 				  rift_strerror(rift__from_errno(err)));
 		return;
 	}
+	note_local(tp);
+	RIFT_DEBUG(p->ctx, "%s: connected from %s", p->peer, p->local);
 	tp->connecting = false;
 	update_events(tp);
 	rift__path_connected(p);
@@ -319,11 +334,27 @@ static struct tcp_path *tcp_path_new(rift_ctx *ctx, int fd, bool is_client)
 	return tp;
 }
 
+int rift__tcp_bind_local(int fd, const struct sockaddr *src, socklen_t len,
+			 char *err, size_t errlen)
+{
+	char ip[INET6_ADDRSTRLEN];
+	int e;
+
+	if (bind(fd, src, len) == 0)
+		return 0;
+	e = errno;
+	rift__sockaddr_ip(src, ip, sizeof(ip));
+	snprintf(err, errlen, "bind to local address %s: %s", ip, strerror(e));
+	return rift__from_errno(e);
+}
+
 static int tcp_connect(rift_ctx *ctx, const rift_config *cfg,
+		       const struct sockaddr *src, socklen_t src_len,
 		       const struct sockaddr *sa, socklen_t len,
 		       rift__path **out)
 {
 	struct tcp_path *tp;
+	char err[RIFT_ERRMSG_LEN];
 	int fd, rc;
 
 	fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -332,6 +363,13 @@ static int tcp_connect(rift_ctx *ctx, const rift_config *cfg,
 	rc = set_socket_opts(fd, cfg);
 	if (rc)
 		goto fail_fd;
+	if (src) {
+		rc = rift__tcp_bind_local(fd, src, src_len, err, sizeof(err));
+		if (rc) {
+			rift__ctx_fail(ctx, rc, "%s", err);
+			goto fail_fd;
+		}
+	}
 	if (connect(fd, sa, len) < 0 && errno != EINPROGRESS) {
 		rc = rift__from_errno(errno);
 		/* A well-formed address the kernel will not route (EINVAL
@@ -578,6 +616,8 @@ int rift__tcp_adopt(rift_listener *l, int fd, const struct sockaddr *sa)
 		return RIFT_ENOMEM;
 	rift__sockaddr_str(sa, addr, sizeof(addr));
 	snprintf(tp->base.peer, sizeof(tp->base.peer), "tcp://%s", addr);
+	note_local(tp);
+	RIFT_DEBUG(ctx, "%s: accepted on %s", tp->base.peer, tp->base.local);
 	if (rift__io_start(ctx, &tp->io, fd, EPOLLIN, tcp_io_cb)) {
 		tp->fd = -1; /* the caller closes it */
 		rift__path_destroy(&tp->base);

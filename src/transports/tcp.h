@@ -25,6 +25,11 @@ int rift__listen_socket(rift_ctx *ctx, const struct sockaddr *sa,
 void rift__accept_pause_init(rift_ctx *ctx, rift_timer *t, rift__io *io);
 bool rift__accept_failed(rift_ctx *ctx, rift__io *io, rift_timer *pause,
 			 int err);
+/* Bind a socket about to connect to the local address src (port 0: the
+ * system picks one): 0, or RIFT_E* with err saying "bind to local
+ * address 192.0.2.1: Cannot assign requested address". */
+int rift__tcp_bind_local(int fd, const struct sockaddr *src, socklen_t len,
+			 char *err, size_t errlen);
 /* Take over an accepted socket as a TCP path of l (auto:// + cm=tcp). */
 int rift__tcp_adopt(rift_listener *l, int fd, const struct sockaddr *sa);
 

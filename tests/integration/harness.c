@@ -124,6 +124,7 @@ static void on_event(rift_conn *conn, const rift_event *ev)
 		return;
 	s->last_status = ev->status;
 	snprintf(s->last_message, sizeof(s->last_message), "%s", ev->message);
+	snprintf(s->last_local, sizeof(s->last_local), "%s", ev->local);
 	switch (ev->type) {
 	case RIFT_EVENT_CONNECTED:
 		s->connected++;

@@ -114,7 +114,8 @@ static bool same_cfg(const rift_config *a, const rift_config *b)
 				     sizeof(rift_log_level)) &&
 	       a->log_cb == b->log_cb && a->log_user == b->log_user &&
 	       a->linger_ms == b->linger_ms &&
-	       a->group_max_paths == b->group_max_paths;
+	       a->group_max_paths == b->group_max_paths &&
+	       !strcmp(a->group_local, b->group_local);
 }
 
 /* The file must be refused with exactly this message, cfg untouched. */
@@ -672,7 +673,8 @@ TEST(config_file_errors_name_key_and_place)
 		 "rift.toml:4:1: unknown section [rmda]; did you mean [rdma]?");
 	load_bad("[rdma.extra]\nx = 1\n",
 		 "rift.toml:1:1: unknown section [rdma.extra] (sections: "
-		 "progress, connect, session, tcp, rdma, pool, metrics)");
+		 "progress, connect, session, tcp, rdma, pool, metrics, log, "
+		 "group)");
 	/* out of range, with the allowed range */
 	load_bad("[rdma]\nsq_depth = 8\n",
 		 "rift.toml:2:12: sq_depth = 8 is out of range 16..32768 "
@@ -1188,6 +1190,7 @@ TEST(config_dump_round_trip)
 	a.huge_pages = 1;
 	a.metrics = 0;
 	a.log_level = RIFT_LOG_OFF;
+	snprintf(a.group_local, sizeof(a.group_local), " 10.0.0.2 ,fd00::2");
 	CHECK_EQ(rift_config_check(&a), 0);
 
 	snprintf(text, sizeof(text), "%s", dump(&a));
@@ -1197,6 +1200,7 @@ TEST(config_dump_round_trip)
 		FAIL("%s\n---\n%s", err, text);
 	CHECK(same_cfg(&a, &b));
 	CHECK_STR(b.device, "we\"ird\\dev\tice");
+	CHECK_STR(b.group_local, " 10.0.0.2 ,fd00::2");
 	check_origin(dump(&b), "send_window", "5000", "rift.toml:19");
 
 	/* and the defaults come back as defaults */

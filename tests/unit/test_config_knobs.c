@@ -182,11 +182,56 @@ TEST(config_max_recv_sge_is_gone)
 	CHECK_CONTAINS(dump_text, "\nmax_send_sge = 2 ");
 }
 
+/*
+ * group.local takes numeric addresses only, wherever it is set: the
+ * file, the environment and the program (rift_config_check) refuse
+ * anything else naming the key and the value; a list loads, dumps and
+ * loads back.
+ */
+TEST(config_group_local_takes_numeric_addresses)
+{
+	char err[RIFT_CONFIG_ERRLEN];
+	rift_config c;
+
+	rift_config_init(&c);
+	CHECK_EQ(load_text(&c, "[group]\nlocal = \"10.0.0.2, fd00::2\"\n",
+			   err, sizeof(err)),
+		 0);
+	CHECK_STR(c.group_local, "10.0.0.2, fd00::2");
+	round_trip(&c);
+	CHECK_CONTAINS(dump_text, "\nlocal = \"10.0.0.2, fd00::2\"");
+
+	rift_config_init(&c);
+	CHECK_EQ(load_text(&c, "[group]\nlocal = \"mlx5_0:1\"\n", err,
+			   sizeof(err)),
+		 RIFT_EINVAL);
+	CHECK_STR(err, "rift.toml:2:9: local = \"mlx5_0:1\": 'mlx5_0:1' looks "
+		       "like a device and port: only addresses are accepted "
+		       "for now");
+	CHECK_STR(c.group_local, "");
+	setenv("RIFT_GROUP_LOCAL", "10.0.0.2,db.example", 1);
+	CHECK_EQ(rift_config_env(&c, err, sizeof(err)), RIFT_EINVAL);
+	unsetenv("RIFT_GROUP_LOCAL");
+	CHECK_STR(err, "env RIFT_GROUP_LOCAL: local = \"10.0.0.2,db.example\": "
+		       "'db.example' is not a numeric IPv4 or IPv6 address "
+		       "(host names are not accepted)");
+	snprintf(c.group_local, sizeof(c.group_local), "10.0.0.2:7788");
+	CHECK_EQ(rift_config_check(&c), RIFT_EINVAL);
+	CHECK_STR(rift_ctx_last_error(NULL),
+		  "config group_local = \"10.0.0.2:7788\": '10.0.0.2:7788' has "
+		  "a port: give the address alone (the system picks the "
+		  "port)");
+	memset(c.group_local, '1', sizeof(c.group_local));
+	CHECK_EQ(rift_config_check(&c), RIFT_EINVAL);
+	CHECK_CONTAINS(rift_ctx_last_error(NULL),
+		       "config group_local is not NUL-terminated");
+}
+
 /* ---- every key of docs/config.md is real ---- */
 
 /*
  * One row per key: a value other than the default, what it sets in
- * rift_config (element elem of the member; for the device, the text),
+ * rift_config (element elem of the member; for a string, its text),
  * and where the library reads that member, as it is written there.  A
  * key the library knows without a row here fails the test, so a new key
  * needs its row: its effect and its consumer.
@@ -281,6 +326,8 @@ static const struct effect {
 	  "rift__lctx->cfg.log_level" },
 	{ "group", "max_paths", "3", 3, 0, "src/api/conn.c",
 	  "conn->cfg.group_max_paths" },
+	{ "group", "local", "\"127.0.0.2\"", 0, 0, "src/api/conn.c",
+	  "conn->cfg.group_local" },
 };
 
 /* Text with its C comments blanked, so a consumer is code, not prose. */
@@ -504,9 +551,12 @@ TEST(config_every_documented_key_is_real)
 		if (rift__cfg_same(&c, &def, k))
 			FAIL("[%s] %s = %s is its default: no effect shown",
 			     k->section, k->name, e->value);
-		if (k->kind == K_STRING)
-			CHECK_STR((const char *)&c + k->off, "mlx5_1");
-		else if (rift__cfg_get_int(&c, k, (size_t)e->elem) != e->want)
+		if (k->kind == K_STRING) {
+			/* its text: the value without the quotes */
+			snprintf(text, sizeof(text), "%.*s",
+				 (int)strlen(e->value) - 2, e->value + 1);
+			CHECK_STR((const char *)&c + k->off, text);
+		} else if (rift__cfg_get_int(&c, k, (size_t)e->elem) != e->want)
 			FAIL("[%s] %s = %s set %s[%d] to %lld, not %lld",
 			     k->section, k->name, e->value, k->field, e->elem,
 			     (long long)rift__cfg_get_int(&c, k,

@@ -496,21 +496,24 @@ static void sock_opts(int fd)
 
 int rift__cmtcp_connect(rift__path *p, const struct sockaddr *sa,
 			socklen_t len, const struct rift__rdma_src *src,
-			struct rift__cmtcp **out)
+			struct rift__cmtcp **out, char *err, size_t errlen)
 {
 	struct rift__cmtcp *tc;
 	int fd, rc;
 
 	fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return rift__from_errno(errno);
+	if (fd < 0) {
+		rc = rift__from_errno(errno);
+		snprintf(err, errlen, "socket: %s", rift_strerror(rc));
+		return rc;
+	}
 	sock_opts(fd);
-	/* The configured device's address (rdma_src.c, which made sure the
-	 * route from it leaves by its netdev): the socket's local address
-	 * chooses the device (rdma_boot.c). */
-	if (src && src->set) {
-		if (bind(fd, (const struct sockaddr *)&src->addr, src->len) < 0) {
-			rc = rift__from_errno(errno);
+	/* The path's local address (given, or the configured device's:
+	 * rdma_src.c), whose device is the path's (rdma_boot.c). */
+	if (src->set) {
+		rc = rift__tcp_bind_local(fd, (const struct sockaddr *)&src->addr,
+					  src->len, err, errlen);
+		if (rc) {
 			close(fd);
 			return rc;
 		}
@@ -518,11 +521,20 @@ int rift__cmtcp_connect(rift__path *p, const struct sockaddr *sa,
 	if (connect(fd, sa, len) < 0 && errno != EINPROGRESS) {
 		rc = rift__from_errno(errno);
 		close(fd);
+		/* As rdma_resolve_addr's refusal (rdma.c): a well-formed
+		 * address the kernel will not route. */
+		if (rc == RIFT_EINVAL || rc == RIFT_ENETUNREACH) {
+			snprintf(err, errlen, "connect: no route to the address "
+					      "(is the link to it down?)");
+			return RIFT_ENETUNREACH;
+		}
+		snprintf(err, errlen, "connect: %s", rift_strerror(rc));
 		return rc;
 	}
 	tc = tc_new(p, p->ctx, fd);
 	if (!tc) {
 		close(fd);
+		snprintf(err, errlen, "out of memory");
 		return RIFT_ENOMEM;
 	}
 	rift__sockaddr_str(sa, tc->addr, sizeof(tc->addr));
@@ -531,6 +543,7 @@ int rift__cmtcp_connect(rift__path *p, const struct sockaddr *sa,
 	rc = rift__io_start(p->ctx, &tc->io, fd, EPOLLOUT, tc_io_cb);
 	if (rc) {
 		rift__cmtcp_close(tc);
+		snprintf(err, errlen, "epoll: %s", rift_strerror(rc));
 		return rc;
 	}
 	*out = tc;

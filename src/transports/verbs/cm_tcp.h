@@ -79,8 +79,8 @@ struct rift__cmtcp;
 struct rift__cmtcp_listener;
 
 /* A client path's local address: set, the address and its netdev
- * ("" when unknown, for messages); rift__rdma_src (rdma_int.h) chooses
- * it. */
+ * ("" when unknown, for messages); given (group.local), or chosen by
+ * rift__rdma_src (rdma_int.h). */
 struct rift__rdma_src {
 	bool set;
 	struct sockaddr_storage addr;
@@ -90,13 +90,14 @@ struct rift__rdma_src {
 
 /*
  * Client: connect the side channel of p to sa without blocking, from src
- * (may be NULL: the route chooses; rdma_int.h) when it is set.  When it
- * is up, rift__rdma_boot_connected(p) runs; failures fail p with a reason.
- * Returns 0 or RIFT_E* (nothing made).
+ * when it is set (else the route chooses; rdma_int.h).  When it is up,
+ * rift__rdma_boot_connected(p) runs; failures fail p with a reason.
+ * Returns 0, or RIFT_E* with err saying why ("bind to local address
+ * ...: ...", "connect: ..."), nothing made.
  */
 int rift__cmtcp_connect(rift__path *p, const struct sockaddr *sa,
 			socklen_t len, const struct rift__rdma_src *src,
-			struct rift__cmtcp **out);
+			struct rift__cmtcp **out, char *err, size_t errlen);
 /* Send our bootstrap (once per channel).  0, or p failed. */
 int rift__cmtcp_send(struct rift__cmtcp *tc, const struct rift__boot *b);
 /* Refuse: send a bootstrap with only status set (best effort). */

@@ -66,13 +66,61 @@
 
 /* ---- ops ---- */
 
+/* The path's source: the one given (group.local), whose device is the
+ * path's; else the configured device's (rdma_src.c), or routing's. */
+static int path_src(const rift_config *cfg, const struct sockaddr *src,
+		    socklen_t src_len, const struct sockaddr *sa,
+		    socklen_t len, struct rift__rdma_src *s, char *err,
+		    size_t errlen)
+{
+	if (src)
+		return rift__rdma_src_given(cfg, src, src_len, s, err, errlen);
+	return rift__rdma_src(cfg, sa, len, s, err, errlen);
+}
+
+/* rdma_cm: bind the id to the path's source, if it has one, then
+ * resolve the address from there.  0, or RIFT_E* with ctx's message. */
+static int resolve_from(rift_ctx *ctx, struct rdma_path *rp,
+			const struct rift__rdma_src *s,
+			const struct sockaddr *sa)
+{
+	char ip[INET6_ADDRSTRLEN];
+	rift__vb_err err;
+	int rc;
+
+	/* Bound, the id keeps its source through every resolution (also
+	 * the ones asked again, rdma_cm.c), and its device with it. */
+	if (s->set) {
+		rc = rift__vb_bind(rp->id, (const struct sockaddr *)&s->addr,
+				   err);
+		if (rc) {
+			rift__sockaddr_ip((const struct sockaddr *)&s->addr, ip,
+					  sizeof(ip));
+			return rift__ctx_fail(ctx, rc,
+					      "bind to local address %s: %s",
+					      ip, err);
+		}
+	}
+	rc = rift__vb_resolve_addr(rp->id, NULL, sa, RESOLVE_STEP_MS, err);
+	/* The kernel's route lookup said no at once: no route to the
+	 * address, most often because the link to it is down (its routes
+	 * went with it). */
+	if (rc == RIFT_EINVAL || rc == RIFT_ENETUNREACH || rc == RIFT_ENETDOWN)
+		return rift__ctx_fail(ctx, RIFT_ENETUNREACH,
+				      "%s: no route to the address (is the "
+				      "link to it down?)",
+				      err);
+	return rc ? rift__ctx_fail(ctx, rc, "%s", err) : 0;
+}
+
 static int connect_cm(rift_ctx *ctx, const rift_config *cfg,
+		      const struct sockaddr *src, socklen_t src_len,
 		      const struct sockaddr *sa, socklen_t len, rift_cm cm,
 		      rift__path **out)
 {
 	struct rift__rdma_ctx *r;
 	struct rdma_path *rp;
-	struct rift__rdma_src src;
+	struct rift__rdma_src s;
 	char serr[RIFT_ERRMSG_LEN];
 	rift__vb_err err;
 	int rc;
@@ -80,9 +128,7 @@ static int connect_cm(rift_ctx *ctx, const rift_config *cfg,
 	rc = rift__rdma_rctx(ctx, &r, err);
 	if (rc)
 		return rift__ctx_fail(ctx, rc, "%s", err);
-	/* rdma.device, rdma.port, rdma.gid_index: leave from an address of
-	 * that device and port (rdma_src.c), or fail saying why. */
-	rc = rift__rdma_src(cfg, sa, len, &src, serr, sizeof(serr));
+	rc = path_src(cfg, src, src_len, sa, len, &s, serr, sizeof(serr));
 	if (rc)
 		return rift__ctx_fail(ctx, rc, "%s", serr);
 	rp = rift__rdma_path_new(ctx, true);
@@ -91,54 +137,35 @@ static int connect_cm(rift_ctx *ctx, const rift_config *cfg,
 	rp->base.cfg = cfg;
 	if (cm == RIFT_CM_TCP) {
 		/* The side channel goes to the same address and port. */
-		rc = rift__cmtcp_connect(&rp->base, sa, len, &src, &rp->tc);
-		if (rc == RIFT_EINVAL || rc == RIFT_ENETUNREACH) {
-			/* As rdma_resolve_addr's refusal below. */
-			rift__path_destroy(&rp->base);
-			return rift__ctx_fail(ctx, RIFT_ENETUNREACH,
-					      "cm=tcp side channel: connect: no "
-					      "route to the address (is the "
-					      "link to it down?)");
-		}
+		rc = rift__cmtcp_connect(&rp->base, sa, len, &s, &rp->tc, serr,
+					 sizeof(serr));
 		if (rc) {
 			rift__path_destroy(&rp->base);
-			return rift__ctx_fail(ctx, rc, "cm=tcp side channel: "
-					      "connect: %s", rift_strerror(rc));
+			return rift__ctx_fail(ctx, rc, "cm=tcp side channel: %s",
+					      serr);
 		}
 		*out = &rp->base;
 		return 0;
 	}
 	rc = rift__vb_id_create(r->ch, &rp->kind, &rp->id, err);
-	if (!rc) {
-		rc = rift__vb_resolve_addr(
-			rp->id,
-			src.set ? (const struct sockaddr *)&src.addr : NULL, sa,
-			RESOLVE_STEP_MS, err);
-		/* The kernel's route lookup said no at once: no route to
-		 * the address, most often because the link to it is down
-		 * (its routes went with it). */
-		if (rc == RIFT_EINVAL || rc == RIFT_ENETUNREACH ||
-		    rc == RIFT_ENETDOWN) {
-			rift__path_destroy(&rp->base);
-			return rift__ctx_fail(ctx, RIFT_ENETUNREACH,
-					      "%s: no route to the address (is "
-					      "the link to it down?)",
-					      err);
-		}
-	}
+	if (rc)
+		rift__ctx_fail(ctx, rc, "%s", err);
+	else
+		rc = resolve_from(ctx, rp, &s, sa);
 	if (rc) {
 		rift__path_destroy(&rp->base);
-		return rift__ctx_fail(ctx, rc, "%s", err);
+		return rc;
 	}
 	*out = &rp->base;
 	return 0;
 }
 
 static int rdma_connect_op(rift_ctx *ctx, const rift_config *cfg,
+			   const struct sockaddr *src, socklen_t src_len,
 			   const struct sockaddr *sa, socklen_t len,
 			   rift__path **out)
 {
-	return connect_cm(ctx, cfg, sa, len, cfg->cm, out);
+	return connect_cm(ctx, cfg, src, src_len, sa, len, cfg->cm, out);
 }
 
 /*
@@ -156,10 +183,11 @@ static const char *rdma_alt(const rift_config *cfg)
 }
 
 static int rdma_connect_alt_op(rift_ctx *ctx, const rift_config *cfg,
+			       const struct sockaddr *src, socklen_t src_len,
 			       const struct sockaddr *sa, socklen_t len,
 			       rift__path **out)
 {
-	return connect_cm(ctx, cfg, sa, len, RIFT_CM_TCP, out);
+	return connect_cm(ctx, cfg, src, src_len, sa, len, RIFT_CM_TCP, out);
 }
 
 static bool wildcard(const struct sockaddr *sa)

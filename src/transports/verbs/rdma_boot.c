@@ -203,6 +203,9 @@ static int tcp_select(struct rdma_path *rp)
 
 	memset(&ss, 0, sizeof(ss));
 	rc = rift__cmtcp_local(rp->tc, &ss);
+	if (!rc)
+		rift__sockaddr_ip((struct sockaddr *)&ss, p->local,
+				  sizeof(p->local));
 	/* The key is the address: a client's port changes every time. */
 	if (ss.ss_family == AF_INET6)
 		((struct sockaddr_in6 *)&ss)->sin6_port = 0;
@@ -410,8 +413,11 @@ void rift__rdma_boot_received(rift__path *p, const struct rift__boot *b)
 			return;
 		rift__rdma_accept_done(t0);
 	}
-	RIFT_DEBUG(p->ctx, "%s: cm=tcp: bootstrap taken, QP up in %.1f ms",
-		   p->peer, (rift__clock_us() - t0) / 1e3);
+	RIFT_DEBUG(p->ctx,
+		   "%s: cm=tcp: bootstrap taken, QP up in %.1f ms, from %s on "
+		   "%s port %u",
+		   p->peer, (rift__clock_us() - t0) / 1e3, p->local,
+		   rift__vb_device_name(rp->verbs->device), rp->port_num);
 	rp->established = true;
 	rift__cmtcp_live(rp->tc);
 	if (p->is_client)

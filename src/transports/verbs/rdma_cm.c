@@ -107,6 +107,8 @@ static void path_cm_event(struct rdma_path *rp, struct rdma_cm_event *ev)
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
 		rp->verbs = rp->id->verbs;
 		rp->port_num = rp->id->port_num;
+		rift__sockaddr_ip(&rp->id->route.addr.src_addr, p->local,
+				  sizeof(p->local));
 		/* A connection request through a port that is down is lost,
 		 * and on rxe it breaks the port's CM until the device goes
 		 * (see path_park): the next address, at once. */
@@ -179,9 +181,12 @@ static void path_cm_event(struct rdma_path *rp, struct rdma_cm_event *ev)
 			}
 		}
 		RIFT_DEBUG(p->ctx,
-			   "%s: established, rendezvous %s/%s, READ depth %u "
-			   "(cm: initiator %u responder %u)",
-			   p->peer, rp->rndv_local ? "on" : "off",
+			   "%s: established from %s on %s port %u, rendezvous "
+			   "%s/%s, READ depth %u (cm: initiator %u responder "
+			   "%u)",
+			   p->peer, p->local,
+			   rift__vb_device_name(rp->verbs->device), rp->port_num,
+			   rp->rndv_local ? "on" : "off",
 			   rp->peer_rndv ? "on" : "off", rp->rd_max,
 			   ev->param.conn.initiator_depth,
 			   ev->param.conn.responder_resources);
@@ -193,7 +198,7 @@ static void path_cm_event(struct rdma_path *rp, struct rdma_cm_event *ev)
 	case RDMA_CM_EVENT_ADDR_ERROR:
 		/* No ARP answer yet: ask again (see RESOLVE_STEP_MS); the
 		 * session's bound on the attempt ends it if none comes.  The
-		 * id keeps the source it is bound to (rdma_src.c). */
+		 * id keeps the source it is bound to (rdma.c, resolve_from). */
 		if (ev->status == -ETIMEDOUT &&
 		    !rift__vb_resolve_addr(rp->id, NULL,
 					   (struct sockaddr *)&rp->id->route.addr.dst_addr,
@@ -374,6 +379,8 @@ static void listener_cm_event(struct rdma_listener *rl, struct rdma_cm_event *ev
 	id->context = &rp->kind; /* ids point at an owner kind */
 	rift__sockaddr_str(&id->route.addr.dst_addr, addr, sizeof(addr));
 	snprintf(rp->base.peer, sizeof(rp->base.peer), "rdma://%s", addr);
+	rift__sockaddr_ip(&id->route.addr.src_addr, rp->base.local,
+			  sizeof(rp->base.local));
 	rift__listener_path(l, &rp->base);
 	bad = rift__rdma_hello_check(rp, ev->param.conn.private_data,
 				     ev->param.conn.private_data_len);

@@ -401,6 +401,16 @@ void rift__rdma_dev_atoms(struct ibv_context *verbs, uint8_t *rd,
 int rift__rdma_src(const rift_config *cfg, const struct sockaddr *dst,
 		   socklen_t dst_len, struct rift__rdma_src *out, char *err,
 		   size_t errlen);
+/*
+ * A client path's given local address (group.local) as its source: the
+ * device and port that hold it are the path's.  When rdma.device or
+ * rdma.port is set, it must be on them: 0; RIFT_EINVAL naming both
+ * (the address is on another device or port), RIFT_EADDRNOTAVAIL (on
+ * no active RDMA port), with err saying so.
+ */
+int rift__rdma_src_given(const rift_config *cfg, const struct sockaddr *src,
+			 socklen_t src_len, struct rift__rdma_src *out,
+			 char *err, size_t errlen);
 
 /* The context's verbs state, made with its rdma_cm channel and its pool
  * on first use: 0, or RIFT_E* with err set (a pool whose [pool]

@@ -1,6 +1,6 @@
 /*
- * rdma_src.c - rdma.device, rdma.port and rdma.gid_index on a client:
- * the local address its RDMA paths leave from.
+ * rdma_src.c - rdma.device, rdma.port and rdma.gid_index on a client,
+ * or group.local: the local address its RDMA paths leave from.
  *
  * Without them the route to the peer chooses the device (rdma_cm from
  * its route lookup, cm=tcp from the side channel's local address).  With
@@ -19,6 +19,10 @@
  * InfiniBand GIDs hold no IP address: on InfiniBand the route keeps
  * choosing, and the device it chose must be the configured one
  * (rift__rdma_device_mismatch).
+ *
+ * A local address given for the path (group.local) wins: the device and
+ * port holding it are the path's, and a configured device or port must
+ * be those (rift__rdma_src_given), or the attempt fails naming both.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -331,6 +335,19 @@ static void collect(const rift_config *cfg, struct ibv_context **list, int n,
 	}
 }
 
+/* The candidate of f whose address is a's, or -1. */
+static int cand_of(const struct found *f, const struct sockaddr_storage *a)
+{
+	size_t n, m;
+	const void *want = ip_bytes(a, &n);
+
+	for (int i = 0; i < f->n; i++)
+		if (f->c[i].addr.ss_family == a->ss_family &&
+		    !memcmp(ip_bytes(&f->c[i].addr, &m), want, n))
+			return i;
+	return -1;
+}
+
 /* What was configured, for messages: "rdma.device rxe0, rdma.port 1". */
 static void configured(const rift_config *cfg, char *buf, size_t len)
 {
@@ -425,6 +442,81 @@ int rift__rdma_src(const rift_config *cfg, const struct sockaddr *dst,
 			 what, to, tried);
 	}
 out:
+	free(f);
+	return rc;
+}
+
+/*
+ * The given address s is on none of the configured device's and port's
+ * GIDs (want: the configuration, gid_index aside): where is it?  Its
+ * error, or 0 on InfiniBand (no address in its GIDs: the route checks
+ * the device after, rift__rdma_device_mismatch).
+ */
+static int src_elsewhere(rift_config *want, struct ibv_context **list, int n,
+			 const struct rift__rdma_src *s, struct found *f,
+			 char *err, size_t errlen)
+{
+	char what[160], a[INET6_ADDRSTRLEN];
+	int i;
+
+	configured(want, what, sizeof(what));
+	ip_str(&s->addr, a, sizeof(a));
+	want->device[0] = '\0';
+	want->port = 0;
+	memset(f, 0, sizeof(*f));
+	collect(want, list, n, s->addr.ss_family, f);
+	i = cand_of(f, &s->addr);
+	if (i >= 0) {
+		snprintf(err, errlen, "local address %s is on %s, not on %s", a,
+			 f->where[i], what);
+		return RIFT_EINVAL;
+	}
+	if (f->ib)
+		return 0;
+	snprintf(err, errlen, "local address %s is on no active RDMA port (%s "
+			      "is set)",
+		 a, what);
+	return RIFT_EADDRNOTAVAIL;
+}
+
+int rift__rdma_src_given(const rift_config *cfg, const struct sockaddr *src,
+			 socklen_t src_len, struct rift__rdma_src *out,
+			 char *err, size_t errlen)
+{
+	struct ibv_context **list = NULL;
+	struct found *f;
+	rift_config want = *cfg;
+	rift__vb_err verr;
+	int n = 0, i, rc;
+
+	memset(out, 0, sizeof(*out));
+	memcpy(&out->addr, src, src_len);
+	out->len = src_len;
+	out->set = true;
+	if (!cfg->device[0] && !cfg->port)
+		return 0; /* the address chooses */
+	f = calloc(1, sizeof(*f));
+	if (!f) {
+		snprintf(err, errlen, "out of memory");
+		return RIFT_ENOMEM;
+	}
+	rc = rift__vb_cm_devices(&list, &n, verr);
+	if (rc) {
+		snprintf(err, errlen, "%s", verr);
+		goto out;
+	}
+	/* Any GID of the address on the configured device and port will do:
+	 * under rdma_cm the address chooses the GID, under cm=tcp
+	 * rdma.gid_index does. */
+	want.gid_index = -1;
+	collect(&want, list, n, src->sa_family, f);
+	i = cand_of(f, &out->addr);
+	if (i >= 0)
+		memcpy(out->ifname, f->c[i].ifname, sizeof(out->ifname));
+	else
+		rc = src_elsewhere(&want, list, n, out, f, err, errlen);
+out:
+	rift__vb_cm_devices_free(list);
 	free(f);
 	return rc;
 }
