@@ -122,6 +122,16 @@ static struct large *large_cached(struct rift__pool *pool, size_t need)
 	return best;
 }
 
+/* A cached buffer goes to use (mu held): counted as that use's now. */
+static void large_take(struct rift__pool *pool, struct large *lg,
+		       enum rift__pool_use use)
+{
+	lg->used = true;
+	pool->large_bytes[lg->use] -= lg->len;
+	lg->use = use;
+	pool->large_bytes[use] += lg->len;
+}
+
 void *rift__pool_alloc_large(struct rift__pool *pool, size_t len,
 			     enum rift__pool_use use, int *rc, char *err,
 			     size_t errlen)
@@ -146,10 +156,7 @@ void *rift__pool_alloc_large(struct rift__pool *pool, size_t len,
 		goto fail;
 	}
 	if (best) {
-		best->used = true;
-		pool->large_bytes[best->use] -= best->len;
-		best->use = use;
-		pool->large_bytes[use] += best->len;
+		large_take(pool, best, use);
 		pthread_mutex_unlock(&pool->mu);
 		*rc = 0;
 		return best->base;
@@ -205,10 +212,7 @@ void *rift__pool_try_alloc_large(struct rift__pool *pool, size_t len,
 		*rc = RIFT_ENOBUFS;
 		return NULL;
 	}
-	best->used = true;
-	pool->large_bytes[best->use] -= best->len;
-	best->use = use;
-	pool->large_bytes[use] += best->len;
+	large_take(pool, best, use);
 	pthread_mutex_unlock(&pool->mu);
 	*rc = 0;
 	return best->base;

@@ -362,13 +362,35 @@ static void configured(const rift_config *cfg, char *buf, size_t len)
 			 n ? ", " : "", cfg->gid_index);
 }
 
+/* The configured device and port's candidates of family in a new *f,
+ * from the device list it leaves in *list (NULL or not, for the caller to
+ * free, with *f, either way).  0 or RIFT_E* with err. */
+static int survey(const rift_config *cfg, int family, struct found **f,
+		  struct ibv_context ***list, int *n, char *err, size_t errlen)
+{
+	rift__vb_err verr;
+	int rc;
+
+	*f = calloc(1, sizeof(**f));
+	if (!*f) {
+		snprintf(err, errlen, "out of memory");
+		return RIFT_ENOMEM;
+	}
+	rc = rift__vb_cm_devices(list, n, verr);
+	if (rc) {
+		snprintf(err, errlen, "%s", verr);
+		return rc;
+	}
+	collect(cfg, *list, *n, family, *f);
+	return 0;
+}
+
 int rift__rdma_src(const rift_config *cfg, const struct sockaddr *dst,
 		   socklen_t dst_len, struct rift__rdma_src *out, char *err,
 		   size_t errlen)
 {
 	struct ibv_context **list = NULL;
 	struct found *f;
-	rift__vb_err verr;
 	char what[160], to[INET6_ADDRSTRLEN + 8], tried[320] = "";
 	struct sockaddr_storage dst_ip;
 	size_t tn = 0;
@@ -377,18 +399,10 @@ int rift__rdma_src(const rift_config *cfg, const struct sockaddr *dst,
 	memset(out, 0, sizeof(*out));
 	if (!cfg->device[0] && !cfg->port && cfg->gid_index < 0)
 		return 0; /* the route chooses */
-	f = calloc(1, sizeof(*f));
-	if (!f) {
-		snprintf(err, errlen, "out of memory");
-		return RIFT_ENOMEM;
-	}
-	rc = rift__vb_cm_devices(&list, &n, verr);
-	if (rc) {
-		snprintf(err, errlen, "%s", verr);
-		goto out;
-	}
-	collect(cfg, list, n, dst->sa_family, f);
+	rc = survey(cfg, dst->sa_family, &f, &list, &n, err, errlen);
 	rift__vb_cm_devices_free(list);
+	if (rc)
+		goto out;
 	configured(cfg, what, sizeof(what));
 	memset(&dst_ip, 0, sizeof(dst_ip));
 	memcpy(&dst_ip, dst, dst_len < sizeof(dst_ip) ? dst_len : sizeof(dst_ip));
@@ -486,7 +500,6 @@ int rift__rdma_src_given(const rift_config *cfg, const struct sockaddr *src,
 	struct ibv_context **list = NULL;
 	struct found *f;
 	rift_config want = *cfg;
-	rift__vb_err verr;
 	int n = 0, i, rc;
 
 	memset(out, 0, sizeof(*out));
@@ -495,21 +508,13 @@ int rift__rdma_src_given(const rift_config *cfg, const struct sockaddr *src,
 	out->set = true;
 	if (!cfg->device[0] && !cfg->port)
 		return 0; /* the address chooses */
-	f = calloc(1, sizeof(*f));
-	if (!f) {
-		snprintf(err, errlen, "out of memory");
-		return RIFT_ENOMEM;
-	}
-	rc = rift__vb_cm_devices(&list, &n, verr);
-	if (rc) {
-		snprintf(err, errlen, "%s", verr);
-		goto out;
-	}
 	/* Any GID of the address on the configured device and port will do:
 	 * under rdma_cm the address chooses the GID, under cm=tcp
 	 * rdma.gid_index does. */
 	want.gid_index = -1;
-	collect(&want, list, n, src->sa_family, f);
+	rc = survey(&want, src->sa_family, &f, &list, &n, err, errlen);
+	if (rc)
+		goto out;
 	i = cand_of(f, &out->addr);
 	if (i >= 0)
 		memcpy(out->ifname, f->c[i].ifname, sizeof(out->ifname));
