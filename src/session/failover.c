@@ -173,6 +173,9 @@ static void path_lost(rift_conn *conn, rift__path *p, int err)
 	rift_ctx *ctx = conn->ctx;
 
 	if (p->standby && !p->promoted) {
+		/* What its setup learnt counts for the address: a standby
+		 * whose rdma_cm got no answer goes the other way next. */
+		boot_learn(conn, p, p->addr_idx, err);
 		rift__group_standby_lost(conn, p, err);
 		return;
 	}

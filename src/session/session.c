@@ -424,7 +424,9 @@ void rift__path_handshake_timeout(rift_timer *t, void *user)
 	rift__path *p = user;
 
 	RIFT_UNUSED(t);
-	if (p->conn && p->conn->is_client)
+	/* A re-attach's bound doubles per attempt that timed out; a
+	 * standby's setup is no attempt of the session's. */
+	if (p->conn && p->conn->is_client && !p->standby)
 		p->conn->timeouts++;
 	if (p->limit_ms < p->cfg->connect_timeout_ms)
 		rift__path_failed(p, RIFT_ETIMEDOUT,

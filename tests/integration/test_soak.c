@@ -158,6 +158,7 @@ struct soak_side {
 	struct soak_cpu down_cpu;      /* at the last PATH_DOWN */
 	uint32_t reattach_wait_ms[4096], reattach_peer_wait_ms[4096];
 	uint32_t reattach_softirq_ms[4096];
+	bool reattach_standby[4096];   /* resumed on a standby path */
 	char slow_cpu[16][320];        /* the slow ones' whole story */
 	int n_slow;
 	int n_reattach;
@@ -348,6 +349,8 @@ static void soak_event(rift_conn *conn, const rift_event *ev)
 					       s->slow_cpu[s->n_slow++],
 					       sizeof(s->slow_cpu[0]));
 			s->reattach_settled[s->n_reattach] = s->down_settled;
+			s->reattach_standby[s->n_reattach] =
+				conn->path && conn->path->promoted;
 			s->reattach_at[s->n_reattach] = s->down_us;
 			s->reattach_us[s->n_reattach++] = now - s->down_us;
 		}
@@ -593,11 +596,12 @@ static void soak_print_side(const struct soak_side *s)
 		printf("%s: re-attaches ms (loop waits / peer loop waits / "
 		       "softirqs):", s->name);
 		for (int i = 0; i < s->n_reattach && i < 64; i++)
-			printf(" %.0f (%u/%u/%u)", s->reattach_us[i] / 1e3,
+			printf(" %.0f (%u/%u/%u)%s", s->reattach_us[i] / 1e3,
 			       s->reattach_wait_ms[i],
 			       s->reattach_peer_wait_ms[i],
-			       s->reattach_softirq_ms[i]);
-		printf("\n");
+			       s->reattach_softirq_ms[i],
+			       s->reattach_standby[i] ? "s" : "");
+		printf("  (s: resumed on a standby path)\n");
 	}
 	for (int i = 0, shown = 0; i < s->n_reattach && shown < 16; i++)
 		if (s->reattach_us[i] > 100000u) {
