@@ -114,8 +114,6 @@ static int attempt_start(rift_conn *conn, unsigned i, uint64_t limit,
  * session once its transport connects.  One that cannot start now is
  * tried again later.
  */
-#define STANDBY_RETRY_MS 1000u
-
 static bool has_standby(const rift_conn *conn, unsigned idx)
 {
 	for (unsigned i = 0; i < conn->n_standby; i++)
@@ -156,7 +154,7 @@ static void group_timer_cb(rift_timer *t, void *user)
 		conn->standby[conn->n_standby++] = p;
 	}
 	if (again)
-		rift_timer_start(&conn->group_timer, STANDBY_RETRY_MS, 0);
+		rift_timer_start(&conn->group_timer, RIFT_STANDBY_RETRY_MS, 0);
 }
 
 void rift__conn_attempt(rift_conn *conn)

@@ -22,10 +22,6 @@
 
 #include "session/session.h"
 
-/* A failed standby is set up again after this long; the first ones at
- * once (conn.c, group timer). */
-#define STANDBY_RETRY_MS 1000u
-
 uint32_t rift__group_caps(const rift_conn *conn)
 {
 	/* A server takes JOINs for any session; a client asks for them
@@ -35,15 +31,15 @@ uint32_t rift__group_caps(const rift_conn *conn)
 		       : 0;
 }
 
-static bool negotiated(const rift_conn *conn)
+bool rift__group_negotiated(const rift_conn *conn)
 {
 	return (rift__group_caps(conn) & conn->peer_caps & RIFT_CAP_GROUP) != 0;
 }
 
 void rift__group_attached(rift_conn *conn)
 {
-	if (conn->is_client && conn->n_addrs > 1 && negotiated(conn) &&
-	    conn->group_timer.cb)
+	if (conn->is_client && conn->n_addrs > 1 &&
+	    rift__group_negotiated(conn) && conn->group_timer.cb)
 		rift_timer_start(&conn->group_timer, 0, 0);
 }
 
@@ -79,7 +75,7 @@ void rift__group_standby_lost(rift_conn *conn, rift__path *p, int err)
 		  rift_err_name(err), conn->last_error);
 	rift__path_release(p);
 	if (conn->state == RIFT_CONN_ESTABLISHED && conn->group_timer.cb)
-		rift_timer_start(&conn->group_timer, STANDBY_RETRY_MS, 0);
+		rift_timer_start(&conn->group_timer, RIFT_STANDBY_RETRY_MS, 0);
 }
 
 /* Refuse a JOIN: an ERROR on its path alone, the session untouched;
@@ -109,7 +105,7 @@ int rift__group_join(rift__path *p, const struct rift__hdr *h,
 	if (!rift__hello_proves(payload, RIFT_FRAME_JOIN, RIFT_JOIN_AUTH_AT,
 				conn->key))
 		return join_refuse(p, "JOIN without the session's proof");
-	if (!negotiated(conn))
+	if (!rift__group_negotiated(conn))
 		return join_refuse(p, "JOIN for a session without port groups");
 	if (!rift__replay_check(&conn->attach_win, j.hello.attach))
 		return join_refuse(p, "JOIN replayed (attach counter already "

@@ -766,8 +766,7 @@ static int not_negotiated(rift__path *p, const struct rift__hdr *h)
 	char why[96];
 
 	snprintf(why, sizeof(why), "%s: %s", rift__frame_name(h->type),
-		 rift__group_caps(conn) & conn->peer_caps & RIFT_CAP_GROUP
-			 ? "not a frame of the data path"
+		 rift__group_negotiated(conn) ? "not a frame of the data path"
 			 : "frame of a capability not negotiated");
 	return rift__path_reject(p, RIFT_EPROTO, why);
 }

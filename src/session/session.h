@@ -363,8 +363,13 @@ void rift__hello_fill(rift_conn *conn, uint8_t type, struct rift__hello *h);
  * session on a standby (RESUME, as a re-attach does, without setting up
  * a connection) and opens a new standby in the background.
  */
-/* The capabilities our handshake offers. */
+/* A standby that failed, or could not start, is set up again after this
+ * long; the first ones at once (conn.c, group timer). */
+#define RIFT_STANDBY_RETRY_MS 1000u
+/* The capabilities our handshake offers; whether both sides offered
+ * port groups. */
 uint32_t rift__group_caps(const rift_conn *conn);
+bool rift__group_negotiated(const rift_conn *conn);
 /* conn attached a data path: the client's standbys are due. */
 void rift__group_attached(rift_conn *conn);
 /* Server: a JOIN as a path's first frame. */
