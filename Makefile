@@ -248,8 +248,8 @@ CM_TCP_TESTS := path_cut echo_ single_64mib zero_byte close_tells \
 # its own: a client whose rdma_cm gets no answer attaches and re-attaches
 # through the side channel (it makes rdma_cm silent on purpose).
 PAIR_TESTS := link_cut port_down loop_never connect_over tcp_path_break \
-  failover_finds configured_device_chooses standby_path one_path_without \
-  local_address_picks soak_healthy
+  failover_finds configured_device_chooses standby_path standby_that one_path_with \
+  local_address_picks conn_paths failback soak_healthy
 test-lab: $(BUILD)/tst/rift-tests
 	tests/lab/lab setup
 	tests/lab/lab smoke

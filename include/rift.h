@@ -346,14 +346,23 @@ typedef struct rift_config {
 	/* Port groups (appended): paths a client connection keeps at most,
 	 * the one carrying data and warm standbys through the URL's other
 	 * addresses, which a failover resumes on without setting up a
-	 * connection; 1 = one path, re-attaching by a new connection */
-	uint32_t group_max_paths;      /* 1..8, default 1 */
+	 * connection; 1 = one path, re-attaching by a new connection.  A URL
+	 * of one address keeps one path. */
+	uint32_t group_max_paths;      /* 1..8, default 2 */
 	/* The local addresses a client's paths are bound to, numeric and
 	 * comma-separated ("10.0.0.2,fd00::2"): entry i for the URL's
 	 * address i, one entry for all of them; "" = routing's choice
 	 * (docs/config.md, group.local; the URL option local= sets it per
 	 * connection) (appended) */
 	char group_local[RIFT_GROUP_LOCAL_MAX];
+	/* Failback (port groups, active-backup): a client whose data path
+	 * goes through a later address of its URL than one of its standbys
+	 * moves its session back to that standby (the earlier address, the
+	 * one it prefers) once the standby has stayed joined and answering
+	 * this long, ms: a port that flaps is not used until stable.  An
+	 * RIFT_EVENT_FAILBACK tells it.  0 = stay on the path that works
+	 * (appended) */
+	uint32_t group_failback_delay_ms; /* 0..3600000, default 2000 */
 } rift_config;
 
 void rift__config_init(rift_config *cfg, size_t size);
@@ -808,6 +817,13 @@ typedef struct rift_ctx_stats {
 					  wait for one to be registered; the
 					  pool registers it for the next),
 					  count */
+	uint64_t failbacks;            /* client sessions moved back to a
+					  path through an address they
+					  prefer (RIFT_EVENT_FAILBACK),
+					  count */
+	uint64_t standby_promotions;   /* client failovers that resumed on
+					  a standby path, no connection set
+					  up (port groups), count */
 } rift_ctx_stats;
 
 void rift__ctx_stats_init(rift_ctx_stats *st, size_t size);
@@ -873,6 +889,8 @@ typedef enum rift_event_type {
 	RIFT_EVENT_PATH_DOWN = 4,    /* path lost, session re-attaching */
 	RIFT_EVENT_PATH_CHANGED = 5, /* session re-attached on a new path */
 	RIFT_EVENT_WRITABLE = 6,     /* send window open after RIFT_EAGAIN */
+	RIFT_EVENT_FAILBACK = 7,     /* session moved back to a path through
+					an address it prefers (appended) */
 } rift_event_type;
 
 /* Name of an event type ("connected", ...); static storage. */
@@ -901,6 +919,13 @@ const char *rift_event_name(rift_event_type t);
  *                 buffered within the send window) and will be replayed.
  *  PATH_CHANGED   transport, peer and local address of the new path.
  *  WRITABLE       a send that returned RIFT_EAGAIN may be retried.
+ *  FAILBACK       (client, port groups) the session moved from a working
+ *                 path back to one through an earlier address of its URL
+ *                 that had come back and stayed up group_failback_delay_ms:
+ *                 transport, peer and local address of that path, message
+ *                 saying from where.  No PATH_DOWN precedes it; nothing is
+ *                 lost, doubled or reordered (the peer sees PATH_CHANGED).
+ * Events may be added: on_event ignores types it does not know.
  */
 typedef struct rift_event {
 	rift_event_type type;
@@ -1164,6 +1189,60 @@ typedef struct rift_conn_stats {
 void rift__conn_stats_init(rift_conn_stats *st, size_t size);
 #define rift_conn_stats_init(st) rift__conn_stats_init((st), sizeof(*(st)))
 int rift_conn_stats_get(const rift_conn *conn, rift_conn_stats *st);
+
+/*
+ * The paths of a connection (port groups): the one carrying its data,
+ * the standbys joined to it, those being set up, and, on a client, each
+ * address of its URL whose last path failed and that has none now
+ * (RIFT_PATH_STATE_DOWN, with why).
+ */
+typedef enum rift_path_state {
+	RIFT_PATH_STATE_DOWN = 1, /* client: an address whose last path
+				     failed, none there now; last_error
+				     says why */
+	RIFT_PATH_STATE_SETUP,    /* connecting, or hand-shaking (HELLO,
+				     RESUME, JOIN) */
+	RIFT_PATH_STATE_ACTIVE,   /* carries the session's data */
+	RIFT_PATH_STATE_STANDBY,  /* joined to the session, keepalives only:
+				     a failover resumes on it */
+} rift_path_state;
+
+/* "down", "setup", "active", "standby"; "?" otherwise. */
+const char *rift_path_state_name(rift_path_state s);
+
+typedef struct rift_path_info {
+	rift_path_state state;
+	uint32_t id;               /* path id in its session: 0 for a data
+				      path set up as one, 1.. for one that
+				      joined as a standby */
+	rift_transport transport;  /* RIFT_TRANSPORT_NONE when down */
+	char peer[80];             /* "rdma://10.0.1.1:7788" (events' form) */
+	char local[64];            /* local address, "" before it is known */
+	char device[40];           /* verbs: "rxe0:1" (device:port); "" */
+	uint64_t age_us;           /* since it was set up (setup: since it
+				      began; down: since it failed), us */
+	uint64_t idle_us;          /* since it last received a frame, us;
+				      0 when down */
+	uint64_t msgs_sent;        /* DATA frames sent on it, count */
+	uint64_t bytes_sent;       /* their payload, bytes */
+	uint64_t msgs_recv;        /* DATA frames received on it, count */
+	uint64_t bytes_recv;       /* their payload, bytes */
+	int last_status;           /* down: the RIFT_E* it failed with; 0 */
+	char last_error[128];      /* down: why it failed; "" */
+} rift_path_info;
+
+/*
+ * Up to max paths of conn into out, the data path first, then standbys,
+ * paths being set up, and (client) the URL's addresses without a path;
+ * returns how many there are (more than max: some were left out), or
+ * RIFT_EINVAL (conn NULL, out NULL with max > 0).  A snapshot: call it on
+ * the context's thread, as every rift_conn_* call.  Use the macro: the
+ * size it passes lets fields be appended to rift_path_info.
+ */
+int rift__conn_paths(const rift_conn *conn, rift_path_info *out, int max,
+		     size_t size);
+#define rift_conn_paths(conn, out, max) \
+	rift__conn_paths((conn), (out), (max), sizeof(*(out)))
 
 /* ------------------------------------------------------------------------ */
 /* Metrics                                                                  */

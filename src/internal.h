@@ -171,6 +171,9 @@ typedef enum rift__fault_point {
 				     after it freed its memory windows: a
 				     peer READing then must not see an
 				     access error */
+	RIFT_FAULT_STANDBY_DEAF,  /* a server's standby path loses the
+				     RESUME sent on it, as one whose link
+				     died since its last keepalive does */
 	RIFT_FAULT__COUNT
 } rift__fault_point;
 
@@ -361,6 +364,9 @@ struct rift__transport_ops {
 	 * the machine has, or RIFT_E* with err filled (rift.h). */
 	int (*devices)(rift_device_info *out, int max, char *err,
 		       size_t errlen);
+	/* Optional: the local device and port a path uses, "rxe0:1", into
+	 * buf (rift_conn_paths); left "" without it. */
+	void (*describe)(const rift__path *p, char *buf, size_t len);
 };
 
 /* ---- the registry of transports (transports/transport.c) ---- */
@@ -449,13 +455,22 @@ struct rift__path {
 	 * the address (conn.c, racing). */
 	bool reached;
 	/* Port groups (session/group.c): a standby path, joining or joined
-	 * (gid its path id, join_attach its JOIN's attach counter, addr_idx
-	 * the client's address it goes to); promoted: a client's standby
-	 * resuming the session, which may still see keepalives first. */
+	 * (gid its path id, join_attach its JOIN's attach counter);
+	 * promoted: a client's standby resuming the session, which may
+	 * still see keepalives first.  addr_idx: the client's address it
+	 * goes to. */
 	bool standby, promoted;
+	/* A client's data path it is failing back from: no data, frames
+	 * dropped, its end quiet (session/group.c, failback) */
+	bool retiring;
 	uint8_t gid;
 	unsigned addr_idx;
 	uint64_t join_attach;
+	/* rift_conn_paths (api/paths.c): when it began and when it was set
+	 * up (attached or joined; 0 before), and the DATA frames it carried
+	 * each way, count and payload bytes. */
+	uint64_t born_us, up_us;
+	uint64_t tx_msgs, tx_bytes, rx_msgs, rx_bytes;
 	uint64_t last_rx_us;    /* last byte received */
 	uint64_t last_tx_us;    /* last byte sent */
 	/* The last DATA frame encoded for this path (sender: wire order is

@@ -157,6 +157,10 @@ const struct key rift__cfg_keys[] = {
 	  RIFT_GROUP_MAX, NULL,
 	  "paths a client connection keeps: the data path and warm standbys "
 	  "through the URL's other addresses; 1 = one path" },
+	{ "group", "failback_delay_ms", NULL, M(group_failback_delay_ms),
+	  K_UINT, 0, 3600000, NULL,
+	  "a client moves its session back to a standby through an earlier "
+	  "URL address once that standby stayed up this long, ms; 0 = never" },
 	{ "group", "local", NULL, M(group_local), K_STRING, 0, 0, NULL,
 	  "local addresses a client's paths leave from, by URL address, "
 	  "\"\" = routing's choice",

@@ -93,6 +93,11 @@ static int attempt_start(rift_conn *conn, unsigned i, uint64_t limit,
 				 ctx->errmsg[0] ? ctx->errmsg : rift_strerror(rc));
 		if (alt)
 			conn->alt_addrs &= ~(1u << i);
+		conn->addr_down[i].status = rc;
+		conn->addr_down[i].at_us = ctx->now_us;
+		snprintf(conn->addr_down[i].why, sizeof(conn->addr_down[i].why),
+			 "connect: %s",
+			 ctx->errmsg[0] ? ctx->errmsg : rift_strerror(rc));
 		return rc;
 	}
 	p->alt = alt;
@@ -102,6 +107,7 @@ static int attempt_start(rift_conn *conn, unsigned i, uint64_t limit,
 		 addr, alt ? " (" : "", alt ? way : "",
 		 alt ? ")" : "");
 	p->conn = conn;
+	p->addr_idx = i;
 	p->limit_ms = (uint32_t)limit;
 	rift_timer_start(&p->timer, limit, 0);
 	*out = p;
@@ -127,10 +133,12 @@ static void group_timer_cb(rift_timer *t, void *user)
 	rift_conn *conn = user;
 	unsigned cur = conn->addr_idx % conn->n_addrs;
 	bool again = false;
+	char last[RIFT_ERRMSG_LEN];
 
 	RIFT_UNUSED(t);
 	if (conn->state != RIFT_CONN_ESTABLISHED || conn->closing)
 		return;
+	memcpy(last, conn->last_error, sizeof(last));
 	for (unsigned k = 1; k < conn->n_addrs &&
 			     conn->n_standby + 1 < conn->cfg.group_max_paths;
 	     k++) {
@@ -141,14 +149,16 @@ static void group_timer_cb(rift_timer *t, void *user)
 			continue;
 		if (attempt_start(conn, j, conn->cfg.connect_timeout_ms, false,
 				  &p)) {
+			/* Its own failure (rift_conn_paths): the session's
+			 * last error stays what happened to its data. */
 			RIFT_DEBUG(conn->ctx, "session %016llx: standby: %s",
 				   (unsigned long long)conn->session_id,
 				   conn->last_error);
+			memcpy(conn->last_error, last, sizeof(last));
 			again = true;
 			continue;
 		}
 		p->standby = true;
-		p->addr_idx = j;
 		conn->next_gid = conn->next_gid % RIFT_PATH_ID_MAX + 1;
 		p->gid = conn->next_gid;
 		conn->standby[conn->n_standby++] = p;

@@ -86,7 +86,8 @@ void rift__config_init(rift_config *cfg, size_t size)
 		/* As long as a broken session may take to re-attach: a close
 		 * rides out one failover by default. */
 		.linger_ms = 10000,
-		.group_max_paths = 1,
+		.group_max_paths = 2,
+		.group_failback_delay_ms = 2000,
 	};
 
 	__atomic_store_n(&rift__log_level, (int)level, __ATOMIC_RELAXED);
@@ -189,6 +190,7 @@ static int cfg_check(const rift_config *c)
 	R(log_level, RIFT_LOG_OFF, RIFT_LOG_DEBUG);
 	R(linger_ms, 0, 3600000);
 	R(group_max_paths, 1, RIFT_GROUP_MAX);
+	R(group_failback_delay_ms, 0, 3600000);
 #undef R
 	if (!rc && (c->gid_index < -1 || c->gid_index > 4095)) {
 		rc = rift__ctx_fail(NULL, RIFT_EINVAL,

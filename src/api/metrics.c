@@ -290,6 +290,14 @@ static const struct family_def ctx_counters[] = {
 	{ "rift_protocol_errors_total",
 	  "Paths closed because the peer broke the protocol.",
 	  CTX_STAT(protocol_errors) },
+	{ "rift_failbacks_total",
+	  "Client sessions moved back to a path through an address they "
+	  "prefer once it stayed up group.failback_delay_ms (port groups).",
+	  CTX_STAT(failbacks) },
+	{ "rift_standby_promotions_total",
+	  "Client failovers that resumed the session on a standby path, "
+	  "with no connection to set up (port groups).",
+	  CTX_STAT(standby_promotions) },
 	{ "rift_resumes_refused_total",
 	  "RESUMEs refused without touching the session they named: unknown "
 	  "session, no proof of its secret, replayed, or a state it cannot "
@@ -491,6 +499,26 @@ static void prom_conns(struct out *o, rift_ctx *ctx)
 		out_printf(o, "\",local=\"");
 		out_escaped(o, c->path ? c->path->local : "", true);
 		out_printf(o, "\",fallback_reason=\"%s\"} 1\n", fb);
+	}
+	family(o, "rift_conn_paths", "gauge",
+	       "Paths of this connection by state (rift_conn_paths): active "
+	       "(carries its data), standby (joined, keepalives only), setup "
+	       "(being connected or hand-shaken), down (a client's address "
+	       "whose last path failed).");
+	FOR_EACH_CONN(ctx, it, c) {
+		rift_path_info pi[RIFT_GROUP_MAX + RIFT_URL_MAX_ADDRS * 2];
+		int n = rift_conn_paths(c, pi, (int)RIFT_ARRAY_SIZE(pi));
+		uint64_t by[5] = { 0 };
+
+		for (int i = 0; i < n && i < (int)RIFT_ARRAY_SIZE(pi); i++)
+			if (pi[i].state >= 1 && pi[i].state <= 4)
+				by[pi[i].state]++;
+		conn_labels(c, lb, sizeof(lb));
+		for (int k = 1; k <= 4; k++)
+			out_printf(o, "rift_conn_paths{%s,state=\"%s\"} %" PRIu64
+				   "\n",
+				   lb, rift_path_state_name((rift_path_state)k),
+				   by[k]);
 	}
 	family(o, "rift_conn_ops_total", "counter",
 	       "Messages of this connection by kind: send (accepted by "
@@ -790,6 +818,8 @@ int rift_metrics_info(rift_ctx *ctx, char *buf, size_t len)
 	kv(&o, "closes_aborted", st->closes_aborted);
 	kv(&o, "path_downs", st->path_downs);
 	kv(&o, "failovers", st->failovers);
+	kv(&o, "standby_promotions", st->standby_promotions);
+	kv(&o, "failbacks", st->failbacks);
 	kv(&o, "keepalive_timeouts", st->keepalive_timeouts);
 
 	out_str(&o, "\r\n# Traffic\r\n");

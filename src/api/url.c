@@ -263,6 +263,7 @@ static const struct {
 	{ "rdma", "cm" },
 	{ "group", "max_paths" },
 	{ "group", "local" },
+	{ "group", "failback_delay_ms" },
 };
 
 /* The row of a per-connection option named name (or its alias). */

@@ -172,6 +172,13 @@ static void path_lost(rift_conn *conn, rift__path *p, int err)
 {
 	rift_ctx *ctx = conn->ctx;
 
+	if (p->retiring) {
+		/* The path a failback left: nothing to tell. */
+		if (conn->retiring == p)
+			conn->retiring = NULL;
+		rift__path_release(p);
+		return;
+	}
 	if (p->standby && !p->promoted) {
 		/* What its setup learnt counts for the address: a standby
 		 * whose rdma_cm got no answer goes the other way next. */
@@ -212,6 +219,11 @@ static void path_lost(rift_conn *conn, rift__path *p, int err)
 			return;
 		}
 		rift__conn_abandon_path(conn);
+		/* A failback's RESUME failed: the session is detached now,
+		 * as after a failover. */
+		if (p->promoted && rift__group_failback_failed(conn, err) &&
+		    conn->state != RIFT_CONN_DETACHED)
+			return; /* closed from the callback */
 		if (err == RIFT_EPROTO || err == RIFT_ESESSION) {
 			rift__conn_die(conn, conn->state == RIFT_CONN_CONNECTING
 					       ? RIFT_EVENT_ERROR
@@ -258,6 +270,51 @@ static void path_lost(rift_conn *conn, rift__path *p, int err)
 	}
 }
 
+uint64_t rift__conn_attempt_limit(const rift_conn *conn)
+{
+	uint64_t limit = conn->cfg.connect_timeout_ms, rto;
+	unsigned doublings = conn->timeouts < 16 ? conn->timeouts : 16;
+
+	if (conn->state != RIFT_CONN_DETACHED || !conn->setup_srtt_us)
+		return limit;
+	rto = (conn->setup_srtt_us + 4 * conn->setup_var_us) / 1000u;
+	if (rto < RIFT_REATTACH_MIN_MS)
+		rto = RIFT_REATTACH_MIN_MS;
+	rto <<= doublings;
+	return rto < limit ? rto : limit;
+}
+
+void rift__path_handshake_timeout(rift_timer *t, void *user)
+{
+	rift__path *p = user;
+
+	RIFT_UNUSED(t);
+	/* A re-attach's bound doubles per attempt that timed out; a
+	 * standby's setup is no attempt of the session's. */
+	if (p->conn && p->conn->is_client && !p->standby)
+		p->conn->timeouts++;
+	if (p->promoted)
+		rift__path_failed(p, RIFT_ETIMEDOUT,
+				  "standby path did not answer the RESUME "
+				  "within %u ms (this session's measured setup "
+				  "time, at least %u ms): re-attaching by a new "
+				  "connection",
+				  p->limit_ms, RIFT_PROMOTE_MIN_MS);
+	else if (p->limit_ms < p->cfg->connect_timeout_ms)
+		rift__path_failed(p, RIFT_ETIMEDOUT,
+				  "handshake not completed within %u ms (a "
+				  "re-attach attempt's bound: this session's "
+				  "measured setup time, doubled per attempt "
+				  "that timed out, at most connect_timeout_ms "
+				  "%u ms)",
+				  p->limit_ms, p->cfg->connect_timeout_ms);
+	else
+		rift__path_failed(p, RIFT_ETIMEDOUT,
+				  "handshake not completed within "
+				  "connect_timeout_ms (%u ms)",
+				  p->limit_ms);
+}
+
 void rift__path_failed(rift__path *p, int err, const char *fmt, ...)
 {
 	rift_conn *conn = p->conn;
@@ -288,8 +345,18 @@ void rift__path_failed(rift__path *p, int err, const char *fmt, ...)
 		rift__path_kill(p);
 		return;
 	}
-	snprintf(conn->last_error, sizeof(conn->last_error), "%s: %s", p->peer,
-		 msg);
+	/* A standby's failure is its own (rift_conn_paths, the log): the
+	 * session's last error stays what happened to its data. */
+	if (!p->standby || p->promoted)
+		snprintf(conn->last_error, sizeof(conn->last_error), "%s: %s",
+			 p->peer, msg);
+	if (conn->is_client && p->addr_idx < conn->n_addrs) {
+		struct rift__addr_down *d = &conn->addr_down[p->addr_idx];
+
+		d->status = err;
+		d->at_us = p->ctx->now_us;
+		snprintf(d->why, sizeof(d->why), "%s", msg);
+	}
 	if (p->fb_reason != RIFT_FALLBACK_NONE)
 		conn->setup_fb = p->fb_reason;
 	path_lost(conn, p, err);

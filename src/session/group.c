@@ -39,8 +39,10 @@ bool rift__group_negotiated(const rift_conn *conn)
 void rift__group_attached(rift_conn *conn)
 {
 	if (conn->is_client && conn->n_addrs > 1 &&
-	    rift__group_negotiated(conn) && conn->group_timer.cb)
+	    rift__group_negotiated(conn) && conn->group_timer.cb) {
 		rift_timer_start(&conn->group_timer, 0, 0);
+		rift_timer_start(&conn->failback_timer, 0, 0);
+	}
 }
 
 bool rift__group_standby_del(rift_conn *conn, rift__path *p)
@@ -58,7 +60,13 @@ bool rift__group_standby_del(rift_conn *conn, rift__path *p)
 
 void rift__group_end(rift_conn *conn)
 {
+	rift__path *r = conn->retiring;
+
 	rift_timer_stop(&conn->group_timer);
+	rift_timer_stop(&conn->failback_timer);
+	conn->retiring = NULL;
+	conn->failing_back = false;
+	rift__path_release(r);
 	while (conn->n_standby) {
 		rift__path *p = conn->standby[--conn->n_standby];
 
@@ -72,7 +80,9 @@ void rift__group_standby_lost(rift_conn *conn, rift__path *p, int err)
 	rift__group_standby_del(conn, p);
 	RIFT_INFO(conn->ctx, "session %016llx: standby path %s lost: %s: %s",
 		  (unsigned long long)conn->session_id, p->peer,
-		  rift_err_name(err), conn->last_error);
+		  rift_err_name(err),
+		  p->addr_idx < conn->n_addrs ? conn->addr_down[p->addr_idx].why
+					      : "");
 	rift__path_release(p);
 	if (conn->state == RIFT_CONN_ESTABLISHED && conn->group_timer.cb)
 		rift_timer_start(&conn->group_timer, RIFT_STANDBY_RETRY_MS, 0);
@@ -120,6 +130,7 @@ int rift__group_join(rift__path *p, const struct rift__hdr *h,
 	p->gid = j.path_id;
 	p->join_attach = j.hello.attach;
 	p->state = RIFT_PATH_STANDBY;
+	p->up_us = p->ctx->now_us;
 	conn->standby[conn->n_standby++] = p;
 	rift__path_keepalive_start(p);
 	p->pending |= RIFT_PEND_JOIN_ACK;
@@ -173,9 +184,14 @@ int rift__group_handshake(rift__path *p, const struct rift__hdr *h,
 		return rift__path_reject(p, RIFT_EACCES,
 					 "JOIN_ACK without the session's proof");
 	p->state = RIFT_PATH_STANDBY;
+	p->up_us = p->ctx->now_us;
+	if (p->addr_idx < conn->n_addrs)
+		conn->addr_down[p->addr_idx].status = 0;
 	rift__path_keepalive_start(p);
 	RIFT_INFO(p->ctx, "session %016llx: standby path %u to %s joined",
 		  (unsigned long long)conn->session_id, p->gid, p->peer);
+	/* Through an address the client prefers: failback is due later. */
+	rift_timer_start(&conn->failback_timer, 0, 0);
 	return 0;
 }
 
@@ -202,6 +218,47 @@ int rift__group_standby_frame(rift__path *p, const struct rift__hdr *h,
 	}
 }
 
+/*
+ * How long a RESUME on a joined standby may go unanswered.  The standby's
+ * link may have died since its last keepalive (both links fail at
+ * random, keepalive_timeout_ms is seconds): a RESUME there must not hold
+ * the session for connect_timeout_ms while a new connection through a
+ * live address would attach.  One round trip on a path set up already
+ * takes less than setting up a path does, so the bound is the session's
+ * measured setup time (its mean plus four deviations, as a re-attach
+ * attempt's, without that bound's one-second floor), at least
+ * RIFT_PROMOTE_MIN_MS, at most connect_timeout_ms.  Then the session
+ * re-attaches as it would without a standby.
+ */
+uint64_t rift__group_resume_limit(const rift_conn *conn)
+{
+	uint64_t limit = conn->cfg.connect_timeout_ms, rto;
+
+	if (!conn->setup_srtt_us)
+		return limit;
+	rto = (conn->setup_srtt_us + 4 * conn->setup_var_us) / 1000u;
+	if (rto < RIFT_PROMOTE_MIN_MS)
+		rto = RIFT_PROMOTE_MIN_MS;
+	return rto < limit ? rto : limit;
+}
+
+/* The client resumes its session on the joined standby p: a RESUME, one
+ * round trip, bounded by rift__group_resume_limit. */
+static void promote(rift_conn *conn, rift__path *p)
+{
+	rift__group_standby_del(conn, p);
+	p->promoted = true;
+	p->state = RIFT_PATH_HANDSHAKE;
+	p->limit_ms = (uint32_t)rift__group_resume_limit(conn);
+	p->timer.cb = rift__path_handshake_timeout;
+	rift_timer_start(&p->timer, p->limit_ms, 0);
+	conn->path = p;
+	conn->addr_idx = p->addr_idx;
+	conn->attempt_us = conn->ctx->now_us;
+	p->pending |= RIFT_PEND_RESUME;
+	rift__path_kick(p);
+}
+
 bool rift__group_promote(rift_conn *conn)
 {
 	rift__path *p = NULL;
@@ -211,18 +268,126 @@ bool rift__group_promote(rift_conn *conn)
 			p = conn->standby[i];
 	if (!p)
 		return false;
-	rift__group_standby_del(conn, p);
 	RIFT_INFO(conn->ctx, "session %016llx: resuming on standby path %s",
 		  (unsigned long long)conn->session_id, p->peer);
-	p->promoted = true;
-	p->state = RIFT_PATH_HANDSHAKE;
-	p->limit_ms = conn->cfg.connect_timeout_ms;
-	p->timer.cb = rift__path_handshake_timeout;
-	rift_timer_start(&p->timer, p->limit_ms, 0);
-	conn->path = p;
-	conn->addr_idx = p->addr_idx;
-	conn->attempt_us = conn->ctx->now_us;
-	p->pending |= RIFT_PEND_RESUME;
-	rift__path_kick(p);
+	promote(conn, p);
+	return true;
+}
+
+/*
+ * ---- failback ----
+ * Active-backup prefers the URL's earlier addresses, as connecting does.
+ * After a failover the data path goes through a later one, and a new
+ * standby opens through the address that was lost.  Once that standby
+ * has stayed joined group.failback_delay_ms, answering its keepalives
+ * (a port that flaps loses it, and the count starts again with the next
+ * one: link-up comes before a working datapath, NCCL and Mooncake probe
+ * for that reason; here the standby's own traffic is the probe), the
+ * session moves back to it: the client stops writing on its data path,
+ * sends RESUME on the standby, and the server takes it as any RESUME
+ * (it abandons the old path and rewinds to what each side holds).  The
+ * old path carries nothing more and drops what still arrives on it;
+ * it is released when the RESUME is answered.  Nothing is lost, doubled
+ * or reordered, and the application sees FAILBACK alone.  A RESUME that
+ * fails there ends it in a PATH_DOWN and a re-attach, as a failover.
+ */
+
+/* The joined standby through the earliest address before the data
+ * path's, or NULL. */
+static rift__path *preferred_standby(const rift_conn *conn)
+{
+	rift__path *best = NULL;
+
+	if (!conn->path || conn->path->state != RIFT_PATH_ATTACHED)
+		return NULL;
+	for (unsigned i = 0; i < conn->n_standby; i++) {
+		rift__path *p = conn->standby[i];
+
+		if (p->state == RIFT_PATH_STANDBY &&
+		    p->addr_idx < conn->path->addr_idx &&
+		    (!best || p->addr_idx < best->addr_idx))
+			best = p;
+	}
+	return best;
+}
+
+static void failback(rift_conn *conn, rift__path *p, uint64_t up_ms)
+{
+	rift__path *old = conn->path;
+	rift_ctx *ctx = conn->ctx;
+
+	RIFT_INFO(ctx, "session %016llx: failing back from %s to %s (its "
+		       "standby stayed up %llu ms)",
+		  (unsigned long long)conn->session_id, old->peer, p->peer,
+		  (unsigned long long)up_ms);
+	/* The old path writes nothing more: the RESUME's rewind may take
+	 * back what it wrote, as after any failover. */
+	ctx->stats.paths_active--;
+	old->state = RIFT_PATH_STANDBY;
+	old->retiring = true;
+	conn->retiring = old;
+	conn->path = NULL;
+	conn->failing_back = true;
+	conn->state = RIFT_CONN_DETACHED;
+	conn->detached_us = ctx->now_us;
+	promote(conn, p);
+}
+
+void rift__group_failback_timer(rift_timer *t, void *user)
+{
+	rift_conn *conn = user;
+	uint64_t delay_us = (uint64_t)conn->cfg.group_failback_delay_ms * 1000u;
+	uint64_t alive_us = (uint64_t)conn->cfg.keepalive_interval_ms * 2000u;
+	uint64_t now = conn->ctx->now_us, up;
+	rift__path *p;
+
+	RIFT_UNUSED(t);
+	if (!conn->is_client || !delay_us || conn->closing ||
+	    conn->state != RIFT_CONN_ESTABLISHED || conn->retiring)
+		return;
+	p = preferred_standby(conn);
+	if (!p)
+		return; /* looked at again when a standby joins */
+	up = now - p->up_us;
+	if (up < delay_us) {
+		rift_timer_start(&conn->failback_timer,
+				 (delay_us - up + 999u) / 1000u, 0);
+		return;
+	}
+	/* Still answering: a frame within two keepalive intervals. */
+	if (now - p->last_rx_us > alive_us) {
+		rift_timer_start(&conn->failback_timer,
+				 conn->cfg.keepalive_interval_ms, 0);
+		return;
+	}
+	failback(conn, p, up / 1000u);
+}
+
+bool rift__group_failback_done(rift_conn *conn)
+{
+	rift__path *r = conn->retiring;
+	bool back = conn->failing_back;
+
+	if (conn->path && conn->path->promoted)
+		conn->ctx->stats.standby_promotions += !back;
+	conn->ctx->stats.failbacks += back;
+	conn->failing_back = false;
+	conn->retiring = NULL;
+	rift__path_release(r);
+	return back;
+}
+
+bool rift__group_failback_failed(rift_conn *conn, int err)
+{
+	rift__path *r = conn->retiring;
+
+	if (!conn->failing_back)
+		return false;
+	conn->failing_back = false;
+	conn->retiring = NULL;
+	rift__path_release(r);
+	conn->transport = RIFT_TRANSPORT_NONE;
+	rift__metrics_path_down(conn);
+	rift__conn_emit(conn, RIFT_EVENT_PATH_DOWN, err, conn->last_error);
 	return true;
 }

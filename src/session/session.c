@@ -26,7 +26,7 @@ void rift__path_init(rift__path *p, rift_ctx *ctx,
 	p->cfg = &ctx->cfg;
 	p->is_client = is_client;
 	p->state = is_client ? RIFT_PATH_CONNECTING : RIFT_PATH_HANDSHAKE;
-	p->last_rx_us = p->last_tx_us = ctx->now_us;
+	p->last_rx_us = p->last_tx_us = p->born_us = ctx->now_us;
 	rift__list_init(&p->flush_node);
 	rift__list_add_tail(&ctx->paths, &p->ctx_node);
 	rift__timer_init(ctx, &p->timer, rift__path_handshake_timeout, p);
@@ -98,6 +98,8 @@ rift_conn *rift__conn_alloc(rift_ctx *ctx, const rift_conn_callbacks *cbs,
 	rift__timer_init(ctx, &conn->retry_timer, NULL, conn);
 	rift__timer_init(ctx, &conn->race_timer, NULL, conn);
 	rift__timer_init(ctx, &conn->group_timer, NULL, conn);
+	rift__timer_init(ctx, &conn->failback_timer, rift__group_failback_timer,
+			 conn);
 	rift__timer_init(ctx, &conn->ack_timer, ack_timer_cb, conn);
 	rift__timer_init(ctx, &conn->linger_timer, NULL, conn); /* close.c */
 	rift__list_init(&conn->drain_node);
@@ -309,20 +311,6 @@ static void setup_sample(rift_conn *conn, uint64_t sample_us)
 	conn->setup_srtt_us = (7 * conn->setup_srtt_us + sample_us) / 8;
 }
 
-uint64_t rift__conn_attempt_limit(const rift_conn *conn)
-{
-	uint64_t limit = conn->cfg.connect_timeout_ms, rto;
-	unsigned doublings = conn->timeouts < 16 ? conn->timeouts : 16;
-
-	if (conn->state != RIFT_CONN_DETACHED || !conn->setup_srtt_us)
-		return limit;
-	rto = (conn->setup_srtt_us + 4 * conn->setup_var_us) / 1000u;
-	if (rto < RIFT_REATTACH_MIN_MS)
-		rto = RIFT_REATTACH_MIN_MS;
-	rto <<= doublings;
-	return rto < limit ? rto : limit;
-}
-
 void rift__conn_quiet(rift_conn *conn, bool on)
 {
 	struct rift__pool *pool = rift__ctx_pool_held(conn->ctx);
@@ -355,6 +343,9 @@ static void attach(rift_conn *conn, rift__path *p)
 	conn->path = p;
 	p->conn = conn;
 	p->state = RIFT_PATH_ATTACHED;
+	p->up_us = p->ctx->now_us;
+	if (conn->is_client && p->addr_idx < conn->n_addrs)
+		conn->addr_down[p->addr_idx].status = 0;
 	ctx->stats.paths_active++;
 	conn->state = RIFT_CONN_ESTABLISHED;
 	conn->transport = p->ops->kind;
@@ -417,30 +408,6 @@ int rift__path_reject(rift__path *p, int err, const char *why)
 	p->ops->flush(p);
 	rift__path_failed(p, err, "%s", why);
 	return err;
-}
-
-void rift__path_handshake_timeout(rift_timer *t, void *user)
-{
-	rift__path *p = user;
-
-	RIFT_UNUSED(t);
-	/* A re-attach's bound doubles per attempt that timed out; a
-	 * standby's setup is no attempt of the session's. */
-	if (p->conn && p->conn->is_client && !p->standby)
-		p->conn->timeouts++;
-	if (p->limit_ms < p->cfg->connect_timeout_ms)
-		rift__path_failed(p, RIFT_ETIMEDOUT,
-				  "handshake not completed within %u ms (a "
-				  "re-attach attempt's bound: this session's "
-				  "measured setup time, doubled per attempt "
-				  "that timed out, at most connect_timeout_ms "
-				  "%u ms)",
-				  p->limit_ms, p->cfg->connect_timeout_ms);
-	else
-		rift__path_failed(p, RIFT_ETIMEDOUT,
-				  "handshake not completed within "
-				  "connect_timeout_ms (%u ms)",
-				  p->limit_ms);
 }
 
 static void keepalive_tick(rift_timer *t, void *user)
@@ -640,7 +607,14 @@ static int client_handshake(rift__path *p, const struct rift__hdr *h,
 	attach(conn, p);
 	log_attached(conn, p, resume ? "re-attached on" : "connected to",
 		     resume);
-	if (resume) {
+	if (resume && rift__group_failback_done(conn)) {
+		char msg[RIFT_ERRMSG_LEN];
+
+		snprintf(msg, sizeof(msg), "failed back to %s, an address "
+			 "preferred to the one left", p->peer);
+		conn->stats.path_changes++;
+		rift__conn_emit(conn, RIFT_EVENT_FAILBACK, 0, msg);
+	} else if (resume) {
 		conn->stats.path_changes++;
 		rift__metrics_path_changed(conn);
 		rift__conn_emit(conn, RIFT_EVENT_PATH_CHANGED, 0,
@@ -807,6 +781,17 @@ int rift__path_on_frame(rift__path *p, const struct rift__hdr *h,
 	if (p->state == RIFT_PATH_STANDBY) {
 		int rc;
 
+		if (p->retiring) {
+			/* Failing back from it: what it still brings is
+			 * taken again from the RESUME's rewind. */
+			free(owned);
+			return 0;
+		}
+		if (h->type == RIFT_FRAME_RESUME && !p->is_client &&
+		    rift__fault_hit(RIFT_FAULT_STANDBY_DEAF)) {
+			free(owned);
+			return 0;
+		}
 		if (h->type == RIFT_FRAME_RESUME && !p->is_client) {
 			/* The client resumes its session on this standby:
 			 * checked as a RESUME on a new path is. */
@@ -831,6 +816,8 @@ int rift__path_on_frame(rift__path *p, const struct rift__hdr *h,
 		if (h->type == RIFT_FRAME_DATA) {
 			p->rx_data_seq = h->seq;
 			p->rx_data_ack = h->ack;
+			p->rx_msgs++;
+			p->rx_bytes += h->len;
 		}
 		if (rift__conn_ack(conn, h->ack, &why)) {
 			free(owned);

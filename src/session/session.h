@@ -76,6 +76,14 @@ struct rift_conn {
 	 * last attempt there by the other way got no answer (failover.c,
 	 * boot_learn). */
 	uint32_t alt_addrs;
+	/* Each address's last failure, for rift_conn_paths: how a client
+	 * path to it failed, when, and why; status 0 since one attached or
+	 * joined there (failover.c). */
+	struct rift__addr_down {
+		int status;
+		uint64_t at_us;
+		char why[128];
+	} addr_down[RIFT_URL_MAX_ADDRS * 2];
 	rift_timer retry_timer; /* client: next attempt; server: grace */
 	/* A second attempt racing the current one (conn.c, "racing"). */
 	rift__path *racer;
@@ -105,6 +113,12 @@ struct rift_conn {
 	unsigned n_standby;
 	uint8_t next_gid;
 	rift_timer group_timer;
+	/* Failback (group.c): the timer that checks for it; while a RESUME
+	 * moves the session back, the path it leaves (carrying nothing,
+	 * released when the RESUME is answered). */
+	rift_timer failback_timer;
+	rift__path *retiring;
+	bool failing_back;
 	uint64_t lst_serial;    /* server: serial of the accepting listener */
 	rift_conn *table_next;  /* server: next in its ctx->sessions chain */
 	bool in_table;          /* server: in ctx->sessions */
@@ -347,7 +361,8 @@ void rift__conn_die(rift_conn *conn, rift_event_type type, int status);
 /* Refuse a frame: tell the peer why (best effort), then fail the path;
  * returns err (session.c). */
 int rift__path_reject(rift__path *p, int err, const char *why);
-/* Keepalive on p from now; a handshake's bound ran out (session.c). */
+/* Keepalive on p from now (session.c); a handshake's bound ran out
+ * (failover.c). */
 void rift__path_keepalive_start(rift__path *p);
 void rift__path_handshake_timeout(rift_timer *t, void *user);
 /* The handshake payload describing our side, for a frame of that type
@@ -370,6 +385,16 @@ void rift__hello_fill(rift_conn *conn, uint8_t type, struct rift__hello *h);
  * port groups. */
 uint32_t rift__group_caps(const rift_conn *conn);
 bool rift__group_negotiated(const rift_conn *conn);
+/* How long a RESUME on a standby may go unanswered, ms (group.c), at
+ * least this long. */
+#define RIFT_PROMOTE_MIN_MS 100u
+uint64_t rift__group_resume_limit(const rift_conn *conn);
+/* Failback: the timer's callback; a client RESUME answered (true: it
+ * moved the session back, FAILBACK is due); a failback's RESUME failed
+ * (true: PATH_DOWN told, the session detached). */
+void rift__group_failback_timer(rift_timer *t, void *user);
+bool rift__group_failback_done(rift_conn *conn);
+bool rift__group_failback_failed(rift_conn *conn, int err);
 /* conn attached a data path: the client's standbys are due. */
 void rift__group_attached(rift_conn *conn);
 /* Server: a JOIN as a path's first frame. */
@@ -493,6 +518,8 @@ static RIFT_HOT_INLINE struct rift__omsg *rift__sess_next(rift__path *p,
 	conn->rx_unacked = 0;
 	p->tx_data_seq = m->seq;
 	p->tx_data_ack = h.ack;
+	p->tx_msgs++;
+	p->tx_bytes += m->len;
 	rift__hdr_encode(m->hdr, &h);
 	return m;
 }
@@ -712,6 +739,8 @@ static RIFT_HOT_INLINE int rift__path_on_data(rift__path *p,
 		return rift__path_on_frame(p, h, payload, NULL);
 	p->rx_data_seq = h->seq;
 	p->rx_data_ack = h->ack;
+	p->rx_msgs++;
+	p->rx_bytes += h->len;
 	/*
 	 * The ack (checked above) frees what it acknowledges.  While the
 	 * window is roomy that waits until on_recv has returned: a reply

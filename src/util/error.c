@@ -102,6 +102,8 @@ const char *rift_event_name(rift_event_type t)
 		return "path_changed";
 	case RIFT_EVENT_WRITABLE:
 		return "writable";
+	case RIFT_EVENT_FAILBACK:
+		return "failback";
 	}
 	return "unknown";
 }

@@ -142,6 +142,9 @@ static void on_event(rift_conn *conn, const rift_event *ev)
 	case RIFT_EVENT_PATH_CHANGED:
 		s->path_changed++;
 		break;
+	case RIFT_EVENT_FAILBACK:
+		s->failback++;
+		break;
 	case RIFT_EVENT_WRITABLE:
 		s->writable++;
 		echo_resume(conn, s);

@@ -20,7 +20,7 @@ struct side {
 	uint64_t seed;           /* sizes/contents of the peer's stream */
 	size_t max_size;         /* largest message of the peer's stream */
 	int connected, errors, disconnected, path_down, path_changed;
-	int writable, closed;
+	int writable, closed, failback;
 	int last_status;
 	uint64_t disconnected_us;
 	bool echo;               /* send back what arrives; on RIFT_EAGAIN

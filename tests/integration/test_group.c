@@ -4,6 +4,7 @@
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -34,6 +35,44 @@ static rift_listener *two_addresses(rift_ctx *ctx, struct side *srv,
 	snprintf(url, len, "%s://%s:%d,%s:%d%s", rt_transport(), a0,
 		 rift_listener_port(l), a1, rift_listener_port(l), opts);
 	return l;
+}
+
+/* A server listening on both addresses, and its client. */
+struct grp {
+	rift_ctx *ctx;
+	struct side srv, cli;
+	rift_listener *l;
+	rift_conn *c;
+	char url[200];
+};
+
+/* The client of g connects to url. */
+static void grp_connect(struct grp *g, const char *url)
+{
+	CHECK_EQ(rift_connect(g->ctx, url, &h_callbacks, &g->cli, &g->c), 0);
+	g->cli.conn = g->c;
+	h_connected(g->ctx, &g->cli);
+}
+
+/* g's server, its URL with options opts, and its client connected when
+ * connect says so; the server verifies the stream of seed 21. */
+static void grp_open(struct grp *g, const char *opts, bool connect)
+{
+	memset(g, 0, sizeof(*g));
+	g->srv.verify = true;
+	g->srv.seed = 21;
+	g->srv.max_size = 4096;
+	g->ctx = h_ctx(NULL);
+	g->l = two_addresses(g->ctx, &g->srv, opts, g->url, sizeof(g->url));
+	if (connect)
+		grp_connect(g, g->url);
+}
+
+static void grp_close(struct grp *g)
+{
+	rift_conn *conns[2] = { g->c, g->srv.conn };
+
+	h_teardown(g->ctx, g->l, conns, 2);
 }
 
 /* The client's joined standby, once there is one (5 s at most). */
@@ -67,28 +106,25 @@ static void stream(rift_ctx *ctx, rift_conn *c, uint64_t from, uint64_t n)
 }
 
 /*
- * A client with group.max_paths = 2 and two addresses joins a standby
- * path to its session through the second one; when its data path
- * breaks mid-stream, the session resumes on that standby (no new
- * connection: the path after PATH_CHANGED is the standby), every message
- * arrives once and in order, and a new standby is joined afterwards.
+ * A client with two addresses (and group.max_paths at its default, 2)
+ * joins a standby path to its session through the second one; when its
+ * data path breaks mid-stream, the session resumes on that standby (no
+ * new connection: the path after PATH_CHANGED is the standby), every
+ * message arrives once and in order, and a new standby is joined
+ * afterwards.
  */
 TEST_T(standby_path_takes_over_without_a_new_connection)
 {
-	struct side srv = { .verify = true, .seed = 21, .max_size = 4096 };
-	struct side cli = { 0 };
-	rift_ctx *ctx = h_ctx(NULL);
-	rift_listener *l = NULL;
-	rift_conn *c = NULL, *conns[2];
+	struct grp g;
+	rift_ctx *ctx;
+	rift_conn *c;
 	rift__path *standby;
 	rift_ctx_stats st;
-	char url[160];
 
-	l = two_addresses(ctx, &srv, "?max_paths=2", url, sizeof(url));
-	CHECK_EQ(rift_connect(ctx, url, &h_callbacks, &cli, &c), 0);
-	cli.conn = c;
-	h_connected(ctx, &cli);
-	standby = joined_standby(ctx, c, &srv.conn);
+	grp_open(&g, "", true);
+	ctx = g.ctx;
+	c = g.c;
+	standby = joined_standby(ctx, c, &g.srv.conn);
 	CHECK(standby != NULL);
 	CHECK(strcmp(standby->peer, c->path->peer) != 0); /* the other one */
 	printf("data path %s, standby %s\n", c->path->peer, standby->peer);
@@ -96,65 +132,370 @@ TEST_T(standby_path_takes_over_without_a_new_connection)
 	stream(ctx, c, 0, 300);
 	CHECK_EQ(rift__conn_cut(c), 0);
 	stream(ctx, c, 300, 600);
-	CHECK(h_wait_u64(ctx, &srv.recv_count, 600, 10000));
+	CHECK(h_wait_u64(ctx, &g.srv.recv_count, 600, 10000));
 	/* The cut shows when the transport notices: messages may all have
 	 * gone before, and the resume end after. */
-	CHECK(h_wait(ctx, &cli.path_changed, 10000));
-	CHECK_EQ(srv.bad, 0);
-	CHECK_EQ(cli.path_down, 1);
-	CHECK_EQ(cli.path_changed, 1);
+	CHECK(h_wait(ctx, &g.cli.path_changed, 10000));
+	CHECK_EQ(g.srv.bad, 0);
+	CHECK_EQ(g.cli.path_down, 1);
+	CHECK_EQ(g.cli.path_changed, 1);
 	CHECK(c->path == standby);
 	CHECK(standby->promoted);
 	rift_ctx_stats_init(&st);
 	rift_ctx_stats_get(ctx, &st);
 	CHECK_EQ(st.sessions_resumed, 1);
 	/* The lost address gets a standby again. */
-	CHECK(joined_standby(ctx, c, &srv.conn) != NULL);
+	CHECK(joined_standby(ctx, c, &g.srv.conn) != NULL);
 	printf("after the failover: data path %s, standby %s\n",
 	       c->path->peer, c->standby[0]->peer);
 	CHECK(strcmp(c->standby[0]->peer, c->path->peer) != 0);
 
-	conns[0] = c;
-	conns[1] = srv.conn;
-	h_teardown(ctx, l, conns, 2);
+	grp_close(&g);
 }
 
 /*
- * Without group.max_paths above 1 a client keeps one path, and a broken
- * path re-attaches by a new connection, as before.
+ * A standby whose link died since its last keepalive takes the RESUME
+ * and never answers (a fault point makes the server's standby lose it).
+ * The session must not wait out connect_timeout_ms (10 s here) on it: it
+ * gives the standby what a setup takes (rift__group_resume_limit), then
+ * re-attaches by a new connection, and every message arrives once and in
+ * order.
  */
-TEST_T(one_path_without_max_paths)
+TEST_T(standby_that_does_not_answer_costs_less_than_connect_timeout)
 {
-	struct side srv = { .verify = true, .seed = 21, .max_size = 4096 };
-	struct side cli = { 0 };
-	rift_ctx *ctx = h_ctx(NULL);
-	rift_listener *l = NULL;
-	rift_conn *c = NULL, *conns[2];
+	struct grp g;
+	rift_ctx *ctx;
+	rift_conn *c;
+	rift__path *standby;
+	rift_ctx_stats st;
+	uint64_t t0, limit, took, attempts;
+
+	grp_open(&g, "?max_paths=2&connect_timeout_ms=10000", true);
+	ctx = g.ctx;
+	c = g.c;
+	standby = joined_standby(ctx, c, &g.srv.conn);
+	CHECK(standby != NULL);
+	stream(ctx, c, 0, 200);
+	rift_ctx_stats_init(&st);
+	rift_ctx_stats_get(ctx, &st);
+	attempts = st.connect_attempts;
+	rift__fault_arm(RIFT_FAULT_STANDBY_DEAF, 1, 1);
+	t0 = h_now_us();
+	CHECK_EQ(rift__conn_fail(c), 0);
+	/* The failure is this side's own: the client fails over at once. */
+	CHECK(c->path == standby && standby->promoted);
+	limit = standby->limit_ms;
+	CHECK(limit >= RIFT_PROMOTE_MIN_MS && limit < 10000);
+	stream(ctx, c, 200, 400);
+	CHECK(h_wait(ctx, &g.cli.path_changed, 9000));
+	took = (h_now_us() - t0) / 1000u;
+	printf("RESUME on the standby bounded by %llu ms; re-attached after "
+	       "%llu ms\n", (unsigned long long)limit,
+	       (unsigned long long)took);
+	CHECK(took < 9000);
+	CHECK_EQ(rift__fault_fired(RIFT_FAULT_STANDBY_DEAF), 1);
+	rift_ctx_stats_init(&st);
+	rift_ctx_stats_get(ctx, &st);
+	CHECK(st.connect_attempts > attempts); /* a new connection */
+	CHECK(h_wait_u64(ctx, &g.srv.recv_count, 400, 10000));
+	CHECK_EQ(g.srv.bad, 0);
+	CHECK_EQ(g.cli.path_down, 1);
+	CHECK_EQ(g.cli.path_changed, 1);
+	rift_ctx_stats_get(ctx, &st);
+	CHECK_EQ(st.sessions_resumed, 1);
+	grp_close(&g);
+}
+
+/*
+ * With group.max_paths = 1 a client keeps one path, and a broken path
+ * re-attaches by a new connection.
+ */
+TEST_T(one_path_with_max_paths_1)
+{
+	struct grp g;
+	rift_ctx *ctx;
+	rift_conn *c;
 	rift_ctx_stats st;
 	uint64_t attempts;
-	char url[160];
 
-	l = two_addresses(ctx, &srv, "", url, sizeof(url));
-	CHECK_EQ(rift_connect(ctx, url, &h_callbacks, &cli, &c), 0);
-	cli.conn = c;
-	h_connected(ctx, &cli);
+	grp_open(&g, "?max_paths=1", true);
+	ctx = g.ctx;
+	c = g.c;
 	for (uint64_t end = h_now_us() + 300000u; h_now_us() < end;)
 		rift_ctx_run(ctx, 2);
 	CHECK_EQ(c->n_standby, 0);
-	CHECK_EQ(srv.conn->n_standby, 0);
+	CHECK_EQ(g.srv.conn->n_standby, 0);
 	rift_ctx_stats_init(&st);
 	rift_ctx_stats_get(ctx, &st);
 	attempts = st.connect_attempts;
 	stream(ctx, c, 0, 100);
 	CHECK_EQ(rift__conn_cut(c), 0);
-	CHECK(h_wait_u64(ctx, &srv.recv_count, 100, 10000));
-	CHECK(h_wait(ctx, &cli.path_changed, 5000));
-	CHECK_EQ(srv.bad, 0);
+	CHECK(h_wait_u64(ctx, &g.srv.recv_count, 100, 10000));
+	CHECK(h_wait(ctx, &g.cli.path_changed, 5000));
+	CHECK_EQ(g.srv.bad, 0);
 	rift_ctx_stats_get(ctx, &st);
 	CHECK(st.connect_attempts > attempts); /* a new connection */
-	conns[0] = c;
-	conns[1] = srv.conn;
-	h_teardown(ctx, l, conns, 2);
+	grp_close(&g);
+}
+
+/* ---- failback ---- */
+
+/*
+ * After a failover onto the standby through the URL's second address, a
+ * new standby joins through the first, which the client prefers; once it
+ * has stayed up failback_delay_ms the session moves back to it while
+ * messages keep flowing both ways: one FAILBACK (no second PATH_DOWN),
+ * every message once and in order, the data path through the first
+ * address.
+ */
+TEST_T(failback_returns_to_the_first_address_once_it_stays_up)
+{
+	struct grp g;
+	rift_ctx *ctx;
+	rift_conn *c;
+	rift_ctx_stats st;
+	rift_path_info pi[8];
+	uint64_t i = 0, changed_us, back_us = 0, end;
+	int rc;
+
+	grp_open(&g, "?failback_delay_ms=300", false);
+	/* The server echoes: frames come both ways over the path left. */
+	g.srv.echo = true;
+	g.cli.verify = true;
+	g.cli.seed = 21;
+	g.cli.max_size = 4096;
+	grp_connect(&g, g.url);
+	ctx = g.ctx;
+	c = g.c;
+	CHECK(joined_standby(ctx, c, &g.srv.conn) != NULL);
+	CHECK_EQ(c->path->addr_idx, 0);
+	stream(ctx, c, 0, 100);
+	i = 100;
+	CHECK_EQ(rift__conn_fail(c), 0);
+	CHECK(h_wait(ctx, &g.cli.path_changed, 10000));
+	changed_us = h_now_us();
+	CHECK_EQ(c->path->addr_idx, 1);
+	/* Traffic through the failback, until a while after it. */
+	end = h_now_us() + 10000000u;
+	while (h_now_us() < end && (!back_us || h_now_us() < back_us + 200000u)) {
+		rc = h_send(c, 21, i, 4096);
+		if (rc == 0)
+			i++;
+		else
+			CHECK_EQ(rc, RIFT_EAGAIN);
+		rift_ctx_run(ctx, 1);
+		if (g.cli.failback && !back_us)
+			back_us = h_now_us();
+	}
+	CHECK(h_wait_u64(ctx, &g.srv.recv_count, i, 10000));
+	CHECK(h_wait_u64(ctx, &g.cli.recv_count, i, 10000));
+	CHECK_EQ(g.cli.bad, 0);
+	printf("failback %.0f ms after the failover; %llu messages\n",
+	       (double)(back_us - changed_us) / 1e3, (unsigned long long)i);
+	CHECK_EQ(g.cli.failback, 1);
+	/* Not before the delay (less the loop time's staleness: the
+	 * standby's join is stamped with its round's start). */
+	CHECK(back_us - changed_us >= 280000u);
+	CHECK_EQ(g.srv.bad, 0);
+	CHECK_EQ(g.cli.path_down, 1);
+	CHECK_EQ(g.cli.path_changed, 1);
+	CHECK_EQ(c->path->addr_idx, 0);
+	CHECK(strstr(g.cli.last_message, "failed back") != NULL);
+	rift_ctx_stats_init(&st);
+	rift_ctx_stats_get(ctx, &st);
+	CHECK_EQ(st.failbacks, 1);
+	CHECK_EQ(st.standby_promotions, 1);
+	/* A standby opens again through the second address. */
+	CHECK(joined_standby(ctx, c, &g.srv.conn) != NULL);
+	CHECK_EQ(rift_conn_paths(c, pi, 8), 2);
+	CHECK_EQ(pi[0].state, RIFT_PATH_STATE_ACTIVE);
+	CHECK_EQ(pi[1].state, RIFT_PATH_STATE_STANDBY);
+	grp_close(&g);
+}
+
+/* failback_delay_ms = 0: the session stays on the path that works. */
+TEST_T(failback_off_stays_on_the_working_path)
+{
+	struct grp g;
+	rift_ctx *ctx;
+	rift_conn *c;
+
+	grp_open(&g, "?failback_delay_ms=0", true);
+	ctx = g.ctx;
+	c = g.c;
+	CHECK(joined_standby(ctx, c, &g.srv.conn) != NULL);
+	stream(ctx, c, 0, 100);
+	CHECK_EQ(rift__conn_fail(c), 0);
+	CHECK(h_wait(ctx, &g.cli.path_changed, 10000));
+	CHECK(joined_standby(ctx, c, &g.srv.conn) != NULL); /* the first */
+	for (uint64_t end = h_now_us() + 1000000u; h_now_us() < end;)
+		rift_ctx_run(ctx, 5);
+	stream(ctx, c, 100, 200);
+	CHECK(h_wait_u64(ctx, &g.srv.recv_count, 200, 10000));
+	CHECK_EQ(g.cli.failback, 0);
+	CHECK_EQ(c->path->addr_idx, 1);
+	CHECK_EQ(g.srv.bad, 0);
+	grp_close(&g);
+}
+
+/* ---- rift_conn_paths ---- */
+
+/* conn's paths into pi (8 at most); how many there are. */
+static int paths(const rift_conn *conn, rift_path_info *pi)
+{
+	int n = rift_conn_paths(conn, pi, 8);
+
+	CHECK(n >= 0 && n <= 8);
+	for (int i = 0; i < n; i++)
+		printf("  %-7s id %u %-26s local %-10s dev %-8s sent %llu "
+		       "recv %llu %s\n",
+		       rift_path_state_name(pi[i].state), pi[i].id, pi[i].peer,
+		       pi[i].local, pi[i].device,
+		       (unsigned long long)pi[i].msgs_sent,
+		       (unsigned long long)pi[i].msgs_recv, pi[i].last_error);
+	return n;
+}
+
+/*
+ * rift_conn_paths on both sides: the data path (its messages counted),
+ * the standby; after a failover the standby is the data path, with the
+ * messages sent since on it.  Entries follow the caller's size (fields
+ * appended later stay out of older callers).
+ */
+TEST_T(conn_paths_lists_the_data_path_and_its_standby)
+{
+	struct grp g;
+	rift_ctx *ctx;
+	rift_conn *c;
+	rift_path_info pi[8], small[2];
+	size_t cut = offsetof(rift_path_info, msgs_sent);
+	bool rdma = !strcmp(rt_transport(), "rdma");
+	int n;
+
+	grp_open(&g, "", true);
+	ctx = g.ctx;
+	c = g.c;
+	CHECK(joined_standby(ctx, c, &g.srv.conn) != NULL);
+	stream(ctx, c, 0, 100);
+	CHECK(h_wait_u64(ctx, &g.srv.recv_count, 100, 10000));
+
+	printf("client:\n");
+	n = paths(c, pi);
+	CHECK_EQ(n, 2);
+	CHECK_EQ(pi[0].state, RIFT_PATH_STATE_ACTIVE);
+	CHECK_EQ(pi[0].id, 0);
+	CHECK_EQ(pi[0].msgs_sent, 100);
+	CHECK_EQ(pi[1].state, RIFT_PATH_STATE_STANDBY);
+	CHECK(pi[1].id >= 1);
+	CHECK_EQ(pi[1].msgs_sent, 0);
+	CHECK(strcmp(pi[0].peer, pi[1].peer) != 0);
+	for (int i = 0; i < 2; i++) {
+		CHECK_EQ(pi[i].transport, rdma ? RIFT_TRANSPORT_RDMA
+						: RIFT_TRANSPORT_TCP);
+		CHECK(pi[i].local[0] != '\0');
+		CHECK(rdma ? strchr(pi[i].device, ':') != NULL
+			   : pi[i].device[0] == '\0');
+		CHECK_EQ(pi[i].last_status, 0);
+	}
+	printf("server:\n");
+	CHECK_EQ(paths(g.srv.conn, pi), 2);
+	CHECK_EQ(pi[0].state, RIFT_PATH_STATE_ACTIVE);
+	CHECK_EQ(pi[0].msgs_recv, 100);
+	CHECK_EQ(pi[1].state, RIFT_PATH_STATE_STANDBY);
+
+	/* Prometheus counts them by state, on each side. */
+	{
+		size_t len = 1u << 20;
+		char *buf = malloc(len), *at;
+		int standbys = 0;
+
+		CHECK(buf != NULL);
+		CHECK(rift_metrics_prometheus(ctx, buf, len) > 0);
+		for (at = buf; (at = strstr(at, "state=\"standby\"} 1\n"));
+		     at++)
+			standbys++;
+		CHECK_EQ(standbys, 2);
+		free(buf);
+	}
+
+	/* The caller's size: older callers get the fields they know. */
+	memset(small, 0xab, sizeof(small));
+	CHECK_EQ(rift__conn_paths(c, small, 2, cut), 2);
+	CHECK_EQ(small[0].state, RIFT_PATH_STATE_ACTIVE);
+	CHECK_EQ(((rift_path_info *)((uint8_t *)small + cut))->state,
+		 RIFT_PATH_STATE_STANDBY); /* entries cut long apart */
+	CHECK_EQ(((uint8_t *)small)[2 * cut], (uint8_t)0xab);
+	CHECK_EQ(rift_conn_paths(c, NULL, 0), 2);
+	CHECK_EQ(rift_conn_paths(c, NULL, 1), RIFT_EINVAL);
+	CHECK_EQ(rift_conn_paths(NULL, pi, 8), RIFT_EINVAL);
+
+	/* A failover: the standby carries the data. */
+	CHECK_EQ(rift__conn_fail(c), 0);
+	stream(ctx, c, 100, 150);
+	CHECK(h_wait(ctx, &g.cli.path_changed, 10000));
+	CHECK(h_wait_u64(ctx, &g.srv.recv_count, 150, 10000));
+	printf("client after the failover:\n");
+	n = paths(c, pi);
+	CHECK(n >= 1);
+	CHECK_EQ(pi[0].state, RIFT_PATH_STATE_ACTIVE);
+	CHECK(pi[0].id >= 1);
+	CHECK(pi[0].msgs_sent >= 50);
+
+	grp_close(&g);
+}
+
+/*
+ * An address whose every path fails (a port nobody listens on) is
+ * listed down by rift_conn_paths, with why, beside the data path.
+ */
+TEST_T(conn_paths_lists_a_dead_address_down_with_why)
+{
+	struct grp g;
+	rift_ctx *ctx;
+	rift_conn *c2;
+	rift_path_info pi[8];
+	bool rdma = !strcmp(rt_transport(), "rdma");
+	char url2[200];
+	int n, dead_port;
+
+	grp_open(&g, "", false);
+	ctx = g.ctx;
+	/* An address nobody listens on: down, with why. */
+	dead_port = rift_listener_port(g.l) ^ 1;
+	if (!rdma) {
+		struct sockaddr_in sa = { .sin_family = AF_INET };
+		socklen_t sl = sizeof(sa);
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+		inet_pton(AF_INET, "127.0.0.2", &sa.sin_addr);
+		CHECK_EQ(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+		CHECK_EQ(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+		dead_port = ntohs(sa.sin_port);
+		close(fd);
+	}
+	snprintf(url2, sizeof(url2), "%s,%s:%d", strtok(g.url, ","),
+		 rdma ? getenv("RIFT_LAB_SERVER_ADDR1") : "127.0.0.2",
+		 dead_port);
+	grp_connect(&g, url2);
+	c2 = g.c;
+	n = 0;
+	for (uint64_t end = h_now_us() + 10000000u; h_now_us() < end;) {
+		rift_ctx_run(ctx, 5);
+		if (rift_conn_paths(c2, pi, 8) == 2 &&
+		    pi[0].state == RIFT_PATH_STATE_ACTIVE &&
+		    pi[1].state == RIFT_PATH_STATE_DOWN) {
+			n = 2;
+			break;
+		}
+	}
+	printf("client with a dead address:\n");
+	paths(c2, pi);
+	CHECK_EQ(n, 2);
+	CHECK_EQ(pi[1].last_status, RIFT_ECONNREFUSED);
+	CHECK(pi[1].last_error[0] != '\0');
+	CHECK_EQ(pi[1].transport, RIFT_TRANSPORT_NONE);
+
+	grp_close(&g);
 }
 
 /* ---- who may join a path to a session ---- */

@@ -543,7 +543,6 @@ TEST_T(metrics_count_real_traffic)
 	/* nothing that is zero by construction: no one-sided kinds yet */
 	CHECK(!prom_has(&pr, "rift_ops_total{kind=\"read\"}"));
 	CHECK(!prom_has(&pr, "rift_bytes_total{kind=\"write\"}"));
-	CHECK(!prom_has_family(&pr, "rift_failbacks_total"));
 	CHECK(!prom_has_family(&pr, "rift_conn_failbacks_total"));
 	CHECK(!prom_has(&pr, "rift_fallbacks_total{reason=\"not_built\"}"));
 	CHECK_EQ(prom_get(&pr, "rift_bytes_total{kind=\"send\"}"), bytes);

@@ -163,6 +163,7 @@ struct soak_side {
 	int n_slow;
 	int n_reattach;
 	int path_down, path_changed, disconnected, errors, connected;
+	int failbacks;          /* FAILBACK events (port groups) */
 	int died;                      /* disconnected before the teardown */
 	int err_status;                /* ERROR's status */
 	char downs[SOAK_DOWNS][200];
@@ -355,6 +356,12 @@ static void soak_event(rift_conn *conn, const rift_event *ev)
 			s->reattach_us[s->n_reattach++] = now - s->down_us;
 		}
 		s->down_us = 0;
+		break;
+	case RIFT_EVENT_FAILBACK:
+		/* Back on a link the client prefers: the aimed faults follow. */
+		s->failbacks++;
+		snprintf(s->path_peer, sizeof(s->path_peer), "%s", ev->peer);
+		soak_note_link(s);
 		break;
 	case RIFT_EVENT_WRITABLE:
 		break;
@@ -576,10 +583,10 @@ static void soak_print_side(const struct soak_side *s)
 
 	soak_reattach_pct(s, 0, all);
 	printf("%s: sent %" PRIu64 " recvd %" PRIu64 " bad %" PRIu64
-	       " path_down %d changed %d, longest wait %.2f s, stalls >1 s "
-	       "%" PRIu64 " (%.1f s)\n",
+	       " path_down %d changed %d failbacks %d, longest wait %.2f s, "
+	       "stalls >1 s %" PRIu64 " (%.1f s)\n",
 	       s->name, s->sent, s->recvd, s->bad, s->path_down,
-	       s->path_changed, s->max_gap_us / 1e6, s->stalls,
+	       s->path_changed, s->failbacks, s->max_gap_us / 1e6, s->stalls,
 	       s->gap_total_us / 1e6);
 	if (s->n_reattach)
 		printf("%s: re-attach ms: all %d p50 %.1f p99 %.1f max %.1f; "
@@ -633,17 +640,18 @@ static void need_pair(void)
 		SKIP("needs the lab's pair topology (two links)");
 }
 
-/* The default configuration, in the cm mode of this run (--cm). */
-/* group.max_paths of the soak's client (port groups), 1 unless a test
- * says otherwise. */
-static uint32_t soak_max_paths = 1;
+/* group.max_paths of the soak's client (port groups): 0 = the default
+ * (2: a standby through the other link), unless a test says otherwise. */
+static uint32_t soak_max_paths;
 
+/* The default configuration, in the cm mode of this run (--cm). */
 static void soak_config(rift_config *cfg)
 {
 	rift_config_init(cfg);
 	if (strcmp(rt_cm(), "tcp") == 0)
 		cfg->cm = RIFT_CM_TCP;
-	cfg->group_max_paths = soak_max_paths;
+	if (soak_max_paths)
+		cfg->group_max_paths = soak_max_paths;
 }
 
 /* lab-link what link ("down link0", ...); the test fails if it does. */
@@ -917,19 +925,21 @@ TEST_TIMEOUT(soak_link_faults_busy_polling, 400)
 }
 
 /* Re-attach times with the other link working, one sample per fault:
- * each fault takes down the link the client's path is on. */
-TEST_TIMEOUT(soak_aimed_faults_event_polling, 400)
+ * each fault takes down the link the client's path is on, and the
+ * session resumes on its standby through the other link (port groups,
+ * the default), no connection set up. */
+TEST_TIMEOUT(soak_aimed_faults_with_a_standby, 400)
 {
 	soak(RIFT_POLL_EVENT, SOAK_AIMED);
 }
 
-/* The same with a standby path through the other link (port groups):
- * each failover resumes on it, no connection set up. */
-TEST_TIMEOUT(soak_aimed_faults_with_a_standby, 400)
+/* The same with one path (group.max_paths = 1): each fault re-attaches
+ * by a new connection, racing the other link. */
+TEST_TIMEOUT(soak_aimed_faults_one_path, 400)
 {
-	soak_max_paths = 2;
-	soak(RIFT_POLL_EVENT, SOAK_AIMED);
 	soak_max_paths = 1;
+	soak(RIFT_POLL_EVENT, SOAK_AIMED);
+	soak_max_paths = 0;
 }
 
 /* ---- the causes one at a time (pair topology) ---- */

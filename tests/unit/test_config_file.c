@@ -115,6 +115,7 @@ static bool same_cfg(const rift_config *a, const rift_config *b)
 	       a->log_cb == b->log_cb && a->log_user == b->log_user &&
 	       a->linger_ms == b->linger_ms &&
 	       a->group_max_paths == b->group_max_paths &&
+	       a->group_failback_delay_ms == b->group_failback_delay_ms &&
 	       !strcmp(a->group_local, b->group_local);
 }
 
@@ -839,6 +840,7 @@ static const struct {
 	FIELD("max_msg_size", max_msg_size),
 	FIELD("linger_ms", linger_ms),
 	FIELD("max_paths", group_max_paths),
+	FIELD("failback_delay_ms", group_failback_delay_ms),
 	FIELD("read_buffer", tcp_read_buffer),
 	FIELD("listen_backlog", listen_backlog),
 	FIELD("port", port),
@@ -971,7 +973,7 @@ TEST(config_ranges_agree_with_rift_config_check)
 		}
 		checked++;
 	}
-	CHECK_EQ(checked, 33);
+	CHECK_EQ(checked, 34);
 }
 
 /* ---- the environment ---- */
@@ -1159,6 +1161,7 @@ TEST(config_dump_round_trip)
 	a.max_msg_size = (1ull << 32) - 1;
 	a.linger_ms = 3600000;
 	a.group_max_paths = 8;
+	a.group_failback_delay_ms = 3600000;
 	a.tcp_read_buffer = 4097;
 	a.listen_backlog = 65535;
 	snprintf(a.device, sizeof(a.device), "we\"ird\\dev\tice");

@@ -248,7 +248,7 @@ static const struct effect {
 	{ "progress", "busy_poll_us", "7", 7, 0, "src/api/ctx.c",
 	  "ctx->cfg.busy_poll_us" },
 	{ "connect", "connect_timeout_ms", "1500", 1500, 0,
-	  "src/session/session.c", "conn->cfg.connect_timeout_ms" },
+	  "src/session/failover.c", "conn->cfg.connect_timeout_ms" },
 	{ "connect", "retries", "5", 5, 0, "src/session/failover.c",
 	  "conn->cfg.retries" },
 	{ "connect", "retry_delay_ms", "250", 250, 0, "src/session/failover.c",
@@ -326,6 +326,8 @@ static const struct effect {
 	  "rift__lctx->cfg.log_level" },
 	{ "group", "max_paths", "3", 3, 0, "src/api/conn.c",
 	  "conn->cfg.group_max_paths" },
+	{ "group", "failback_delay_ms", "500", 500, 0, "src/session/group.c",
+	  "conn->cfg.group_failback_delay_ms" },
 	{ "group", "local", "\"127.0.0.2\"", 0, 0, "src/api/conn.c",
 	  "conn->cfg.group_local" },
 };

@@ -288,6 +288,17 @@ NULL_CHECK(rift_conn_stats_get)
 	CHECK_EQ(rift_conn_stats_get(NULL, &st), RIFT_EINVAL);
 	CHECK_EQ(rift_conn_stats_get(NULL, NULL), RIFT_EINVAL);
 }
+NULL_CHECK(rift_path_state_name)
+{
+	CHECK_STR(rift_path_state_name((rift_path_state)0), "?");
+}
+NULL_CHECK(rift__conn_paths)
+{
+	rift_path_info pi;
+
+	CHECK_EQ(rift_conn_paths(NULL, &pi, 1), RIFT_EINVAL);
+	CHECK_EQ(rift_conn_paths(NULL, NULL, 0), RIFT_EINVAL);
+}
 NULL_CHECK(rift_metrics_latency)
 {
 	CHECK_EQ(rift_metrics_latency(NULL, NULL, RIFT_LATENCY_ACK, 0.5, NULL,
@@ -381,6 +392,8 @@ static const struct api_check api[] = {
 	ENTRY(rift_conn_last_error),
 	ENTRY(rift__conn_stats_init),
 	ENTRY(rift_conn_stats_get),
+	ENTRY(rift_path_state_name),
+	ENTRY(rift__conn_paths),
 	ENTRY(rift_metrics_latency),
 	ENTRY(rift_metrics_prometheus),
 	ENTRY(rift_metrics_info),

@@ -60,6 +60,7 @@
  */
 #include <arpa/inet.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "transports/verbs/rdma_int.h"
@@ -389,6 +390,15 @@ const char *rift__conn_rdma_device(const rift_conn *conn, unsigned *port)
 	return rift__vb_device_name(rp->verbs->device);
 }
 
+static void rdma_describe(const rift__path *p, char *buf, size_t len)
+{
+	const struct rdma_path *rp = (const struct rdma_path *)p;
+
+	if (rp->verbs)
+		snprintf(buf, len, "%s:%u",
+			 rift__vb_device_name(rp->verbs->device), rp->port_num);
+}
+
 static void rdma_cut(rift__path *p)
 {
 	struct rdma_path *rp = rp_of(p);
@@ -453,4 +463,5 @@ const struct rift__transport_ops rift__rdma_ops = {
 	.ctx_destroy = rift__rdma_ctx_destroy,
 	.pool = rift__rdma_ctx_pool,
 	.devices = rift__rdma_devices,
+	.describe = rdma_describe,
 };
