@@ -400,12 +400,22 @@ void rift__hello_fill(rift_conn *conn, uint8_t type, struct rift__hello *h)
 }
 
 /* Refuse a frame: tell the peer why (best effort), then fail the path. */
-int rift__path_reject(rift__path *p, int err, const char *why)
+void rift__path_say_error(rift__path *p, int err, const char *why)
 {
+	/* A path a failback retired tells its peer nothing: the peer
+	 * abandons it on the RESUME, and an ERROR there would end the
+	 * session. */
+	if (p->retiring)
+		return;
 	p->pending |= RIFT_PEND_ERROR;
 	p->error_code = err;
 	snprintf(p->error_text, sizeof(p->error_text), "%s", why);
 	p->ops->flush(p);
+}
+
+int rift__path_reject(rift__path *p, int err, const char *why)
+{
+	rift__path_say_error(p, err, why);
 	rift__path_failed(p, err, "%s", why);
 	return err;
 }

@@ -358,6 +358,9 @@ void rift__path_kill(rift__path *p);
 void rift__path_release(rift__path *p);
 /* The session is over: tell the application once (session.c). */
 void rift__conn_die(rift_conn *conn, rift_event_type type, int status);
+/* Tell the peer why p fails (an ERROR frame, best effort; not on a path
+ * a failback retired) (session.c). */
+void rift__path_say_error(rift__path *p, int err, const char *why);
 /* Refuse a frame: tell the peer why (best effort), then fail the path;
  * returns err (session.c). */
 int rift__path_reject(rift__path *p, int err, const char *why);

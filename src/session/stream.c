@@ -83,7 +83,7 @@ static int decode(const rift__path *p, const uint8_t *in, size_t n,
 	int rc = rift__hdr_decode(in, n, p->ctx->cfg.max_msg_size, h, why);
 
 	if (!rc && h->type == RIFT_FRAME_DATA &&
-	    p->state != RIFT_PATH_ATTACHED) {
+	    p->state != RIFT_PATH_ATTACHED && !p->retiring) {
 		*why = "data before the handshake";
 		return RIFT_EPROTO;
 	}
@@ -103,10 +103,7 @@ static int process(rift__path *p, struct rift__stream *s)
 		rc = decode(p, s->rbuf + s->rstart, s->rend - s->rstart, &h,
 			    &why);
 		if (rc) {
-			p->pending |= RIFT_PEND_ERROR;
-			p->error_code = RIFT_EPROTO;
-			snprintf(p->error_text, sizeof(p->error_text), "%s", why);
-			p->ops->flush(p);
+			rift__path_say_error(p, RIFT_EPROTO, why);
 			rift__path_failed(p, RIFT_EPROTO, "bad frame: %s", why);
 			return -1;
 		}
