@@ -460,9 +460,6 @@ struct rift__path {
 	 * still see keepalives first.  addr_idx: the client's address it
 	 * goes to. */
 	bool standby, promoted;
-	/* A client's data path it is failing back from: no data, frames
-	 * dropped, its end quiet (session/group.c, failback) */
-	bool retiring;
 	uint8_t gid;
 	unsigned addr_idx;
 	uint64_t join_attach;

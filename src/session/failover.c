@@ -172,13 +172,6 @@ static void path_lost(rift_conn *conn, rift__path *p, int err)
 {
 	rift_ctx *ctx = conn->ctx;
 
-	if (p->retiring) {
-		/* The path a failback left: nothing to tell. */
-		if (conn->retiring == p)
-			conn->retiring = NULL;
-		rift__path_release(p);
-		return;
-	}
 	if (p->standby && !p->promoted) {
 		/* What its setup learnt counts for the address: a standby
 		 * whose rdma_cm got no answer goes the other way next. */

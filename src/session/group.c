@@ -60,13 +60,9 @@ bool rift__group_standby_del(rift_conn *conn, rift__path *p)
 
 void rift__group_end(rift_conn *conn)
 {
-	rift__path *r = conn->retiring;
-
 	rift_timer_stop(&conn->group_timer);
 	rift_timer_stop(&conn->failback_timer);
-	conn->retiring = NULL;
 	conn->failing_back = false;
-	rift__path_release(r);
 	while (conn->n_standby) {
 		rift__path *p = conn->standby[--conn->n_standby];
 
@@ -286,10 +282,15 @@ bool rift__group_promote(rift_conn *conn)
  * session moves back to it: the client stops writing on its data path,
  * sends RESUME on the standby, and the server takes it as any RESUME
  * (it abandons the old path and rewinds to what each side holds).  The
- * old path carries nothing more and drops what still arrives on it;
- * it is released when the RESUME is answered.  Nothing is lost, doubled
- * or reordered, and the application sees FAILBACK alone.  A RESUME that
- * fails there ends it in a PATH_DOWN and a re-attach, as a failover.
+ * old path goes at once, as in a failover: a path kept to the answer
+ * would still complete sends whose buffers the rewind and the acks that
+ * follow free (zero-copy buffers are safe because ack <= what the one
+ * live path wrote).  What it still held the rewind sends again.  The
+ * server sees the old path end before or after the RESUME (PATH_DOWN
+ * then PATH_CHANGED, or PATH_CHANGED alone); nothing is lost, doubled or
+ * reordered, and the client's application sees FAILBACK alone.  A
+ * RESUME that fails there ends it in a PATH_DOWN and a re-attach, as a
+ * failover.
  */
 
 /* The joined standby through the earliest address before the data
@@ -320,16 +321,12 @@ static void failback(rift_conn *conn, rift__path *p, uint64_t up_ms)
 		       "standby stayed up %llu ms)",
 		  (unsigned long long)conn->session_id, old->peer, p->peer,
 		  (unsigned long long)up_ms);
-	/* The old path writes nothing more: the RESUME's rewind may take
-	 * back what it wrote, as after any failover. */
-	ctx->stats.paths_active--;
-	old->state = RIFT_PATH_STANDBY;
-	old->retiring = true;
-	conn->retiring = old;
-	conn->path = NULL;
+	rift__conn_abandon_path(conn);
 	conn->failing_back = true;
 	conn->state = RIFT_CONN_DETACHED;
+	conn->transport = RIFT_TRANSPORT_NONE;
 	conn->detached_us = ctx->now_us;
+	rift__conn_quiet(conn, true);
 	promote(conn, p);
 }
 
@@ -343,7 +340,7 @@ void rift__group_failback_timer(rift_timer *t, void *user)
 
 	RIFT_UNUSED(t);
 	if (!conn->is_client || !delay_us || conn->closing ||
-	    conn->state != RIFT_CONN_ESTABLISHED || conn->retiring)
+	    conn->state != RIFT_CONN_ESTABLISHED)
 		return;
 	p = preferred_standby(conn);
 	if (!p)
@@ -365,27 +362,20 @@ void rift__group_failback_timer(rift_timer *t, void *user)
 
 bool rift__group_failback_done(rift_conn *conn)
 {
-	rift__path *r = conn->retiring;
 	bool back = conn->failing_back;
 
 	if (conn->path && conn->path->promoted)
 		conn->ctx->stats.standby_promotions += !back;
 	conn->ctx->stats.failbacks += back;
 	conn->failing_back = false;
-	conn->retiring = NULL;
-	rift__path_release(r);
 	return back;
 }
 
 bool rift__group_failback_failed(rift_conn *conn, int err)
 {
-	rift__path *r = conn->retiring;
-
 	if (!conn->failing_back)
 		return false;
 	conn->failing_back = false;
-	conn->retiring = NULL;
-	rift__path_release(r);
 	conn->transport = RIFT_TRANSPORT_NONE;
 	rift__metrics_path_down(conn);
 	rift__conn_emit(conn, RIFT_EVENT_PATH_DOWN, err, conn->last_error);

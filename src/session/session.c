@@ -402,11 +402,6 @@ void rift__hello_fill(rift_conn *conn, uint8_t type, struct rift__hello *h)
 /* Refuse a frame: tell the peer why (best effort), then fail the path. */
 void rift__path_say_error(rift__path *p, int err, const char *why)
 {
-	/* A path a failback retired tells its peer nothing: the peer
-	 * abandons it on the RESUME, and an ERROR there would end the
-	 * session. */
-	if (p->retiring)
-		return;
 	p->pending |= RIFT_PEND_ERROR;
 	p->error_code = err;
 	snprintf(p->error_text, sizeof(p->error_text), "%s", why);
@@ -791,12 +786,6 @@ int rift__path_on_frame(rift__path *p, const struct rift__hdr *h,
 	if (p->state == RIFT_PATH_STANDBY) {
 		int rc;
 
-		if (p->retiring) {
-			/* Failing back from it: what it still brings is
-			 * taken again from the RESUME's rewind. */
-			free(owned);
-			return 0;
-		}
 		if (h->type == RIFT_FRAME_RESUME && !p->is_client &&
 		    rift__fault_hit(RIFT_FAULT_STANDBY_DEAF)) {
 			free(owned);

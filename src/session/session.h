@@ -113,11 +113,9 @@ struct rift_conn {
 	unsigned n_standby;
 	uint8_t next_gid;
 	rift_timer group_timer;
-	/* Failback (group.c): the timer that checks for it; while a RESUME
-	 * moves the session back, the path it leaves (carrying nothing,
-	 * released when the RESUME is answered). */
+	/* Failback (group.c): the timer that checks for it; a RESUME moving
+	 * the session back is under way. */
 	rift_timer failback_timer;
-	rift__path *retiring;
 	bool failing_back;
 	uint64_t lst_serial;    /* server: serial of the accepting listener */
 	rift_conn *table_next;  /* server: next in its ctx->sessions chain */
@@ -358,8 +356,7 @@ void rift__path_kill(rift__path *p);
 void rift__path_release(rift__path *p);
 /* The session is over: tell the application once (session.c). */
 void rift__conn_die(rift_conn *conn, rift_event_type type, int status);
-/* Tell the peer why p fails (an ERROR frame, best effort; not on a path
- * a failback retired) (session.c). */
+/* Tell the peer why p fails: an ERROR frame, best effort (session.c). */
 void rift__path_say_error(rift__path *p, int err, const char *why);
 /* Refuse a frame: tell the peer why (best effort), then fail the path;
  * returns err (session.c). */

@@ -83,7 +83,7 @@ static int decode(const rift__path *p, const uint8_t *in, size_t n,
 	int rc = rift__hdr_decode(in, n, p->ctx->cfg.max_msg_size, h, why);
 
 	if (!rc && h->type == RIFT_FRAME_DATA &&
-	    p->state != RIFT_PATH_ATTACHED && !p->retiring) {
+	    p->state != RIFT_PATH_ATTACHED) {
 		*why = "data before the handshake";
 		return RIFT_EPROTO;
 	}

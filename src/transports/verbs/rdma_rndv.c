@@ -480,13 +480,6 @@ int rift__rdma_rndv_start(struct rdma_path *rp, uint32_t i, uint32_t len)
 		return 1;
 	/* Before the handshake, a path reads handshake frames only
 	 * (session/stream.c): no block is given for a peer's length. */
-	if (p->retiring) {
-		/* A failback left the path: the RESUME's rewind sends
-		 * the message again on the new one. */
-		rift__path_failed(p, RIFT_ECONNRESET,
-				  "rendezvous on a path a failback left");
-		return -1;
-	}
 	if (p->state != RIFT_PATH_ATTACHED) {
 		rndv_refuse(rp, "descriptor before the handshake");
 		return -1;
