@@ -793,9 +793,12 @@ int rift__path_on_frame(rift__path *p, const struct rift__hdr *h,
 		}
 		if (h->type == RIFT_FRAME_RESUME && !p->is_client) {
 			/* The client resumes its session on this standby:
-			 * checked as a RESUME on a new path is. */
+			 * checked as a RESUME on a new path is.  A standby
+			 * no more: if it fails from now on, it fails as the
+			 * data path (failover.c, path_lost). */
 			rift__group_standby_del(conn, p);
 			p->conn = NULL;
+			p->standby = false;
 			p->state = RIFT_PATH_HANDSHAKE;
 			rc = server_handshake(p, h, payload);
 		} else {

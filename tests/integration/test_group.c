@@ -154,6 +154,49 @@ TEST_T(standby_path_takes_over_without_a_new_connection)
 }
 
 /*
+ * The server's side of a standby the client resumed on is the data path
+ * from then on: when it fails there, the server says PATH_DOWN and waits
+ * for the client's re-attach.  It used to fail as a standby, quietly,
+ * leaving the session pointing at a path that was freed (a use after
+ * free when the next RESUME replaced it: a lab soak died of SIGSEGV once
+ * failbacks made paths come and go often).
+ */
+TEST_T(a_resumed_standby_that_fails_on_the_server_is_its_data_path)
+{
+	struct grp g;
+	rift_ctx *ctx;
+	rift_conn *c;
+	rift__path *standby;
+
+	grp_open(&g, "", true);
+	ctx = g.ctx;
+	c = g.c;
+	standby = joined_standby(ctx, c, &g.srv.conn);
+	CHECK(standby != NULL);
+	stream(ctx, c, 0, 100);
+	CHECK_EQ(rift__conn_fail(c), 0);
+	CHECK(h_wait(ctx, &g.cli.path_changed, 10000));
+	CHECK(h_wait(ctx, &g.srv.path_changed, 10000));
+	CHECK(c->path == standby);
+	CHECK(h_wait_u64(ctx, &g.srv.recv_count, 100, 10000));
+	/* The server fails it (as on a completion error): PATH_DOWN there. */
+	CHECK_EQ(g.srv.path_down, 0);
+	CHECK_EQ(rift__conn_fail(g.srv.conn), 0);
+	CHECK_EQ(g.srv.path_down, 1);
+	CHECK(g.srv.conn->path == NULL);
+	/* The client re-attaches; nothing is lost. */
+	stream(ctx, c, 100, 200);
+	CHECK(h_wait_u64(ctx, &g.srv.recv_count, 200, 10000));
+	for (uint64_t end = h_now_us() + 10000000u;
+	     g.srv.path_changed < 2 && h_now_us() < end;)
+		rift_ctx_run(ctx, 2);
+	CHECK_EQ(g.srv.path_changed, 2);
+	CHECK_EQ(g.srv.bad, 0);
+	CHECK_EQ(g.srv.disconnected, 0);
+	grp_close(&g);
+}
+
+/*
  * A standby whose link died since its last keepalive takes the RESUME
  * and never answers (a fault point makes the server's standby lose it).
  * The session must not wait out connect_timeout_ms (10 s here) on it: it
