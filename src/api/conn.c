@@ -93,11 +93,9 @@ static int attempt_start(rift_conn *conn, unsigned i, uint64_t limit,
 				 ctx->errmsg[0] ? ctx->errmsg : rift_strerror(rc));
 		if (alt)
 			conn->alt_addrs &= ~(1u << i);
-		conn->addr_down[i].status = rc;
-		conn->addr_down[i].at_us = ctx->now_us;
-		snprintf(conn->addr_down[i].why, sizeof(conn->addr_down[i].why),
-			 "connect: %s",
-			 ctx->errmsg[0] ? ctx->errmsg : rift_strerror(rc));
+		rift__conn_addr_failed(conn, i, rc, "connect: %s",
+				       ctx->errmsg[0] ? ctx->errmsg
+						      : rift_strerror(rc));
 		return rc;
 	}
 	p->alt = alt;

@@ -308,6 +308,22 @@ void rift__path_handshake_timeout(rift_timer *t, void *user)
 				  p->limit_ms);
 }
 
+void rift__conn_addr_failed(rift_conn *conn, unsigned idx, int status,
+			    const char *fmt, ...)
+{
+	struct rift__addr_down *d;
+	va_list ap;
+
+	if (!conn->is_client || idx >= conn->n_addrs)
+		return;
+	d = &conn->addr_down[idx];
+	d->status = status;
+	d->at_us = conn->ctx->now_us;
+	va_start(ap, fmt);
+	vsnprintf(d->why, sizeof(d->why), fmt, ap);
+	va_end(ap);
+}
+
 void rift__path_failed(rift__path *p, int err, const char *fmt, ...)
 {
 	rift_conn *conn = p->conn;
@@ -343,13 +359,7 @@ void rift__path_failed(rift__path *p, int err, const char *fmt, ...)
 	if (!p->standby || p->promoted)
 		snprintf(conn->last_error, sizeof(conn->last_error), "%s: %s",
 			 p->peer, msg);
-	if (conn->is_client && p->addr_idx < conn->n_addrs) {
-		struct rift__addr_down *d = &conn->addr_down[p->addr_idx];
-
-		d->status = err;
-		d->at_us = p->ctx->now_us;
-		snprintf(d->why, sizeof(d->why), "%s", msg);
-	}
+	rift__conn_addr_failed(conn, p->addr_idx, err, "%s", msg);
 	if (p->fb_reason != RIFT_FALLBACK_NONE)
 		conn->setup_fb = p->fb_reason;
 	path_lost(conn, p, err);
