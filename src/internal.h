@@ -174,6 +174,9 @@ typedef enum rift__fault_point {
 	RIFT_FAULT_STANDBY_DEAF,  /* a server's standby path loses the
 				     RESUME sent on it, as one whose link
 				     died since its last keepalive does */
+	RIFT_FAULT_JOIN_SLOW,     /* a client's standby sends its JOIN 200 ms
+				     after its transport connected, as a
+				     verbs setup over a slow link does */
 	RIFT_FAULT__COUNT
 } rift__fault_point;
 
@@ -455,14 +458,18 @@ struct rift__path {
 	 * the address (conn.c, racing). */
 	bool reached;
 	/* Port groups (session/group.c): a standby path, joining or joined
-	 * (gid its path id, join_attach its JOIN's attach counter);
+	 * (gid its path id);
 	 * promoted: a client's standby resuming the session, which may
 	 * still see keepalives first.  addr_idx: the client's address it
 	 * goes to. */
 	bool standby, promoted;
 	uint8_t gid;
 	unsigned addr_idx;
-	uint64_t join_attach;
+	/* The attach counter of the JOIN or RESUME it carries (client: the
+	 * one it sent; server: the one it took), which the answer on this
+	 * path must bear: a JOIN sent on another path meanwhile takes the
+	 * session's next counter, and must not void this one. */
+	uint64_t attach;
 	/* rift_conn_paths (api/paths.c): when it began and when it was set
 	 * up (attached or joined; 0 before), and the DATA frames it carried
 	 * each way, count and payload bytes. */

@@ -88,7 +88,7 @@ size_t rift__sess_control(rift__path *p, uint8_t *buf, size_t cap)
 		} else if (order[i].type <= RIFT_FRAME_RESUME_ACK) {
 			if (!conn)
 				continue;
-			rift__hello_fill(conn, order[i].type, &hello);
+			rift__hello_fill(p, order[i].type, &hello);
 			h.len = (uint32_t)rift__hello_encode(payload, &hello);
 			if (order[i].type == RIFT_FRAME_RESUME ||
 			    order[i].type == RIFT_FRAME_RESUME_ACK)

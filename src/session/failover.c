@@ -365,12 +365,33 @@ void rift__path_failed(rift__path *p, int err, const char *fmt, ...)
 	path_lost(conn, p, err);
 }
 
+#ifdef RIFT_FAULT_INJECTION
+/* RIFT_FAULT_JOIN_SLOW: the held JOIN goes now, bounded as it was. */
+static void join_late(rift_timer *t, void *user)
+{
+	rift__path *p = user;
+
+	RIFT_UNUSED(t);
+	p->timer.cb = rift__path_handshake_timeout;
+	rift_timer_start(&p->timer, p->limit_ms, 0);
+	p->pending |= RIFT_PEND_JOIN;
+	rift__path_kick(p);
+}
+#endif
+
 void rift__path_connected(rift__path *p)
 {
 	rift_conn *conn = p->conn;
 
 	if (p->standby) {
 		p->state = RIFT_PATH_HANDSHAKE;
+#ifdef RIFT_FAULT_INJECTION
+		if (rift__fault_hit(RIFT_FAULT_JOIN_SLOW)) {
+			p->timer.cb = join_late;
+			rift_timer_start(&p->timer, 200, 0);
+			return;
+		}
+#endif
 		p->pending |= RIFT_PEND_JOIN;
 		rift__path_kick(p);
 		return;

@@ -124,7 +124,7 @@ int rift__group_join(rift__path *p, const struct rift__hdr *h,
 	p->conn = conn;
 	p->standby = true;
 	p->gid = j.path_id;
-	p->join_attach = j.hello.attach;
+	p->attach = j.hello.attach;
 	p->state = RIFT_PATH_STANDBY;
 	p->up_us = p->ctx->now_us;
 	conn->standby[conn->n_standby++] = p;
@@ -142,10 +142,10 @@ size_t rift__group_join_encode(rift__path *p, uint8_t type, uint8_t *out)
 	struct rift__join j;
 
 	memset(&j, 0, sizeof(j));
-	rift__hello_fill(conn, RIFT_FRAME_HELLO, &j.hello);
+	rift__hello_fill(p, RIFT_FRAME_HELLO, &j.hello);
 	if (type == RIFT_FRAME_JOIN)
-		p->join_attach = ++conn->attach_seq; /* never used before */
-	j.hello.attach = p->join_attach;
+		p->attach = ++conn->attach_seq; /* never used before */
+	j.hello.attach = p->attach;
 	j.path_id = p->gid;
 	j.role_req = RIFT_JOIN_STANDBY;
 	rift__join_encode(out, &j);
@@ -176,7 +176,7 @@ int rift__group_handshake(rift__path *p, const struct rift__hdr *h,
 	if (j.hello.session_id != conn->session_id ||
 	    !rift__hello_proves(payload, RIFT_FRAME_JOIN_ACK,
 				RIFT_JOIN_AUTH_AT, conn->key) ||
-	    j.hello.attach != p->join_attach || j.path_id != p->gid)
+	    j.hello.attach != p->attach || j.path_id != p->gid)
 		return rift__path_reject(p, RIFT_EACCES,
 					 "JOIN_ACK without the session's proof");
 	p->state = RIFT_PATH_STANDBY;

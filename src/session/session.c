@@ -380,8 +380,10 @@ static void log_attached(const rift_conn *conn, const rift__path *p,
 
 /* Fill the handshake payload of a frame of that type describing our
  * side (a RESUME's or RESUME_ACK's tag is sealed once it is encoded). */
-void rift__hello_fill(rift_conn *conn, uint8_t type, struct rift__hello *h)
+void rift__hello_fill(rift__path *p, uint8_t type, struct rift__hello *h)
 {
+	rift_conn *conn = p->conn;
+
 	memset(h, 0, sizeof(*h));
 	h->proto = RIFT_WIRE_VERSION;
 	h->session_id = conn->session_id;
@@ -394,9 +396,9 @@ void rift__hello_fill(rift_conn *conn, uint8_t type, struct rift__hello *h)
 	if (type == RIFT_FRAME_HELLO_ACK)
 		memcpy(h->auth, conn->key, sizeof(h->auth));
 	else if (type == RIFT_FRAME_RESUME)
-		h->attach = ++conn->attach_seq; /* never used before */
+		h->attach = p->attach = ++conn->attach_seq; /* never used */
 	else if (type == RIFT_FRAME_RESUME_ACK)
-		h->attach = conn->attach_seq;   /* the RESUME's */
+		h->attach = p->attach; /* the RESUME's */
 }
 
 /* Refuse a frame: tell the peer why (best effort), then fail the path. */
@@ -484,7 +486,7 @@ static int server_resume(rift__path *p, const uint8_t *payload,
 		return resume_refuse(p, why);
 
 	rift__replay_check_and_set(&conn->attach_win, hello->attach, &why);
-	conn->attach_seq = hello->attach;
+	p->attach = hello->attach;
 	detached = conn->state == RIFT_CONN_DETACHED;
 	/* The old path may not have noticed its death yet: replace it.  It
 	 * never writes again, so rewinding cannot pull data from under it. */
@@ -577,7 +579,7 @@ static int client_handshake(rift__path *p, const struct rift__hdr *h,
 	 * at the server's address fails this attempt, not the session. */
 	if (resume && (!rift__hello_proves(payload, RIFT_FRAME_RESUME_ACK,
 					   RIFT_HELLO_AUTH_AT, conn->key) ||
-		       hello.attach != conn->attach_seq))
+		       hello.attach != p->attach))
 		return rift__path_reject(p, RIFT_EACCES,
 				   "RESUME_ACK without the session's proof");
 	if (!resume && !memcmp(hello.auth, no_key, sizeof(no_key)))

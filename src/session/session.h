@@ -98,8 +98,8 @@ struct rift_conn {
 	 * by the server for a HELLO, learnt by the client from the
 	 * HELLO_ACK; zeros before. */
 	uint8_t key[RIFT_SESSION_KEY_LEN];
-	/* Attach counter: the client's last RESUME's; the highest the
-	 * server accepted.  0 until the first re-attach. */
+	/* Client: the last attach counter its RESUMEs and JOINs drew (each
+	 * path keeps its own, rift__path.attach).  0 until the first. */
 	uint64_t attach_seq;
 	/* Server: the attach counters of RESUMEs and JOINs accepted (the
 	 * highest, and which of the 63 below it). */
@@ -372,8 +372,8 @@ int rift__path_reject(rift__path *p, int err, const char *why);
 void rift__path_keepalive_start(rift__path *p);
 void rift__path_handshake_timeout(rift_timer *t, void *user);
 /* The handshake payload describing our side, for a frame of that type
- * (session.c). */
-void rift__hello_fill(rift_conn *conn, uint8_t type, struct rift__hello *h);
+ * on p (session.c). */
+void rift__hello_fill(rift__path *p, uint8_t type, struct rift__hello *h);
 
 /*
  * ---- port groups (session/group.c) ----

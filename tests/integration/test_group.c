@@ -732,3 +732,108 @@ TEST(forged_or_replayed_join_is_refused_session_untouched)
 	conns[1] = srv.conn;
 	h_teardown(ctx, l, conns, 2);
 }
+
+/* Run both contexts in turn for ms. */
+static void run2(rift_ctx *a, rift_ctx *b, int ms)
+{
+	for (uint64_t end = h_now_us() + (uint64_t)ms * 1000u;
+	     h_now_us() < end;) {
+		rift_ctx_run(a, 1);
+		rift_ctx_run(b, 1);
+	}
+}
+
+/* Messages from..n-1 of seed 21 from c, both loops running meanwhile. */
+static void stream2(rift_ctx *a, rift_ctx *b, rift_conn *c, uint64_t from,
+		    uint64_t n)
+{
+	for (uint64_t i = from; i < n;) {
+		int rc = h_send(c, 21, i, 4096);
+
+		if (rc == RIFT_EAGAIN) {
+			run2(a, b, 1);
+			continue;
+		}
+		CHECK_EQ(rc, 0);
+		i++;
+	}
+}
+
+/*
+ * A JOIN drawn while a RESUME waits for its answer takes the session's
+ * next attach counter, and the RESUME_ACK bears the RESUME's own.  The
+ * client compared it with the session's latest, took the answer for a
+ * forgery ("RESUME_ACK without the session's proof"), and the server,
+ * told so, ended the session: a lab soak lost its session at its first
+ * fault, 70 ms after connecting, while its standby was still being set
+ * up over cm=tcp.  Here the standby's JOIN leaves 200 ms late (a fault
+ * point) while the server's loop, a context of its own, is held: the
+ * JOIN goes out between the RESUME and its answer.  Each answer is
+ * checked against its own path's counter: the session re-attaches, the
+ * standby joins, and every message arrives once and in order.
+ */
+TEST(a_join_between_a_resume_and_its_answer_voids_neither)
+{
+	struct side srv = { .verify = true, .seed = 21, .max_size = 4096 };
+	struct side cli = { 0 };
+	rift_ctx *sctx = h_ctx(NULL), *cctx = h_ctx(NULL);
+	rift_listener *l = NULL;
+	rift_conn *c = NULL;
+	rift__path *sb = NULL;
+	char url[128];
+	uint64_t end;
+
+	CHECK_EQ(rift_listen(sctx, "tcp://0.0.0.0:0", &h_callbacks, &srv,
+			     h_accept_side, &l),
+		 0);
+	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d,127.0.0.2:%d",
+		 rift_listener_port(l), rift_listener_port(l));
+	rift__fault_arm(RIFT_FAULT_JOIN_SLOW, 1, 1);
+	CHECK_EQ(rift_connect(cctx, url, &h_callbacks, &cli, &c), 0);
+	cli.conn = c;
+	CHECK(h_wait2(cctx, sctx, &cli.connected, 5000));
+	/* The standby's transport connected; its JOIN is held. */
+	for (end = h_now_us() + 5000000u; h_now_us() < end;) {
+		if (c->n_standby == 1 &&
+		    c->standby[0]->state == RIFT_PATH_HANDSHAKE)
+			break;
+		run2(cctx, sctx, 1);
+	}
+	CHECK(c->n_standby == 1 && c->standby[0]->state == RIFT_PATH_HANDSHAKE);
+	sb = c->standby[0];
+	CHECK_EQ(rift__fault_fired(RIFT_FAULT_JOIN_SLOW), 1);
+	stream2(cctx, sctx, c, 0, 100);
+
+	/* The data path fails; no standby is joined: a new connection
+	 * carries the RESUME.  The server's loop does not run for 400 ms:
+	 * the RESUME goes, then the JOIN. */
+	CHECK_EQ(rift__conn_fail(c), 0);
+	for (end = h_now_us() + 400000u; h_now_us() < end;)
+		rift_ctx_run(cctx, 5);
+	CHECK(c->n_standby == 1 && c->standby[0] == sb);
+	CHECK(sb->attach > 0 && sb->attach == c->attach_seq);
+	printf("RESUME drew attach %llu, the JOIN after it %llu\n",
+	       (unsigned long long)(sb->attach - 1),
+	       (unsigned long long)sb->attach);
+
+	CHECK(h_wait2(cctx, sctx, &cli.path_changed, 5000));
+	for (end = h_now_us() + 5000000u;
+	     sb->state != RIFT_PATH_STANDBY && h_now_us() < end;)
+		run2(cctx, sctx, 1);
+	CHECK_EQ(sb->state, RIFT_PATH_STANDBY);
+	stream2(cctx, sctx, c, 100, 200);
+	for (end = h_now_us() + 5000000u;
+	     srv.recv_count < 200 && h_now_us() < end;)
+		run2(cctx, sctx, 1);
+	CHECK_EQ(srv.recv_count, 200);
+	CHECK_EQ(srv.bad, 0);
+	CHECK_EQ(cli.disconnected, 0);
+	CHECK_EQ(srv.disconnected, 0);
+	CHECK_EQ(cli.path_down, 1);
+	CHECK_EQ(cli.path_changed, 1);
+	{
+		rift_conn *cc[1] = { c }, *sc[1] = { srv.conn };
+
+		h_teardown2(cctx, NULL, cc, 1, sctx, l, sc, 1);
+	}
+}
