@@ -370,6 +370,12 @@ struct rift__transport_ops {
 	/* Optional: the local device and port a path uses, "rxe0:1", into
 	 * buf (rift_conn_paths); left "" without it. */
 	void (*describe)(const rift__path *p, char *buf, size_t len);
+	/* Optional: how long the path's sends have waited for the peer's
+	 * side to acknowledge them, once that is longer than the transport
+	 * itself waits before it sends again (verbs: the QP's ack timeout);
+	 * 0 before, or when nothing waits.  Port groups fail a client's
+	 * data path over on it (session/group.c). */
+	uint64_t (*tx_stalled_us)(const rift__path *p);
 };
 
 /* ---- the registry of transports (transports/transport.c) ---- */
@@ -470,6 +476,9 @@ struct rift__path {
 	 * path must bear: a JOIN sent on another path meanwhile takes the
 	 * session's next counter, and must not void this one. */
 	uint64_t attach;
+	/* Keepalive ticks in a row that found its sends stalled (group.c,
+	 * rift__group_stall_check). */
+	uint8_t stall_ticks;
 	/* rift_conn_paths (api/paths.c): when it began and when it was set
 	 * up (attached or joined; 0 before), and the DATA frames it carried
 	 * each way, count and payload bytes. */

@@ -238,6 +238,14 @@ uint64_t rift__group_resume_limit(const rift_conn *conn)
 	return rto < limit ? rto : limit;
 }
 
+/* A joined standby that answered within two keepalive intervals. */
+static bool standby_alive(const rift_conn *conn, const rift__path *p)
+{
+	return p->state == RIFT_PATH_STANDBY &&
+	       conn->ctx->now_us - p->last_rx_us <=
+		       (uint64_t)conn->cfg.keepalive_interval_ms * 2000u;
+}
+
 /* The client resumes its session on the joined standby p: a RESUME, one
  * round trip, bounded by rift__group_resume_limit. */
 static void promote(rift_conn *conn, rift__path *p)
@@ -334,7 +342,6 @@ void rift__group_failback_timer(rift_timer *t, void *user)
 {
 	rift_conn *conn = user;
 	uint64_t delay_us = (uint64_t)conn->cfg.group_failback_delay_ms * 1000u;
-	uint64_t alive_us = (uint64_t)conn->cfg.keepalive_interval_ms * 2000u;
 	uint64_t now = conn->ctx->now_us, up;
 	rift__path *p;
 
@@ -352,12 +359,51 @@ void rift__group_failback_timer(rift_timer *t, void *user)
 		return;
 	}
 	/* Still answering: a frame within two keepalive intervals. */
-	if (now - p->last_rx_us > alive_us) {
+	if (!standby_alive(conn, p)) {
 		rift_timer_start(&conn->failback_timer,
 				 conn->cfg.keepalive_interval_ms, 0);
 		return;
 	}
 	failback(conn, p, up / 1000u);
+}
+
+/*
+ * A client's data path whose sends the peer's side has stopped
+ * acknowledging (the transport's tx_stalled_us: past its own
+ * retransmission time), while a joined standby still answers: the link
+ * under the data path drops what it is given (loss, no port event), and
+ * waiting out the transport's retries (2.1 s over verbs by default)
+ * holds the session still.  Two keepalive ticks in a row (100 ms apart:
+ * rift__path_keepalive_start), so completions the loop had not taken
+ * yet, in a busy guest, do not count; then the data path fails, and the
+ * session resumes on the standby at once.  Without a live standby the
+ * transport's own retries decide, as before.
+ */
+bool rift__group_stall_check(rift__path *p)
+{
+	rift_conn *conn = p->conn;
+	rift__path *sb = NULL;
+	uint64_t stalled;
+
+	if (!conn || !conn->is_client || conn->path != p ||
+	    p->state != RIFT_PATH_ATTACHED || !p->ops->tx_stalled_us)
+		return false;
+	stalled = p->ops->tx_stalled_us(p);
+	if (!stalled) {
+		p->stall_ticks = 0;
+		return false;
+	}
+	for (unsigned i = 0; i < conn->n_standby && !sb; i++)
+		if (standby_alive(conn, conn->standby[i]))
+			sb = conn->standby[i];
+	if (!sb || ++p->stall_ticks < 2)
+		return false;
+	rift__path_failed(p, RIFT_ETIMEDOUT,
+			  "sends unacknowledged for %llu ms, past the "
+			  "transport's retransmission time, while standby "
+			  "path %s answers: failing over",
+			  (unsigned long long)(stalled / 1000u), sb->peer);
+	return true;
 }
 
 bool rift__group_failback_done(rift_conn *conn)

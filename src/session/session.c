@@ -326,6 +326,11 @@ void rift__path_keepalive_start(rift__path *p)
 {
 	uint64_t tick = p->cfg->keepalive_interval_ms / 2;
 
+	/* A client's data path with standbys: its sends' progress too,
+	 * more often (rift__group_stall_check). */
+	if (p->conn && p->conn->is_client && p->conn->path == p &&
+	    p->conn->n_addrs > 1 && tick > RIFT_STALL_TICK_MS)
+		tick = RIFT_STALL_TICK_MS;
 	p->last_rx_us = p->last_tx_us = p->ctx->now_us;
 	p->timer.cb = keepalive_tick;
 	rift_timer_start(&p->timer, tick ? tick : 1, tick ? tick : 1);
@@ -433,6 +438,8 @@ static void keepalive_tick(rift_timer *t, void *user)
 				  p->cfg->keepalive_timeout_ms);
 		return;
 	}
+	if (rift__group_stall_check(p))
+		return;
 	if (ctx->now_us - p->last_tx_us >=
 	    (uint64_t)p->cfg->keepalive_interval_ms * 1000u) {
 		p->pending |= RIFT_PEND_PING;

@@ -394,6 +394,9 @@ bool rift__group_negotiated(const rift_conn *conn);
 /* How long a RESUME on a standby may go unanswered, ms (group.c), at
  * least this long. */
 #define RIFT_PROMOTE_MIN_MS 100u
+/* How often a client's data path with standbys looks at its sends'
+ * progress (rift__group_stall_check), ms. */
+#define RIFT_STALL_TICK_MS 100u
 uint64_t rift__group_resume_limit(const rift_conn *conn);
 /* Failback: the timer's callback; a client RESUME answered (true: it
  * moved the session back, FAILBACK is due); a failback's RESUME failed
@@ -421,6 +424,9 @@ void rift__group_standby_lost(rift_conn *conn, rift__path *p, int err);
 /* Client, its data path lost: resume on a joined standby; whether one
  * took it. */
 bool rift__group_promote(rift_conn *conn);
+/* The keepalive's tick on p: a client's data path whose sends stalled
+ * while a standby answers fails (true: p failed). */
+bool rift__group_stall_check(rift__path *p);
 /* The session ends: its standbys go. */
 void rift__group_end(rift_conn *conn);
 /*

@@ -399,6 +399,27 @@ static void rdma_describe(const rift__path *p, char *buf, size_t len)
 			 rift__vb_device_name(rp->verbs->device), rp->port_num);
 }
 
+/*
+ * A signaled work request with no completion for longer than the QP's
+ * ack timeout (and 100 ms of slack for the loop): the peer's adapter has
+ * not answered even after one retransmission.  A single lost packet
+ * costs one ack timeout and recovers; a link that drops everything (no
+ * port event: loss, a switch, the peer's NIC) shows here long before the
+ * retry budget runs out (retry_count + 1 ack timeouts, 2.1 s by default).
+ */
+static uint64_t rdma_tx_stalled_us(const rift__path *p)
+{
+	const struct rdma_path *rp = (const struct rdma_path *)p;
+	uint64_t bound_us = ((uint64_t)4096 << p->cfg->rdma_ack_timeout) /
+				    1000u + 100000u,
+		 waited;
+
+	if (!rp->sig_out || !rp->established)
+		return 0;
+	waited = p->ctx->now_us - rp->tx_progress_us;
+	return waited >= bound_us ? waited : 0;
+}
+
 static void rdma_cut(rift__path *p)
 {
 	struct rdma_path *rp = rp_of(p);
@@ -464,4 +485,5 @@ const struct rift__transport_ops rift__rdma_ops = {
 	.pool = rift__rdma_ctx_pool,
 	.devices = rift__rdma_devices,
 	.describe = rdma_describe,
+	.tx_stalled_us = rdma_tx_stalled_us,
 };

@@ -294,6 +294,11 @@ struct rdma_path {
 	uint32_t slot_next;    /* next slot to fill */
 	uint32_t slots_free;
 	uint32_t unsignaled;   /* slots posted since the last signaled one */
+	/* Signaled work requests (SENDs, READs, zero WRITEs) not completed,
+	 * and when the last one completed or the first was posted (loop
+	 * time): rdma_tx_stalled_us in rdma.c. */
+	uint32_t sig_out;
+	uint64_t tx_progress_us;
 	struct send_slot *slots;
 	/* post_one's work request, filled once: each SEND sets only what
 	 * changes (id, piece, immediate, flags) */

@@ -356,6 +356,8 @@ static RIFT_HOT_INLINE void slot_taken(struct rdma_path *rp,
 		wr->send_flags |= IBV_SEND_SIGNALED;
 		rp->slots[slot].covers = rp->unsignaled;
 		rp->unsignaled = 0;
+		if (!rp->sig_out++)
+			rp->tx_progress_us = rp->base.ctx->now_us;
 	}
 }
 
@@ -486,6 +488,8 @@ int rift__rdma_post_zero_write(struct rdma_path *rp, uint32_t *slot,
 	rp->slots[s].covers = rp->unsignaled + 1;
 	rp->slots[s].rd_len = 0;
 	rp->unsignaled = 0;
+	if (!rp->sig_out++)
+		rp->tx_progress_us = rp->base.ctx->now_us;
 	rp->slots_free--;
 	rp->slot_next = ring_next(s, rp->sq_depth);
 	if (slot)

@@ -138,6 +138,8 @@ static RIFT_HOT_INLINE bool wc_take(struct rdma_path *rp, struct ibv_wc *w)
 		uint32_t slot = WR_IDX(w->wr_id);
 
 		rp->slots_free += rp->slots[slot].covers;
+		rp->sig_out--;
+		rp->tx_progress_us = p->ctx->now_us;
 		if (w->wr_id & READ_FLAG)
 			rift__rdma_rndv_read_done(rp, slot);
 	}
