@@ -372,10 +372,11 @@ struct rift__transport_ops {
 	void (*describe)(const rift__path *p, char *buf, size_t len);
 	/* Optional: how long the path's sends have waited for the peer's
 	 * side to acknowledge them, once that is longer than the transport
-	 * itself waits before it sends again (verbs: the QP's ack timeout);
+	 * itself waits before it sends again (verbs: the QP's ack timeout;
+	 * TCP: its retransmission timeout, with no ACK since);
 	 * 0 before, or when nothing waits.  Port groups fail a client's
 	 * data path over on it (session/group.c). */
-	uint64_t (*tx_stalled_us)(const rift__path *p);
+	uint64_t (*tx_stalled_us)(rift__path *p);
 };
 
 /* ---- the registry of transports (transports/transport.c) ---- */

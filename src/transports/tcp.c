@@ -37,6 +37,8 @@ struct tcp_path {
 	int fd;
 	rift__io io;
 	bool connecting;     /* non-blocking connect in progress */
+	uint64_t rto_seen_us; /* loop time an unanswered RTO was first seen
+				 (tcp_tx_stalled_us), 0: none */
 
 	struct rift__stream rx; /* read side */
 
@@ -732,6 +734,35 @@ static rift_fallback_reason tcp_available(rift_ctx *ctx)
 
 /* Sockets are watched by the loop's epoll; the one context hook closes
  * the sockets still lingering after an ERROR frame (tcp_destroy). */
+/*
+ * Data the peer has not acknowledged although TCP's retransmission timer
+ * fired (tcpi_retransmits: RTOs in a row with no new data acknowledged
+ * since): a link that drops everything, seen long before TCP_USER_TIMEOUT
+ * (2 s).  How long: one RTO before it fired, and the time since this
+ * path first saw it.  One lost segment costs one RTO and recovers with
+ * the ACK of its retransmission, before the session's check looks again
+ * (rift__group_stall_check waits a tick more).  Not the time since the
+ * last ACK (tcpi_last_ack_recv): the peer's own data carries duplicate
+ * ACKs that refresh it while nothing of ours gets through.
+ */
+static uint64_t tcp_tx_stalled_us(rift__path *p)
+{
+	struct tcp_path *tp = (struct tcp_path *)p;
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+
+	if (tp->fd < 0 || tp->connecting ||
+	    getsockopt(tp->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0 ||
+	    !ti.tcpi_unacked || !ti.tcpi_retransmits) {
+		tp->rto_seen_us = 0;
+		return 0;
+	}
+	if (!tp->rto_seen_us)
+		tp->rto_seen_us = p->ctx->now_us;
+	return p->ctx->now_us - tp->rto_seen_us +
+	       ((uint64_t)ti.tcpi_rto >> (ti.tcpi_backoff < 16 ? ti.tcpi_backoff : 16));
+}
+
 const struct rift__transport_ops rift__tcp_ops = {
 	.name = "tcp",
 	.kind = RIFT_TRANSPORT_TCP,
@@ -746,4 +777,5 @@ const struct rift__transport_ops rift__tcp_ops = {
 	.destroy = tcp_destroy,
 	.cut = tcp_cut,
 	.ctx_destroy = tcp_ctx_destroy,
+	.tx_stalled_us = tcp_tx_stalled_us,
 };

@@ -1322,17 +1322,14 @@ static void stream_through_loss(rift_ctx *ctx, struct soak_side *srv,
 }
 
 /*
- * An rdma:// session with its standby joined (group.max_paths 2, the
+ * A session of scheme with its standby joined (group.max_paths 2, the
  * default) streams both ways; then the data path's link drops every
- * packet: no port event, only sends the peer's adapter never
- * acknowledges.  The session leaves that path because its sends stalled
- * past the QP's ack timeout while the standby answers (group.c,
- * rift__group_stall_check), and resumes on the standby: before, it
- * waited for the retries to run out (retry_count + 1 ack timeouts, 2.1 s
- * by default) or for a stuck READ, and every loss fault of a soak
- * stalled delivery 1.5-2.3 s.
+ * packet: no port event, only sends the peer's side never acknowledges.
+ * The session leaves that path because its sends stalled past the
+ * transport's own retransmission time while the standby answers
+ * (group.c, rift__group_stall_check), and resumes on the standby.
  */
-TEST_TIMEOUT(silent_loss_fails_over_to_the_standby, 120)
+static void silent_loss(const char *scheme)
 {
 	static struct soak_side srv, cli;
 	rift_config cfg;
@@ -1344,7 +1341,7 @@ TEST_TIMEOUT(silent_loss_fails_over_to_the_standby, 120)
 	need_pair();
 	soak_config(&cfg);
 	ctx = h_ctx(&cfg);
-	c = one_ctx_session(ctx, "rdma", 23, &srv, &cli, &l);
+	c = one_ctx_session(ctx, scheme, 23, &srv, &cli, &l);
 	for (end = h_now_us() + 10000000u; h_now_us() < end;) {
 		if (c->n_standby && c->standby[0]->state == RIFT_PATH_STANDBY)
 			break;
@@ -1377,12 +1374,28 @@ TEST_TIMEOUT(silent_loss_fails_over_to_the_standby, 120)
 	}
 }
 
+/* Over verbs: before, the session waited for the QP's retries to run out
+ * (retry_count + 1 ack timeouts, 2.1 s by default) or for a stuck READ,
+ * and every loss fault of a soak stalled delivery 1.5-2.3 s. */
+TEST_TIMEOUT(silent_loss_fails_over_to_the_standby, 120)
+{
+	silent_loss("rdma");
+}
+
+/* Over TCP (tcp://, or auto:// fallen back): before, TCP_USER_TIMEOUT
+ * (twice the keepalive interval, 2 s) failed the path. */
+TEST_TIMEOUT(silent_loss_on_tcp_fails_over_to_the_standby, 120)
+{
+	silent_loss("tcp");
+}
+
 /*
  * A tcp:// session over link0 (the URL names link1 too) while messages
  * stream both ways; link0 then drops every packet.  The path is noticed
  * broken by its socket (TCP_USER_TIMEOUT), before keepalive_timeout_ms
  * (5 s by default) runs out, and the session moves to link1 (before: 5.2-
- * 5.6 s per break, keepalive only).
+ * 5.6 s per break, keepalive only).  One path (group.max_paths 1): with
+ * a standby the stall check comes first (silent_loss_on_tcp_...).
  */
 TEST_TIMEOUT(tcp_path_break_is_noticed_by_its_socket, 120)
 {
@@ -1395,6 +1408,7 @@ TEST_TIMEOUT(tcp_path_break_is_noticed_by_its_socket, 120)
 
 	need_pair();
 	rift_config_init(&cfg);
+	cfg.group_max_paths = 1;
 	ctx = h_ctx(&cfg);
 	c = one_ctx_session(ctx, "tcp", 21, &srv, &cli, &l);
 	stream_through_loss(ctx, &srv, &cli, &cut_us, &down_us, &changed_us);

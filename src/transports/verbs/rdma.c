@@ -407,7 +407,7 @@ static void rdma_describe(const rift__path *p, char *buf, size_t len)
  * port event: loss, a switch, the peer's NIC) shows here long before the
  * retry budget runs out (retry_count + 1 ack timeouts, 2.1 s by default).
  */
-static uint64_t rdma_tx_stalled_us(const rift__path *p)
+static uint64_t rdma_tx_stalled_us(rift__path *p)
 {
 	const struct rdma_path *rp = (const struct rdma_path *)p;
 	uint64_t bound_us = ((uint64_t)4096 << p->cfg->rdma_ack_timeout) /
