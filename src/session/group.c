@@ -142,10 +142,7 @@ size_t rift__group_join_encode(rift__path *p, uint8_t type, uint8_t *out)
 	struct rift__join j;
 
 	memset(&j, 0, sizeof(j));
-	rift__hello_fill(p, RIFT_FRAME_HELLO, &j.hello);
-	if (type == RIFT_FRAME_JOIN)
-		p->attach = ++conn->attach_seq; /* never used before */
-	j.hello.attach = p->attach;
+	rift__hello_fill(p, type, &j.hello);
 	j.path_id = p->gid;
 	j.role_req = RIFT_JOIN_STANDBY;
 	rift__join_encode(out, &j);

@@ -326,10 +326,11 @@ void rift__path_keepalive_start(rift__path *p)
 {
 	uint64_t tick = p->cfg->keepalive_interval_ms / 2;
 
-	/* A client's data path with standbys: its sends' progress too,
-	 * more often (rift__group_stall_check). */
+	/* A client's data path that may have standbys: its sends' progress
+	 * too, more often (rift__group_stall_check). */
 	if (p->conn && p->conn->is_client && p->conn->path == p &&
-	    p->conn->n_addrs > 1 && tick > RIFT_STALL_TICK_MS)
+	    p->conn->n_addrs > 1 && rift__group_negotiated(p->conn) &&
+	    tick > RIFT_STALL_TICK_MS)
 		tick = RIFT_STALL_TICK_MS;
 	p->last_rx_us = p->last_tx_us = p->ctx->now_us;
 	p->timer.cb = keepalive_tick;
@@ -400,10 +401,10 @@ void rift__hello_fill(rift__path *p, uint8_t type, struct rift__hello *h)
 		   rift__group_caps(conn);
 	if (type == RIFT_FRAME_HELLO_ACK)
 		memcpy(h->auth, conn->key, sizeof(h->auth));
-	else if (type == RIFT_FRAME_RESUME)
+	else if (type == RIFT_FRAME_RESUME || type == RIFT_FRAME_JOIN)
 		h->attach = p->attach = ++conn->attach_seq; /* never used */
-	else if (type == RIFT_FRAME_RESUME_ACK)
-		h->attach = p->attach; /* the RESUME's */
+	else if (type == RIFT_FRAME_RESUME_ACK || type == RIFT_FRAME_JOIN_ACK)
+		h->attach = p->attach; /* the RESUME's or JOIN's */
 }
 
 /* Refuse a frame: tell the peer why (best effort), then fail the path. */

@@ -732,8 +732,6 @@ static rift_fallback_reason tcp_available(rift_ctx *ctx)
 	return RIFT_FALLBACK_NONE;
 }
 
-/* Sockets are watched by the loop's epoll; the one context hook closes
- * the sockets still lingering after an ERROR frame (tcp_destroy). */
 /*
  * Data the peer has not acknowledged although TCP's retransmission timer
  * fired (tcpi_retransmits: RTOs in a row with no new data acknowledged
@@ -763,6 +761,8 @@ static uint64_t tcp_tx_stalled_us(rift__path *p)
 	       ((uint64_t)ti.tcpi_rto >> (ti.tcpi_backoff < 16 ? ti.tcpi_backoff : 16));
 }
 
+/* Sockets are watched by the loop's epoll; the one context hook closes
+ * the sockets still lingering after an ERROR frame (tcp_destroy). */
 const struct rift__transport_ops rift__tcp_ops = {
 	.name = "tcp",
 	.kind = RIFT_TRANSPORT_TCP,

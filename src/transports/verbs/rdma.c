@@ -410,9 +410,7 @@ static void rdma_describe(const rift__path *p, char *buf, size_t len)
 static uint64_t rdma_tx_stalled_us(rift__path *p)
 {
 	const struct rdma_path *rp = (const struct rdma_path *)p;
-	uint64_t bound_us = ((uint64_t)4096 << p->cfg->rdma_ack_timeout) /
-				    1000u + 100000u,
-		 waited;
+	uint64_t bound_us = ack_timeout_us(p->cfg) + 100000u, waited;
 
 	if (!rp->sig_out || !rp->established)
 		return 0;

@@ -353,6 +353,20 @@ static inline uint32_t ring_next(uint32_t i, uint32_t n)
 	return i + 1 == n ? 0 : i + 1;
 }
 
+/* The QP's local ACK timeout (rdma.ack_timeout: 4.096 us * 2^n), us. */
+static inline uint64_t ack_timeout_us(const rift_config *c)
+{
+	return ((uint64_t)4096 << c->rdma_ack_timeout) / 1000u;
+}
+
+/* A signaled work request was posted: the first in flight starts the
+ * wait rdma_tx_stalled_us (rdma.c) measures. */
+static inline void sig_posted(struct rdma_path *rp)
+{
+	if (!rp->sig_out++)
+		rp->tx_progress_us = rp->base.ctx->now_us;
+}
+
 /* (i + k) % n for i < n and k <= n, without a division. */
 static inline uint32_t ring_add(uint32_t i, uint32_t k, uint32_t n)
 {

@@ -369,8 +369,7 @@ static int rndv_post_reads(struct rdma_path *rp)
 			rp->slot_next = ring_next(slot, rp->sq_depth);
 			if (!rp->rd_inflight)
 				rp->rd_progress_us = rp->base.ctx->now_us;
-			if (!rp->sig_out++)
-				rp->tx_progress_us = rp->base.ctx->now_us;
+			sig_posted(rp);
 			rp->rd_inflight++;
 			op->posted += chunk;
 			if (last)

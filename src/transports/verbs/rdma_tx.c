@@ -263,7 +263,7 @@ static bool post_error_oob(struct rdma_path *rp);
 static bool read_stalled(struct rdma_path *rp)
 {
 	const rift_config *c = rp->base.cfg;
-	uint64_t budget_us = ((uint64_t)4096 << c->rdma_ack_timeout) / 1000u *
+	uint64_t budget_us = ack_timeout_us(c) *
 			     (c->rdma_retry_count + 1u) +
 			     (uint64_t)c->keepalive_interval_ms * 1000u;
 	uint64_t bound_us = (uint64_t)c->keepalive_interval_ms * 2000u;
@@ -356,8 +356,7 @@ static RIFT_HOT_INLINE void slot_taken(struct rdma_path *rp,
 		wr->send_flags |= IBV_SEND_SIGNALED;
 		rp->slots[slot].covers = rp->unsignaled;
 		rp->unsignaled = 0;
-		if (!rp->sig_out++)
-			rp->tx_progress_us = rp->base.ctx->now_us;
+		sig_posted(rp);
 	}
 }
 
@@ -488,8 +487,7 @@ int rift__rdma_post_zero_write(struct rdma_path *rp, uint32_t *slot,
 	rp->slots[s].covers = rp->unsignaled + 1;
 	rp->slots[s].rd_len = 0;
 	rp->unsignaled = 0;
-	if (!rp->sig_out++)
-		rp->tx_progress_us = rp->base.ctx->now_us;
+	sig_posted(rp);
 	rp->slots_free--;
 	rp->slot_next = ring_next(s, rp->sq_depth);
 	if (slot)
