@@ -77,6 +77,14 @@ size_t rift__sess_control(rift__path *p, uint8_t *buf, size_t cap)
 		if (cap - used < RIFT_HDR_SIZE + 6 + RIFT_ERROR_TEXT_MAX)
 			break; /* the rest goes in the next batch */
 		p->pending &= ~order[i].bit;
+		/* A keepalive left from a standby's days (verbs holds one
+		 * back for credits) must not follow the RESUME that promotes
+		 * it: not attached here, it would carry no ack, and the peer,
+		 * attached by then, would take that for an ack gone back.
+		 * The handshake says the path lives. */
+		if (order[i].type == RIFT_FRAME_PING &&
+		    p->state == RIFT_PATH_HANDSHAKE)
+			continue;
 		if (order[i].type == RIFT_FRAME_ERROR) {
 			h.len = error_payload(p, payload);
 		} else if (order[i].type == RIFT_FRAME_JOIN ||
