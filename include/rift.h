@@ -173,6 +173,35 @@ typedef enum rift_fallback_reason {
 /* Human text for a fallback reason; static storage. */
 const char *rift_fallback_reason_str(rift_fallback_reason r);
 
+/*
+ * Why a path of an established session went down (RIFT_EVENT_PATH_DOWN's
+ * down_reason, rift_path_info, counted per reason in rift_ctx_stats and
+ * the rift_path_downs_total series).  The event's status and message say
+ * the rest.
+ */
+#define RIFT_PATH_DOWN_MAP(XX)                                                \
+	XX(NONE, "not down")                                                  \
+	XX(PORT, "its port or link went down")                                \
+	XX(DEVICE, "its RDMA device was removed or failed")                   \
+	XX(COMPLETION, "a work request completed in error")                   \
+	XX(STALL, "its sends went unacknowledged past the retransmission "   \
+		  "time")                                                     \
+	XX(KEEPALIVE, "nothing from the peer for keepalive_timeout_ms")       \
+	XX(TIMEOUT, "a handshake on it was not answered in time")             \
+	XX(PEER, "the peer closed, reset or refused it")                      \
+	XX(NETWORK, "a network error")                                        \
+	XX(LOCAL, "this side ended it")
+
+typedef enum rift_path_down_reason {
+#define RIFT__PD_ENUM(name, msg) RIFT_PATH_DOWN_##name,
+	RIFT_PATH_DOWN_MAP(RIFT__PD_ENUM)
+#undef RIFT__PD_ENUM
+	RIFT_PATH_DOWN__COUNT
+} rift_path_down_reason;
+
+/* Human text for a path-down reason; static storage. */
+const char *rift_path_down_reason_str(rift_path_down_reason r);
+
 /* ------------------------------------------------------------------------ */
 /* Logging                                                                  */
 /* ------------------------------------------------------------------------ */
@@ -824,6 +853,8 @@ typedef struct rift_ctx_stats {
 	uint64_t standby_promotions;   /* client failovers that resumed on
 					  a standby path, no connection set
 					  up (port groups), count */
+	uint64_t path_downs_by[RIFT_PATH_DOWN__COUNT]; /* path_downs by
+					  reason, count */
 } rift_ctx_stats;
 
 void rift__ctx_stats_init(rift_ctx_stats *st, size_t size);
@@ -936,6 +967,9 @@ typedef struct rift_event {
 	/* the current path's local address, "10.0.0.2" or "::1" (no
 	 * port), or "" (appended) */
 	const char *local;
+	/* PATH_DOWN: why the path went down; RIFT_PATH_DOWN_NONE for the
+	 * other events (appended) */
+	rift_path_down_reason down_reason;
 } rift_event;
 
 typedef struct rift_conn_callbacks {
@@ -1229,6 +1263,7 @@ typedef struct rift_path_info {
 	uint64_t bytes_recv;       /* their payload, bytes */
 	int last_status;           /* down: the RIFT_E* it failed with; 0 */
 	char last_error[128];      /* down: why it failed; "" */
+	rift_path_down_reason down_reason; /* down: its reason; NONE */
 } rift_path_info;
 
 /*

@@ -480,6 +480,10 @@ struct rift__path {
 	/* Keepalive ticks in a row that found its sends stalled (group.c,
 	 * rift__group_stall_check). */
 	uint8_t stall_ticks;
+	/* Why it failed (rift_path_down_reason): set by rift__path_down_why
+	 * where the error code does not say, else from the code when it
+	 * fails; NONE while it lives. */
+	uint8_t down_why;
 	/* rift_conn_paths (api/paths.c): when it began and when it was set
 	 * up (attached or joined; 0 before), and the DATA frames it carried
 	 * each way, count and payload bytes. */
@@ -524,6 +528,15 @@ static inline void rift__path_unqueue(rift__path *p)
 void rift__path_connected(rift__path *p);
 void rift__path_failed(rift__path *p, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* Why p is about to fail, where its error code does not say (a
+ * completion error, keepalive silence, stalled sends): just before
+ * rift__path_failed, which otherwise draws the reason from the code. */
+static inline void rift__path_down_why(rift__path *p,
+				       rift_path_down_reason why)
+{
+	if (p->state != RIFT_PATH_DEAD)
+		p->down_why = (uint8_t)why;
+}
 /*
  * A complete frame arrived.  For DATA, payload/len are the message bytes;
  * if owned is non-NULL the payload sits in that malloc'd block, which the

@@ -156,6 +156,12 @@ static const char *const fallback_names[RIFT_FALLBACK__COUNT] = {
 #undef XX
 };
 
+static const char *const down_names[RIFT_PATH_DOWN__COUNT] = {
+#define XX(name, msg) #name,
+	RIFT_PATH_DOWN_MAP(XX)
+#undef XX
+};
+
 /* "NO_DEVICE" -> "no_device" */
 static void lower(char *dst, size_t cap, const char *src)
 {
@@ -259,9 +265,6 @@ static const struct family_def ctx_counters[] = {
 	  "Connect attempts that followed a failed attempt of the same "
 	  "connection setup or re-attach.",
 	  CTX_STAT(connect_retries) },
-	{ "rift_path_downs_total",
-	  "Paths an established session lost (PATH_DOWN events).",
-	  CTX_STAT(path_downs) },
 	{ "rift_failovers_total",
 	  "Sessions re-attached on a new path (PATH_CHANGED), client and "
 	  "server side.",
@@ -677,6 +680,17 @@ int rift_metrics_prometheus(rift_ctx *ctx, char *buf, size_t len)
 		sample(&o, d->name, "", stat_at(st, d->off));
 	}
 
+	family(&o, "rift_path_downs_total", "counter",
+	       "Paths an established session lost (PATH_DOWN events), by "
+	       "reason.");
+	for (unsigned r = 1; r < RIFT_PATH_DOWN__COUNT; r++) {
+		char name[32];
+
+		lower(name, sizeof(name), down_names[r]);
+		snprintf(lb, sizeof(lb), "reason=\"%s\"", name);
+		sample(&o, "rift_path_downs_total", lb, st->path_downs_by[r]);
+	}
+
 	family(&o, "rift_fallbacks_total", "counter",
 	       "auto:// connections that went to TCP instead of RDMA, by "
 	       "reason.");
@@ -817,6 +831,11 @@ int rift_metrics_info(rift_ctx *ctx, char *buf, size_t len)
 	kv(&o, "resumes_refused", st->resumes_refused);
 	kv(&o, "closes_aborted", st->closes_aborted);
 	kv(&o, "path_downs", st->path_downs);
+	for (unsigned r = 1; r < RIFT_PATH_DOWN__COUNT; r++) {
+		lower(name, sizeof(name), down_names[r]);
+		snprintf(key, sizeof(key), "path_down_%s", name);
+		kv(&o, key, st->path_downs_by[r]);
+	}
 	kv(&o, "failovers", st->failovers);
 	kv(&o, "standby_promotions", st->standby_promotions);
 	kv(&o, "failbacks", st->failbacks);

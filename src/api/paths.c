@@ -110,6 +110,7 @@ int rift__conn_paths(const rift_conn *conn, rift_path_info *out, int max,
 		pi.age_us = conn->ctx->now_us - d->at_us;
 		pi.last_status = d->status;
 		snprintf(pi.last_error, sizeof(pi.last_error), "%s", d->why);
+		pi.down_reason = (rift_path_down_reason)d->reason;
 		put(&o, &pi);
 	}
 	return o.n;

@@ -308,6 +308,35 @@ void rift__path_handshake_timeout(rift_timer *t, void *user)
 				  p->limit_ms);
 }
 
+/* A path's down reason from its error code, where nothing said more. */
+static rift_path_down_reason down_reason_of(int err)
+{
+	switch (err) {
+	case RIFT_ENETDOWN:
+		return RIFT_PATH_DOWN_PORT;
+	case RIFT_ENODEV:
+	case RIFT_EIO:
+		return RIFT_PATH_DOWN_DEVICE;
+	case RIFT_ETIMEDOUT:
+		return RIFT_PATH_DOWN_TIMEOUT;
+	case RIFT_ECONNRESET:
+	case RIFT_ECONNREFUSED:
+	case RIFT_ECONNABORTED:
+	case RIFT_EPIPE:
+	case RIFT_EOF:
+	case RIFT_ESESSION:
+	case RIFT_EPROTO:
+		return RIFT_PATH_DOWN_PEER;
+	case RIFT_ENOMEM:
+	case RIFT_ECANCELED:
+	case RIFT_EINVAL:
+	case RIFT_ECLOSED:
+		return RIFT_PATH_DOWN_LOCAL;
+	default:
+		return RIFT_PATH_DOWN_NETWORK;
+	}
+}
+
 void rift__conn_addr_failed(rift_conn *conn, unsigned idx, int status,
 			    const char *fmt, ...)
 {
@@ -318,6 +347,7 @@ void rift__conn_addr_failed(rift_conn *conn, unsigned idx, int status,
 		return;
 	d = &conn->addr_down[idx];
 	d->status = status;
+	d->reason = (uint8_t)down_reason_of(status);
 	d->at_us = conn->ctx->now_us;
 	va_start(ap, fmt);
 	vsnprintf(d->why, sizeof(d->why), fmt, ap);
@@ -332,6 +362,8 @@ void rift__path_failed(rift__path *p, int err, const char *fmt, ...)
 
 	if (p->state == RIFT_PATH_DEAD)
 		return;
+	if (p->down_why == RIFT_PATH_DOWN_NONE)
+		p->down_why = (uint8_t)down_reason_of(err);
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
@@ -356,10 +388,14 @@ void rift__path_failed(rift__path *p, int err, const char *fmt, ...)
 	}
 	/* A standby's failure is its own (rift_conn_paths, the log): the
 	 * session's last error stays what happened to its data. */
-	if (!p->standby || p->promoted)
+	if (!p->standby || p->promoted) {
 		snprintf(conn->last_error, sizeof(conn->last_error), "%s: %s",
 			 p->peer, msg);
+		conn->down_why = p->down_why;
+	}
 	rift__conn_addr_failed(conn, p->addr_idx, err, "%s", msg);
+	if (conn->is_client && p->addr_idx < conn->n_addrs)
+		conn->addr_down[p->addr_idx].reason = p->down_why;
 	if (p->fb_reason != RIFT_FALLBACK_NONE)
 		conn->setup_fb = p->fb_reason;
 	path_lost(conn, p, err);

@@ -395,6 +395,7 @@ bool rift__group_stall_check(rift__path *p)
 			sb = conn->standby[i];
 	if (!sb || ++p->stall_ticks < 2)
 		return false;
+	rift__path_down_why(p, RIFT_PATH_DOWN_STALL);
 	rift__path_failed(p, RIFT_ETIMEDOUT,
 			  "sends unacknowledged for %llu ms, past the "
 			  "transport's retransmission time, while standby "

@@ -148,6 +148,9 @@ void rift__conn_emit(rift_conn *conn, rift_event_type type, int status,
 		.peer = conn->path ? conn->path->peer : "",
 		.message = message ? message : "",
 		.local = conn->path ? conn->path->local : "",
+		.down_reason = type == RIFT_EVENT_PATH_DOWN
+				       ? (rift_path_down_reason)conn->down_why
+				       : RIFT_PATH_DOWN_NONE,
 	};
 
 	if (conn->closing || !conn->cbs.on_event)
@@ -432,6 +435,7 @@ static void keepalive_tick(rift_timer *t, void *user)
 	RIFT_UNUSED(t);
 	if (silent >= (uint64_t)p->cfg->keepalive_timeout_ms * 1000u) {
 		rift__metrics_keepalive_timeout(p);
+		rift__path_down_why(p, RIFT_PATH_DOWN_KEEPALIVE);
 		rift__path_failed(p, RIFT_ETIMEDOUT,
 				  "no frame from peer for %llu ms "
 				  "(keepalive_timeout_ms %u)",

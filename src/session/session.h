@@ -81,6 +81,7 @@ struct rift_conn {
 	 * joined there (failover.c). */
 	struct rift__addr_down {
 		int status;
+		uint8_t reason; /* rift_path_down_reason */
 		uint64_t at_us;
 		char why[128];
 	} addr_down[RIFT_URL_MAX_ADDRS * 2];
@@ -152,6 +153,8 @@ struct rift_conn {
 	struct rift__hist ack_hist;      /* enqueue to cumulative ack, us */
 	struct rift__hist reattach_hist; /* PATH_DOWN to PATH_CHANGED, us */
 	uint64_t down_us;       /* loop time of PATH_DOWN (0: none pending) */
+	uint8_t down_why;       /* rift_path_down_reason of the data path's
+				 * last failure (PATH_DOWN's) */
 	bool credit_stalled;    /* rdma: last flush stopped for credits */
 	/* Its settings: the context's, and a client's URL options over
 	 * them (rift_connect); its paths point here (rift__path.cfg).  Last:

@@ -50,6 +50,8 @@ void rift__metrics_connect_attempt(rift_conn *conn)
 void rift__metrics_path_down(rift_conn *conn)
 {
 	conn->ctx->stats.path_downs++;
+	if (conn->down_why < RIFT_PATH_DOWN__COUNT)
+		conn->ctx->stats.path_downs_by[conn->down_why]++;
 	conn->stats.path_downs++;
 	conn->down_us = conn->ctx->now_us;
 	conn->credit_stalled = false;

@@ -87,6 +87,18 @@ const char *rift_fallback_reason_str(rift_fallback_reason r)
 	return text[r];
 }
 
+const char *rift_path_down_reason_str(rift_path_down_reason r)
+{
+	static const char *const text[] = {
+#define XX(name, msg) msg,
+		RIFT_PATH_DOWN_MAP(XX)
+#undef XX
+	};
+	if ((unsigned)r >= RIFT_ARRAY_SIZE(text))
+		return "unknown reason";
+	return text[r];
+}
+
 const char *rift_event_name(rift_event_type t)
 {
 	switch (t) {

@@ -138,6 +138,7 @@ static void on_event(rift_conn *conn, const rift_event *ev)
 		break;
 	case RIFT_EVENT_PATH_DOWN:
 		s->path_down++;
+		s->last_down_reason = ev->down_reason;
 		break;
 	case RIFT_EVENT_PATH_CHANGED:
 		s->path_changed++;

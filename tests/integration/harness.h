@@ -22,6 +22,7 @@ struct side {
 	int connected, errors, disconnected, path_down, path_changed;
 	int writable, closed, failback;
 	int last_status;
+	rift_path_down_reason last_down_reason; /* the last PATH_DOWN's */
 	uint64_t disconnected_us;
 	bool echo;               /* send back what arrives; on RIFT_EAGAIN
 				  * stop receiving until WRITABLE */

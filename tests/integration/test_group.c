@@ -677,6 +677,7 @@ TEST_T(conn_paths_lists_a_dead_address_down_with_why)
 	paths(c2, pi);
 	CHECK_EQ(n, 2);
 	CHECK_EQ(pi[1].last_status, RIFT_ECONNREFUSED);
+	CHECK_EQ(pi[1].down_reason, RIFT_PATH_DOWN_PEER);
 	CHECK(pi[1].last_error[0] != '\0');
 	CHECK_EQ(pi[1].transport, RIFT_TRANSPORT_NONE);
 

@@ -373,6 +373,19 @@ static bool prom_has_family(const struct prom *pr, const char *name)
 	return false;
 }
 
+/* The sum of a family's labeled series name{...}. */
+static double prom_sum(const struct prom *pr, const char *name)
+{
+	size_t n = strlen(name);
+	double sum = 0;
+
+	for (int i = 0; i < pr->n; i++)
+		if (!strncmp(pr->s[i].series, name, n) &&
+		    pr->s[i].series[n] == '{')
+			sum += pr->s[i].value;
+	return sum;
+}
+
 static double prom_get(const struct prom *pr, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 static double prom_get(const struct prom *pr, const char *fmt, ...)
@@ -680,10 +693,82 @@ TEST_T(metrics_reattach_time_and_failover_counters)
 	prom_parse(&pr, text);
 	CHECK(prom_get(&pr, "rift_reattach_seconds_count") >= 1);
 	CHECK_EQ(prom_get(&pr, "rift_failovers_total"), cs.failovers);
-	CHECK_EQ(prom_get(&pr, "rift_path_downs_total"), cs.path_downs);
+	CHECK_EQ(prom_sum(&pr, "rift_path_downs_total"), cs.path_downs);
 	CHECK(prom_get(&pr, "rift_connect_attempts_total") >= 2);
 	prom_free(&pr);
 	free(text);
+	conns[0] = c;
+	conns[1] = srv.conn;
+	h_teardown(ctx, l, conns, 2);
+}
+
+/*
+ * A PATH_DOWN says why (rift_path_down_reason), and the context counts
+ * path downs by reason: the stats, rift_path_downs_total{reason} (one
+ * series per reason, summing to the total) and INFO's path_down_<reason>.
+ * The client's path failed on its own side here: LOCAL.
+ */
+TEST_T(path_downs_are_counted_by_reason)
+{
+	rift_ctx *ctx = h_ctx(NULL);
+	struct side srv = { 0 }, cli = { 0 };
+	rift_listener *l;
+	rift_conn *c, *conns[2];
+	rift_ctx_stats cs;
+	double sum = 0;
+	char *text;
+	struct prom pr;
+
+	l = h_listen(ctx, &srv);
+	c = h_connect(ctx, rift_listener_port(l), &cli);
+	h_connected(ctx, &cli);
+	CHECK(h_wait(ctx, &srv.connected, 5000));
+	one_way(ctx, &srv, &cli, c, 10);
+	CHECK_EQ(rift__conn_fail(c), 0);
+	CHECK_EQ(cli.path_down, 1);
+	CHECK_EQ(cli.last_down_reason, RIFT_PATH_DOWN_LOCAL);
+	CHECK(h_wait(ctx, &cli.path_changed, 10000));
+	rift_ctx_stats_init(&cs);
+	CHECK_EQ(rift_ctx_stats_get(ctx, &cs), 0);
+	CHECK(cs.path_downs_by[RIFT_PATH_DOWN_LOCAL] >= 1);
+	CHECK_EQ(cs.path_downs_by[RIFT_PATH_DOWN_NONE], 0);
+
+	text = render(ctx, rift_metrics_prometheus);
+	prom_parse(&pr, text);
+	for (int r = 1; r < RIFT_PATH_DOWN__COUNT; r++) {
+		static const char *const names[] = {
+			"none", "port", "device", "completion", "stall",
+			"keepalive", "timeout", "peer", "network", "local",
+		};
+
+		CHECK_EQ(RIFT_ARRAY_SIZE(names), RIFT_PATH_DOWN__COUNT);
+		CHECK_EQ(prom_get(&pr, "rift_path_downs_total{reason=\"%s\"}",
+				  names[r]),
+			 cs.path_downs_by[r]);
+		sum += prom_get(&pr, "rift_path_downs_total{reason=\"%s\"}",
+				names[r]);
+	}
+	CHECK_EQ(sum, cs.path_downs);
+	CHECK_EQ(prom_sum(&pr, "rift_path_downs_total"), sum);
+	CHECK(!prom_has(&pr, "rift_path_downs_total{reason=\"none\"}"));
+	prom_free(&pr);
+	free(text);
+	text = render(ctx, rift_metrics_info);
+	{
+		char line[64];
+
+		snprintf(line, sizeof(line), "\r\npath_down_local:%llu\r\n",
+			 (unsigned long long)cs.path_downs_by[RIFT_PATH_DOWN_LOCAL]);
+		CHECK_CONTAINS(text, line);
+	}
+	free(text);
+	CHECK_EQ(strcmp(rift_path_down_reason_str(RIFT_PATH_DOWN_STALL),
+			"its sends went unacknowledged past the retransmission "
+			"time"),
+		 0);
+	CHECK_EQ(strcmp(rift_path_down_reason_str(RIFT_PATH_DOWN__COUNT),
+			"unknown reason"),
+		 0);
 	conns[0] = c;
 	conns[1] = srv.conn;
 	h_teardown(ctx, l, conns, 2);

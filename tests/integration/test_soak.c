@@ -167,6 +167,8 @@ struct soak_side {
 	int died;                      /* disconnected before the teardown */
 	int err_status;                /* ERROR's status */
 	char downs[SOAK_DOWNS][200];
+	int downs_by[RIFT_PATH_DOWN__COUNT]; /* PATH_DOWNs by reason */
+	rift_path_down_reason down_reason;   /* the first PATH_DOWN's */
 	char last_message[256];
 	char path_peer[96];            /* at CONNECTED and PATH_CHANGED */
 	char death[256];               /* DISCONNECTED's message */
@@ -321,10 +323,15 @@ static void soak_event(rift_conn *conn, const rift_event *ev)
 	case RIFT_EVENT_PATH_DOWN:
 		if (s->path_down < SOAK_DOWNS)
 			snprintf(s->downs[s->path_down], sizeof(s->downs[0]),
-				 "%.3f s: %s: %s", (double)now / 1e6,
-				 rift_err_name(ev->status), ev->message);
+				 "%.3f s: %s (%s): %s", (double)now / 1e6,
+				 rift_err_name(ev->status),
+				 rift_path_down_reason_str(ev->down_reason),
+				 ev->message);
+		if ((unsigned)ev->down_reason < RIFT_PATH_DOWN__COUNT)
+			s->downs_by[ev->down_reason]++;
 		s->path_down++;
 		if (!s->down_us) {
+			s->down_reason = ev->down_reason;
 			s->down_us = now;
 			s->down_settled = soak_link_settled(now);
 			soak_cpu_take(&s->down_cpu);
@@ -627,6 +634,13 @@ static void soak_print_side(const struct soak_side *s)
 	       s->name, s->cst.wc_errors, s->st.wc_stale, s->st.wc_dropped,
 	       s->st.keepalive_timeouts, s->st.rndv_sends, s->st.rndv_recvs,
 	       s->st.rndv_bind_failures, s->cst.msgs_replayed);
+	printf("%s: path downs by reason:", s->name);
+	for (int r = 1; r < RIFT_PATH_DOWN__COUNT; r++)
+		if (s->downs_by[r])
+			printf(" %s %d", rift_path_down_reason_str(
+						 (rift_path_down_reason)r),
+			       s->downs_by[r]);
+	printf("%s\n", s->path_down ? "" : " none");
 	for (int i = 0; i < s->path_down && i < SOAK_DOWNS; i++)
 		printf("%s: down %d at %s\n", s->name, i + 1, s->downs[i]);
 }
@@ -1359,6 +1373,7 @@ static void silent_loss(const char *scheme)
 		FAIL("session died: %s", cli.death);
 	CHECK(down_us != 0 && changed_us != 0);
 	CHECK_CONTAINS(cli.downs[0], "sends unacknowledged");
+	CHECK_EQ(cli.down_reason, RIFT_PATH_DOWN_STALL);
 	CHECK(c->path && c->path->promoted);
 	/* Everything sent arrives, once and in order (soak_pump checks). */
 	for (end = h_now_us() + 10000000u; h_now_us() < end &&
@@ -1421,6 +1436,7 @@ TEST_TIMEOUT(tcp_path_break_is_noticed_by_its_socket, 120)
 	CHECK(strstr(cli.downs[0], "keepalive") == NULL);
 	/* Whether a read or a write met the error first, it says why. */
 	CHECK_CONTAINS(cli.downs[0], "TCP_USER_TIMEOUT");
+	CHECK_EQ(cli.down_reason, RIFT_PATH_DOWN_STALL);
 	{
 		rift_conn *conns[2] = { c, srv.conn };
 

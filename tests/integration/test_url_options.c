@@ -226,6 +226,14 @@ TEST(url_option_keepalive_timeout_fails_a_silent_path)
 	/* the server falls silent: only the client runs */
 	CHECK(h_wait(cctx, &cli.path_down, 2000));
 	CHECK_CONTAINS(cli.last_message, "(keepalive_timeout_ms 300)");
+	CHECK_EQ(cli.last_down_reason, RIFT_PATH_DOWN_KEEPALIVE);
+	{
+		rift_ctx_stats st;
+
+		rift_ctx_stats_init(&st);
+		CHECK_EQ(rift_ctx_stats_get(cctx, &st), 0);
+		CHECK_EQ(st.path_downs_by[RIFT_PATH_DOWN_KEEPALIVE], 1);
+	}
 	h_teardown(cctx, NULL, &c, 1);
 	conns[0] = srv.conn;
 	h_teardown(sctx, l, conns, 1);

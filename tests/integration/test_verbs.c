@@ -1613,6 +1613,7 @@ TEST_TIMEOUT(port_down_fails_an_idle_path_at_once, 240)
 	       rift_conn_last_error(c));
 	CHECK(h_now_us() - downed < 1000000u);
 	CHECK_CONTAINS(rift_conn_last_error(c), "port error");
+	CHECK_EQ(cli.last_down_reason, RIFT_PATH_DOWN_PORT);
 	/* The rest goes over the other link. */
 	for (uint64_t i = n / 2; i < n; i++)
 		CHECK_EQ(h_send(c, 5, i, 256), 0);

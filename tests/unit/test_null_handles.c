@@ -47,6 +47,11 @@ NULL_CHECK(rift_fallback_reason_str)
 {
 	CHECK(rift_fallback_reason_str((rift_fallback_reason)-1) != NULL);
 }
+NULL_CHECK(rift_path_down_reason_str)
+{
+	CHECK_STR(rift_path_down_reason_str((rift_path_down_reason)-1),
+		  "unknown reason");
+}
 NULL_CHECK(rift_log_level_name)
 {
 	CHECK_STR(rift_log_level_name((rift_log_level)-1), "unknown");
@@ -342,6 +347,7 @@ static const struct api_check api[] = {
 	ENTRY(rift_err_name),
 	ENTRY(rift_transport_name),
 	ENTRY(rift_fallback_reason_str),
+	ENTRY(rift_path_down_reason_str),
 	ENTRY(rift_log_level_name),
 	ENTRY(rift__config_init),
 	ENTRY(rift_config_check),

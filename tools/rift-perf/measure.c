@@ -290,8 +290,10 @@ void cl_on_event(rift_conn *conn, const rift_event *ev)
 			lat_pump(c, 0);
 		break;
 	case RIFT_EVENT_PATH_DOWN:
-		fprintf(stderr, PROG ": %s: path down (%s), re-attaching\n",
-			conn_name(c, name, sizeof(name)), ev->message);
+		fprintf(stderr, PROG ": %s: path down (%s: %s), re-attaching\n",
+			conn_name(c, name, sizeof(name)),
+			rift_path_down_reason_str(ev->down_reason),
+			ev->message);
 		break;
 	case RIFT_EVENT_PATH_CHANGED:
 		cl->path_changes++;

@@ -383,7 +383,8 @@ static void srv_on_event(rift_conn *conn, const rift_event *ev)
 			srv_drain(sc);
 		break;
 	case RIFT_EVENT_PATH_DOWN:
-		slog(s, "path down: %s", ev->message);
+		slog(s, "path down (%s): %s",
+		     rift_path_down_reason_str(ev->down_reason), ev->message);
 		break;
 	case RIFT_EVENT_PATH_CHANGED:
 		slog(s, "path changed: now %s via %s",
