@@ -375,7 +375,9 @@ struct rift__transport_ops {
 	 * itself waits before it sends again (verbs: the QP's ack timeout;
 	 * TCP: its retransmission timeout, with no ACK since);
 	 * 0 before, or when nothing waits.  Port groups fail a client's
-	 * data path over on it (session/group.c). */
+	 * data path over on it (session/group.c), asking every 100 ms: a
+	 * transport that does not track some of its sends may post a probe
+	 * it tracks then (it may fail the path doing so). */
 	uint64_t (*tx_stalled_us)(rift__path *p);
 };
 
@@ -484,6 +486,8 @@ struct rift__path {
 	 * where the error code does not say, else from the code when it
 	 * fails; NONE while it lives. */
 	uint8_t down_why;
+	/* rx_msgs when the stall check last pinged a silence (group.c) */
+	uint64_t probed_rx_msgs;
 	/* rift_conn_paths (api/paths.c): when it began and when it was set
 	 * up (attached or joined; 0 before), and the DATA frames it carried
 	 * each way, count and payload bytes. */

@@ -385,7 +385,19 @@ bool rift__group_stall_check(rift__path *p)
 	if (!conn || !conn->is_client || conn->path != p ||
 	    p->state != RIFT_PATH_ATTACHED || !p->ops->tx_stalled_us)
 		return false;
+	/* A side that only receives has nothing in flight when its link
+	 * goes quiet: once per silence after DATA, a PING for the
+	 * transport to track (its acks are all it sent). */
+	if (p->rx_msgs != p->probed_rx_msgs &&
+	    conn->ctx->now_us - p->last_rx_us >=
+		    RIFT_PROBE_SILENCE_MS * 1000u) {
+		p->probed_rx_msgs = p->rx_msgs;
+		p->pending |= RIFT_PEND_PING;
+		rift__path_kick(p);
+	}
 	stalled = p->ops->tx_stalled_us(p);
+	if (p->state == RIFT_PATH_DEAD)
+		return true;
 	if (!stalled) {
 		p->stall_ticks = 0;
 		return false;

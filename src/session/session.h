@@ -400,6 +400,10 @@ bool rift__group_negotiated(const rift_conn *conn);
 /* How often a client's data path with standbys looks at its sends'
  * progress (rift__group_stall_check), ms. */
 #define RIFT_STALL_TICK_MS 100u
+/* That data path, silent this long after DATA arrived, sends a PING
+ * (once per silence): something whose progress the check can see on a
+ * side that only receives. */
+#define RIFT_PROBE_SILENCE_MS 200u
 uint64_t rift__group_resume_limit(const rift_conn *conn);
 /* Failback: the timer's callback; a client RESUME answered (true: it
  * moved the session back, FAILBACK is due); a failback's RESUME failed

@@ -1304,21 +1304,24 @@ TEST_TIMEOUT(silent_rdma_cm_attaches_by_the_side_channel, 120)
 }
 
 /*
- * Both sides of a one-context session stream for a second, then the
- * client's link drops every packet until the session moved (PATH_CHANGED),
- * died, or 11 s passed; the loss ends then.  When the loss began, and
- * when the client saw PATH_DOWN and PATH_CHANGED (0: never).
+ * Both sides of a one-context session stream for a second (the client
+ * only when cli_sends), then the client's link drops every packet until
+ * the session moved (PATH_CHANGED), died, or 11 s passed; the loss ends
+ * then.  When the loss began, and when the client saw PATH_DOWN and
+ * PATH_CHANGED (0: never).
  */
 static void stream_through_loss(rift_ctx *ctx, struct soak_side *srv,
-				struct soak_side *cli, uint64_t *cut_us,
-				uint64_t *down_us, uint64_t *changed_us)
+				struct soak_side *cli, bool cli_sends,
+				uint64_t *cut_us, uint64_t *down_us,
+				uint64_t *changed_us)
 {
 	uint64_t end = h_now_us() + 12000000u;
 	const char *link = NULL;
 
 	*cut_us = *down_us = *changed_us = 0;
 	while (h_now_us() < end && !cli->disconnected && !cli->path_changed) {
-		soak_pump(cli);
+		if (cli_sends)
+			soak_pump(cli);
 		soak_pump(srv);
 		rift_ctx_run(ctx, 1);
 		if (!*cut_us && h_now_us() + 11000000u > end) {
@@ -1342,8 +1345,12 @@ static void stream_through_loss(rift_ctx *ctx, struct soak_side *srv,
  * The session leaves that path because its sends stalled past the
  * transport's own retransmission time while the standby answers
  * (group.c, rift__group_stall_check), and resumes on the standby.
+ * When only the server sends, and no rendezvous (the client's READs),
+ * the client's sends are acks and pings: it must make the transport track
+ * something when its link goes quiet (group.c: a PING; verbs: a signaled
+ * zero-length WRITE behind its unsignaled sends).
  */
-static void silent_loss(const char *scheme)
+static void silent_loss(const char *scheme, bool cli_sends)
 {
 	static struct soak_side srv, cli;
 	rift_config cfg;
@@ -1354,6 +1361,8 @@ static void silent_loss(const char *scheme)
 
 	need_pair();
 	soak_config(&cfg);
+	if (!cli_sends)
+		cfg.rndv_threshold = 0;
 	ctx = h_ctx(&cfg);
 	c = one_ctx_session(ctx, scheme, 23, &srv, &cli, &l);
 	for (end = h_now_us() + 10000000u; h_now_us() < end;) {
@@ -1364,7 +1373,8 @@ static void silent_loss(const char *scheme)
 		rift_ctx_run(ctx, 1);
 	}
 	CHECK(c->n_standby && c->standby[0]->state == RIFT_PATH_STANDBY);
-	stream_through_loss(ctx, &srv, &cli, &cut_us, &down_us, &changed_us);
+	stream_through_loss(ctx, &srv, &cli, cli_sends, &cut_us, &down_us,
+			    &changed_us);
 	printf("path down %.0f ms after the loss began, resumed %.0f ms "
 	       "after: %s\n",
 	       down_us ? (down_us - cut_us) / 1e3 : -1.0,
@@ -1394,14 +1404,27 @@ static void silent_loss(const char *scheme)
  * and every loss fault of a soak stalled delivery 1.5-2.3 s. */
 TEST_TIMEOUT(silent_loss_fails_over_to_the_standby, 120)
 {
-	silent_loss("rdma");
+	silent_loss("rdma", true);
+}
+
+/* The same while only the server sends: before, the client's last acks
+ * went unsignaled, nothing told the check they waited, and keepalive
+ * silence (5 s) failed the path. */
+TEST_TIMEOUT(silent_loss_while_only_the_server_sends_fails_over, 120)
+{
+	silent_loss("rdma", false);
+}
+
+TEST_TIMEOUT(silent_loss_on_tcp_while_only_the_server_sends_fails_over, 120)
+{
+	silent_loss("tcp", false);
 }
 
 /* Over TCP (tcp://, or auto:// fallen back): before, TCP_USER_TIMEOUT
  * (twice the keepalive interval, 2 s) failed the path. */
 TEST_TIMEOUT(silent_loss_on_tcp_fails_over_to_the_standby, 120)
 {
-	silent_loss("tcp");
+	silent_loss("tcp", true);
 }
 
 /*
@@ -1426,7 +1449,8 @@ TEST_TIMEOUT(tcp_path_break_is_noticed_by_its_socket, 120)
 	cfg.group_max_paths = 1;
 	ctx = h_ctx(&cfg);
 	c = one_ctx_session(ctx, "tcp", 21, &srv, &cli, &l);
-	stream_through_loss(ctx, &srv, &cli, &cut_us, &down_us, &changed_us);
+	stream_through_loss(ctx, &srv, &cli, true, &cut_us, &down_us,
+			    &changed_us);
 	printf("tcp path down %.0f ms after the cut: %s\n",
 	       down_us ? (down_us - cut_us) / 1e3 : -1.0, cli.downs[0]);
 	if (cli.disconnected)

@@ -406,13 +406,28 @@ static void rdma_describe(const rift__path *p, char *buf, size_t len)
  * costs one ack timeout and recovers; a link that drops everything (no
  * port event: loss, a switch, the peer's NIC) shows here long before the
  * retry budget runs out (retry_count + 1 ack timeouts, 2.1 s by default).
+ * Only signaled requests tell: the sends after the last one (an ack, a
+ * ping: all a receiving side sends) are not tracked.  So while nothing
+ * signaled is out, such a tail gets a signaled zero-length WRITE behind
+ * it (no receive credit; the peer's adapter answers it), whose wait the
+ * next stall tick (100 ms) measures as any send's.
  */
 static uint64_t rdma_tx_stalled_us(rift__path *p)
 {
-	const struct rdma_path *rp = (const struct rdma_path *)p;
+	struct rdma_path *rp = rp_of(p);
 	uint64_t bound_us = ack_timeout_us(p->cfg) + 100000u, waited;
+	rift__vb_err err;
+	int rc;
 
-	if (!rp->sig_out || !rp->established)
+	if (!rp->established)
+		return 0;
+	if (!rp->sig_out && rp->unsignaled && rp->slots_free) {
+		rc = rift__rdma_post_zero_write(rp, NULL, err);
+		if (rc)
+			rift__path_failed(p, rc, "%s", err);
+		return 0;
+	}
+	if (!rp->sig_out)
 		return 0;
 	waited = p->ctx->now_us - rp->tx_progress_us;
 	return waited >= bound_us ? waited : 0;
