@@ -46,7 +46,7 @@ rel_objs  = $(LIB_SRCS:%.c=$(BUILD)/rel/%.o)
 tst_objs  = $(LIB_SRCS:%.c=$(BUILD)/tst/%.o) $(TEST_SRCS:%.c=$(BUILD)/tst/%.o)
 asan_objs = $(LIB_SRCS:%.c=$(BUILD)/asan/%.o) $(TEST_SRCS:%.c=$(BUILD)/asan/%.o)
 
-.PHONY: all deps lib tools man test check-layers test-unit test-asan test-install test-lab fuzz fuzz-corpus fuzz-seeds fuzz-seeds-check demo bench bench-rdma install clean FORCE
+.PHONY: all deps lib tools man test check-layers test-unit test-asan test-install test-lab fuzz fuzz-corpus fuzz-seeds fuzz-seeds-check demo bench bench-rdma bench-failover install clean FORCE
 
 all: lib tools man
 
@@ -298,6 +298,18 @@ bench-rdma: all
 	tests/lab/lab setup
 	tests/lab/lab run --topo loop --timeout 2400 -- \
 	  env BENCH_LAT_ROUNDS=$(BENCH_LAT_ROUNDS) BENCH_ROUNDS=$(BENCH_ROUNDS) sh bench/rdma-guest.sh
+
+# Port groups' failover, timed in the pair topology, each cm mode: a 60 s
+# stream both ways with faults aimed at the session's link (down,
+# carrier loss, 100% loss); per kind of fault, when the port said it was
+# down, PATH_DOWN, and the stall per failover on each side, against the
+# port's detection (tests/integration/test_soak.c, bench_failover_stalls).
+bench-failover: $(BUILD)/tst/rift-tests
+	tests/lab/lab setup
+	tests/lab/lab run --topo pair --timeout 1200 -- \
+	  sh -c 'export RIFT_BENCH_FAILOVER=1; \
+	    build/tst/rift-tests -v --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 300 bench_failover && \
+	    build/tst/rift-tests -v --transport rdma --cm tcp --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 300 bench_failover'
 
 # The library, its header and rift.pc, the tools users run (rift-info,
 # rift-perf; rift-demo is the demo's), and the man pages.

@@ -53,6 +53,13 @@ static atomic_int soak_path_link = -1; /* the client's path: 0, 1, -1 */
  * fill and the pool grows by a region every 100-200 ms, each registered
  * with four devices, which keeps a CPU of the guest busy. */
 static atomic_uint_fast64_t soak_start_us;
+/* The failover benchmark (SOAK_BENCH): when the current fault began (0:
+ * none yet) and its number; each side notes, once per fault, when it
+ * saw PATH_DOWN and PATH_CHANGED, and the first delivery after that
+ * change. */
+#define SOAK_BENCH_MAX 512
+static atomic_uint_fast64_t soak_bench_at;
+static atomic_int soak_bench_idx;
 #define SOAK_WARM_US 3000000u
 
 static bool soak_link_settled(uint64_t now)
@@ -168,6 +175,12 @@ struct soak_side {
 	int err_status;                /* ERROR's status */
 	char downs[SOAK_DOWNS][200];
 	int downs_by[RIFT_PATH_DOWN__COUNT]; /* PATH_DOWNs by reason */
+	/* SOAK_BENCH, per fault, us after it began (0: not seen) */
+	uint64_t bench_down[SOAK_BENCH_MAX], bench_changed[SOAK_BENCH_MAX];
+	uint64_t bench_stall[SOAK_BENCH_MAX];
+	/* ... and the longest gap between two deliveries from the fault to
+	 * that first delivery after the change: what the application saw */
+	uint64_t bench_gap[SOAK_BENCH_MAX];
 	rift_path_down_reason down_reason;   /* the first PATH_DOWN's */
 	char last_message[256];
 	char path_peer[96];            /* at CONNECTED and PATH_CHANGED */
@@ -299,6 +312,17 @@ static void soak_cpu_story(const struct soak_cpu *a, const struct soak_cpu *b,
 		}
 }
 
+/* SOAK_BENCH: how long after the current fault began now is, into that
+ * fault's entry of t, once. */
+static void soak_bench_mark(uint64_t *t, uint64_t now)
+{
+	uint64_t at = atomic_load(&soak_bench_at);
+	int i = atomic_load(&soak_bench_idx);
+
+	if (at && i >= 0 && i < SOAK_BENCH_MAX && !t[i])
+		t[i] = now > at ? now - at : 1;
+}
+
 static void soak_event(rift_conn *conn, const rift_event *ev)
 {
 	struct soak_side *s = rift_conn_user(conn);
@@ -330,6 +354,7 @@ static void soak_event(rift_conn *conn, const rift_event *ev)
 		if ((unsigned)ev->down_reason < RIFT_PATH_DOWN__COUNT)
 			s->downs_by[ev->down_reason]++;
 		s->path_down++;
+		soak_bench_mark(s->bench_down, now);
 		if (!s->down_us) {
 			s->down_reason = ev->down_reason;
 			s->down_us = now;
@@ -339,6 +364,7 @@ static void soak_event(rift_conn *conn, const rift_event *ev)
 		break;
 	case RIFT_EVENT_PATH_CHANGED:
 		s->path_changed++;
+		soak_bench_mark(s->bench_changed, now);
 		snprintf(s->path_peer, sizeof(s->path_peer), "%s", ev->peer);
 		soak_note_link(s);
 		if (s->down_us && s->n_reattach < 4096) {
@@ -398,6 +424,16 @@ static void soak_recv(rift_conn *conn, rift_msg *msg)
 			s->stalls++;
 			s->gap_total_us += gap;
 		}
+	}
+	{
+		int i = atomic_load(&soak_bench_idx);
+
+		if (i >= 0 && i < SOAK_BENCH_MAX && !s->bench_stall[i] &&
+		    s->last_recv_us &&
+		    now - s->last_recv_us > s->bench_gap[i])
+			s->bench_gap[i] = now - s->last_recv_us;
+		if (i >= 0 && i < SOAK_BENCH_MAX && s->bench_changed[i])
+			soak_bench_mark(s->bench_stall, now);
 	}
 	s->last_recv_us = now;
 	s->recvd++;
@@ -719,7 +755,139 @@ enum soak_faults {
 	SOAK_NONE,   /* healthy links */
 	SOAK_RANDOM, /* any fault on either link, at random times */
 	SOAK_AIMED,  /* the link of the client's path goes, the other works */
+	SOAK_BENCH,  /* aimed, loss too, and the stall per failover timed */
 };
+
+/* SOAK_BENCH: each fault's kind (fault_do) and when the client's device
+ * on its link said its port was down (sysfs), us after it began; 0 for
+ * loss, which the port does not see. */
+struct soak_bench_fault {
+	int what;
+	uint64_t port_down;
+};
+
+/* A thread's watch of a client device's port (soak_port_watch). */
+struct soak_port_watch {
+	int link;
+	uint64_t at;   /* the fault began */
+	uint64_t down; /* then, us after it, the port was not ACTIVE; 0 */
+};
+
+/* How long after w->at the client's device of w->link says its port is
+ * not ACTIVE (polled every ms, for 2 s at most), into w->down: a thread
+ * of its own, started before lab-link, which takes a while itself. */
+static void *soak_port_watch(void *arg)
+{
+	struct soak_port_watch *w = arg;
+	char path[128], var[32], state[64];
+	const char *dev;
+	uint64_t end = w->at + 2000000u;
+
+	snprintf(var, sizeof(var), "RIFT_LAB_CLIENT_DEV%d", w->link);
+	dev = getenv(var);
+	if (!dev)
+		return NULL;
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/state",
+		 dev);
+	while (h_now_us() < end) {
+		FILE *f = fopen(path, "r");
+		bool active = true;
+
+		if (f) {
+			active = fgets(state, sizeof(state), f) &&
+				 strstr(state, "ACTIVE");
+			fclose(f);
+		}
+		if (!active) {
+			w->down = h_now_us() - w->at;
+			return NULL;
+		}
+		usleep(1000);
+	}
+	return NULL;
+}
+
+static int soak_u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* "median 12.3 max 45.6 (n 7)" of the nonzero ones of v[0..n), ms. */
+static void soak_ms_stats(char *out, size_t cap, const uint64_t *v, int n)
+{
+	uint64_t s[SOAK_BENCH_MAX];
+	int k = 0;
+
+	for (int i = 0; i < n; i++)
+		if (v[i])
+			s[k++] = v[i];
+	if (!k) {
+		snprintf(out, cap, "- (n 0)");
+		return;
+	}
+	qsort(s, (size_t)k, sizeof(s[0]), soak_u64_cmp);
+	snprintf(out, cap, "median %.1f max %.1f (n %d)",
+		 (k % 2 ? s[k / 2] : (s[k / 2 - 1] + s[k / 2]) / 2) / 1e3,
+		 s[k - 1] / 1e3, k);
+}
+
+/*
+ * SOAK_BENCH's report, per kind of fault: when the port said it was down
+ * (the lab's detection, sysfs), when the client saw PATH_DOWN, and the
+ * stall per failover on each side: from the fault to the first message
+ * delivered after that side's PATH_CHANGED; then that stall past the
+ * port's detection, which port groups aim to keep within 5 ms.  The
+ * times count from lab-link's start, which takes a few hundred ms in the
+ * guest itself; so, last, the longest gap between deliveries across the
+ * failover (the application's stall), which for a silent link (loss)
+ * port groups aim to keep under 1 s.
+ */
+static void soak_bench_report(const struct soak_bench_fault *bf, int n,
+			      const struct soak_side *cli,
+			      const struct soak_side *srv)
+{
+	for (int what = 0; what < 3; what++) {
+		uint64_t port[SOAK_BENCH_MAX], down[SOAK_BENCH_MAX];
+		uint64_t cs[SOAK_BENCH_MAX], ss[SOAK_BENCH_MAX];
+		uint64_t past[SOAK_BENCH_MAX], cg[SOAK_BENCH_MAX];
+		uint64_t sg[SOAK_BENCH_MAX];
+		char a[64], b[64], c[64], d[64], e[64], f[64], g[64];
+		int k = 0;
+
+		for (int i = 0; i < n && i < SOAK_BENCH_MAX; i++) {
+			if (bf[i].what != what)
+				continue;
+			port[k] = bf[i].port_down;
+			down[k] = cli->bench_down[i];
+			cs[k] = cli->bench_stall[i];
+			/* A failback is a RESUME to the server too: its
+			 * stall counts where the client failed over. */
+			ss[k] = cli->bench_down[i] ? srv->bench_stall[i] : 0;
+			cg[k] = cs[k] ? cli->bench_gap[i] : 0;
+			sg[k] = ss[k] ? srv->bench_gap[i] : 0;
+			past[k] = cs[k] > port[k] && port[k] ? cs[k] - port[k]
+							     : 0;
+			k++;
+		}
+		if (!k)
+			continue;
+		soak_ms_stats(a, sizeof(a), port, k);
+		soak_ms_stats(b, sizeof(b), down, k);
+		soak_ms_stats(c, sizeof(c), cs, k);
+		soak_ms_stats(d, sizeof(d), ss, k);
+		soak_ms_stats(e, sizeof(e), past, k);
+		soak_ms_stats(f, sizeof(f), cg, k);
+		soak_ms_stats(g, sizeof(g), sg, k);
+		printf("bench: %-11s %d faults; ms after the fault began: "
+		       "port down (sysfs) %s; client PATH_DOWN %s; stall "
+		       "client %s, server %s; client stall past the port's "
+		       "detection %s; delivery gap across the failover: "
+		       "client %s, server %s\n",
+		       fault_do[what], k, a, b, c, d, e, f, g);
+	}
+}
 
 static void soak(rift_polling polling, enum soak_faults faults)
 {
@@ -728,6 +896,7 @@ static void soak(rift_polling polling, enum soak_faults faults)
 	static struct soak_side srv, cli;
 	pthread_t ts, tc;
 	static struct soak_fault flog[512];
+	static struct soak_bench_fault bf[SOAK_BENCH_MAX];
 	uint64_t seed, secs, start, end, nfaults = 0;
 	rift_config cfg;
 	char cmd[128];
@@ -737,13 +906,17 @@ static void soak(rift_polling polling, enum soak_faults faults)
 	atomic_store(&soak_path_link, -1);
 	atomic_store(&soak_back_us[0], 0);
 	atomic_store(&soak_back_us[1], 0);
+	atomic_store(&soak_bench_at, 0);
+	atomic_store(&soak_bench_idx, -1);
 	seed = seed_env ? strtoull(seed_env, NULL, 0)
 			: (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20);
 	secs = secs_env ? strtoull(secs_env, NULL, 0) : 60;
 	printf("soak: %s polling, %s, cm %s, %" PRIu64
 	       " s, seed %" PRIu64 " (RIFT_SOAK_SEED=%" PRIu64 " replays)\n",
 	       polling == RIFT_POLL_BUSY ? "busy" : "event",
-	       faults == SOAK_AIMED    ? "faults aimed at the path's link"
+	       faults == SOAK_BENCH    ? "failover benchmark: faults aimed "
+					 "at the path's link, loss too"
+	       : faults == SOAK_AIMED  ? "faults aimed at the path's link"
 	       : faults == SOAK_RANDOM ? "random single-link faults"
 				       : "healthy links",
 	       rt_cm(),
@@ -751,6 +924,10 @@ static void soak(rift_polling polling, enum soak_faults faults)
 	srand((unsigned)seed);
 	soak_config(&cfg);
 	cfg.polling = polling;
+	/* The benchmark's faults follow the session to the link it moved
+	 * to: a failback between the aim and the fault would miss it. */
+	if (faults == SOAK_BENCH)
+		cfg.group_failback_delay_ms = 0;
 	/* RIFT_<SECTION>_<KEY> tries another setting on the same workload. */
 	CHECK_EQ(rift_config_env(&cfg, cmd, sizeof(cmd)), 0);
 	memset(&srv, 0, sizeof(srv));
@@ -784,7 +961,7 @@ static void soak(rift_polling polling, enum soak_faults faults)
 			usleep(100000);
 			continue;
 		}
-		if (faults == SOAK_AIMED) {
+		if (faults == SOAK_AIMED || faults == SOAK_BENCH) {
 			/* Both links settled, then the path's one goes
 			 * (port event) long enough for the path to move. */
 			uint64_t now = h_now_us();
@@ -796,8 +973,9 @@ static void soak(rift_polling polling, enum soak_faults faults)
 					now = h_now_us();
 				}
 			link = atomic_load(&soak_path_link);
-			what = rand() % 2;
-			wait_ms = 1000;
+			what = rand() % (faults == SOAK_BENCH ? 3 : 2);
+			wait_ms = faults == SOAK_BENCH && what == 2 ? 1500
+								    : 1000;
 		} else {
 			usleep(wait_ms * 1000u);
 			wait_ms = 50 + (unsigned)(rand() % 1450);
@@ -813,8 +991,30 @@ static void soak(rift_polling polling, enum soak_faults faults)
 		}
 		fflush(stdout);
 		atomic_store(&soak_fault_link, link);
-		lab_link(fault_do[what], link ? "link1" : "link0");
-		usleep(wait_ms * 1000u);
+		if (faults == SOAK_BENCH && nfaults < SOAK_BENCH_MAX) {
+			struct soak_port_watch w = { .link = link };
+			uint64_t spent;
+			pthread_t tw;
+
+			bf[nfaults].what = what;
+			w.at = h_now_us();
+			atomic_store(&soak_bench_idx, (int)nfaults);
+			atomic_store(&soak_bench_at, w.at);
+			if (what != 2)
+				CHECK_EQ(pthread_create(&tw, NULL,
+							soak_port_watch, &w),
+					 0);
+			lab_link(fault_do[what], link ? "link1" : "link0");
+			if (what != 2)
+				pthread_join(tw, NULL);
+			bf[nfaults].port_down = w.down;
+			spent = h_now_us() - w.at;
+			if (spent < wait_ms * 1000u)
+				usleep((useconds_t)(wait_ms * 1000u - spent));
+		} else {
+			lab_link(fault_do[what], link ? "link1" : "link0");
+			usleep(wait_ms * 1000u);
+		}
 		lab_link(fault_undo[what], link ? "link1" : "link0");
 		atomic_store(&soak_back_us[link], h_now_us());
 		atomic_store(&soak_fault_link, -1);
@@ -865,6 +1065,8 @@ static void soak(rift_polling polling, enum soak_faults faults)
 		printf("soak: %" PRIu64 " of %" PRIu64
 		       " faults stalled delivery over 1 s\n",
 		       with, nfaults);
+		if (faults == SOAK_BENCH)
+			soak_bench_report(bf, (int)nfaults, &cli, &srv);
 	}
 	/* What the devices counted (retries, sequence errors...): nonzero
 	 * hw_counters of every rxe device. */
@@ -954,6 +1156,19 @@ TEST_TIMEOUT(soak_aimed_faults_one_path, 400)
 	soak_max_paths = 1;
 	soak(RIFT_POLL_EVENT, SOAK_AIMED);
 	soak_max_paths = 0;
+}
+
+/*
+ * The failover benchmark (make bench-failover; skipped otherwise): the
+ * aimed soak's traffic and faults, loss among them (1.5 s: long enough
+ * to fail over), failback off, timed per fault: port detection,
+ * PATH_DOWN, and the stall per failover on each side, by kind of fault.
+ */
+TEST_TIMEOUT(bench_failover_stalls, 400)
+{
+	if (!getenv("RIFT_BENCH_FAILOVER"))
+		SKIP("a benchmark: make bench-failover runs it in the lab");
+	soak(RIFT_POLL_EVENT, SOAK_BENCH);
 }
 
 /* ---- the causes one at a time (pair topology) ---- */
