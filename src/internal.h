@@ -118,15 +118,25 @@ void rift__resolve_cancel(rift_conn *conn);
 void rift__sockaddr_str(const struct sockaddr *sa, char *buf, size_t len);
 /* The address alone: "127.0.0.1" or "::1". */
 void rift__sockaddr_ip(const struct sockaddr *sa, char *buf, size_t len);
+/* A group.local entry of the device form, "rxe0:1": the RDMA device and
+ * port whose address a path leaves from; name "" for an address entry. */
+#define RIFT_LOCAL_DEV_MAX 64
+struct rift__local_dev {
+	char name[RIFT_LOCAL_DEV_MAX];
+	int port;
+};
 /*
- * A list of local addresses as group.local writes it ("10.0.0.2, fd00::2"):
- * numeric IPv4 or IPv6 addresses, comma-separated, blanks around each
- * allowed.  Fills up to max socket addresses (port 0) and their lengths
- * (out and lens may be NULL: only checked); returns how many, or -1 with
- * the reason in err, naming the entry that is wrong.
+ * A list of local addresses as group.local writes it ("10.0.0.2, fd00::2",
+ * "rxe0:1, rxe1:1"): numeric IPv4 or IPv6 addresses, or an RDMA device
+ * and port, comma-separated, blanks around each allowed.  Fills up to max
+ * socket addresses (port 0) and their lengths, and the devices (an
+ * address entry: name ""; a device entry: an address of family
+ * AF_UNSPEC); out, lens and devs may be NULL: only checked.  Returns how
+ * many, or -1 with the reason in err, naming the entry that is wrong.
  */
 int rift__local_parse(const char *list, struct sockaddr_storage *out,
-		      socklen_t *lens, int max, char *err, size_t errlen);
+		      socklen_t *lens, struct rift__local_dev *devs, int max,
+		      char *err, size_t errlen);
 /* Set the port of an AF_INET or AF_INET6 address. */
 static inline void rift__sockaddr_set_port(struct sockaddr_storage *ss,
 					   int port)
@@ -379,6 +389,13 @@ struct rift__transport_ops {
 	 * transport that does not track some of its sends may post a probe
 	 * it tracks then (it may fail the path doing so). */
 	uint64_t (*tx_stalled_us)(rift__path *p);
+	/* Optional: group.local's device form, the address of device and
+	 * port from which dst can be reached (rift__transports_device_src):
+	 * 0 with *out set, or RIFT_E* with err filled. */
+	int (*device_src)(const rift_config *cfg, const char *device,
+			  int port, const struct sockaddr *dst,
+			  socklen_t dst_len, struct sockaddr_storage *out,
+			  socklen_t *out_len, char *err, size_t errlen);
 };
 
 /* ---- the registry of transports (transports/transport.c) ---- */
@@ -397,6 +414,12 @@ void rift__transports_ctx_destroy(rift_ctx *ctx);
  * explanation in err when none does). */
 int rift__transports_devices(rift_device_info *out, int max, char *err,
 			     size_t errlen);
+/* group.local's device form through the transport that knows devices
+ * (RIFT_ENOTSUP, said in err, when none does). */
+int rift__transports_device_src(const rift_config *cfg, const char *device,
+				int port, const struct sockaddr *dst,
+				socklen_t dst_len, struct sockaddr_storage *out,
+				socklen_t *out_len, char *err, size_t errlen);
 /* The context's registered pool, made on first use by the transport that
  * registers memory (rift__ctx_pool, below), or NULL. */
 struct rift__pool *rift__ctx_pool_make(rift_ctx *ctx);

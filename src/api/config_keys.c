@@ -41,7 +41,8 @@ _Static_assert(sizeof(rift_polling) == 4 && sizeof(rift_cm) == 4 &&
  * refused, and why). */
 static int local_check(const char *s, char *m, size_t len)
 {
-	return rift__local_parse(s, NULL, NULL, RIFT_URL_MAX_ADDRS, m, len) < 0
+	return rift__local_parse(s, NULL, NULL, NULL, RIFT_URL_MAX_ADDRS, m,
+				 len) < 0
 		       ? -1
 		       : 0;
 }

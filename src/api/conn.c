@@ -60,6 +60,8 @@ static int attempt_start(rift_conn *conn, unsigned i, uint64_t limit,
 	socklen_t src_len = k < 0 ? 0 : conn->local_lens[k];
 	const char *way = rift__conn_alt(conn);
 	bool alt = way && (force_alt || (conn->alt_addrs >> i & 1u));
+	struct sockaddr_storage dev_src;
+	char why[RIFT_ERRMSG_LEN];
 
 	rift__sockaddr_str((const struct sockaddr *)&conn->addrs[i], addr,
 			   sizeof(addr));
@@ -76,7 +78,22 @@ static int attempt_start(rift_conn *conn, unsigned i, uint64_t limit,
 		    (unsigned long long)limit);
 	rift__metrics_connect_attempt(conn);
 	ctx->errmsg[0] = '\0'; /* what a failing connect says, below */
-	if (rift__fault_hit(RIFT_FAULT_TCP_CONNECT) && conn->ops->kind == RIFT_TRANSPORT_TCP)
+	/* group.local's device form: that device's address, for this
+	 * peer (either transport binds to it). */
+	rc = 0;
+	if (k >= 0 && conn->local_devs[k].name[0]) {
+		rc = rift__transports_device_src(
+			&conn->cfg, conn->local_devs[k].name,
+			conn->local_devs[k].port,
+			(const struct sockaddr *)&conn->addrs[i],
+			conn->addr_lens[i], &dev_src, &src_len, why,
+			sizeof(why));
+		src = (const struct sockaddr *)&dev_src;
+	}
+	if (rc)
+		rift__ctx_fail(ctx, rc, "%s", why);
+	else if (rift__fault_hit(RIFT_FAULT_TCP_CONNECT) &&
+		 conn->ops->kind == RIFT_TRANSPORT_TCP)
 		rc = RIFT_ECONNREFUSED;
 	else if (alt)
 		rc = conn->ops->connect_alt(ctx, &conn->cfg, src, src_len,
@@ -344,8 +361,8 @@ static int conn_locals(rift_ctx *ctx, rift_conn *conn, const char *text,
 {
 	char why[RIFT_ERRMSG_LEN], a[INET6_ADDRSTRLEN];
 	int n = rift__local_parse(conn->cfg.group_local, conn->locals,
-				  conn->local_lens, RIFT_URL_MAX_ADDRS, why,
-				  sizeof(why));
+				  conn->local_lens, conn->local_devs,
+				  RIFT_URL_MAX_ADDRS, why, sizeof(why));
 
 	conn->n_locals = (unsigned)n;
 	if (n > 1 && (unsigned)n < u->n_addrs)
@@ -359,7 +376,8 @@ static int conn_locals(rift_ctx *ctx, rift_conn *conn, const char *text,
 			&conn->locals[rift__conn_local(conn, i)];
 		int f = host_family(u->addrs[i].host);
 
-		if (f == AF_UNSPEC || f == l->ss_family)
+		if (f == AF_UNSPEC || f == l->ss_family ||
+		    l->ss_family == AF_UNSPEC) /* a device's: per attempt */
 			continue;
 		rift__sockaddr_ip((const struct sockaddr *)l, a, sizeof(a));
 		return rift__ctx_fail(ctx, RIFT_EINVAL,

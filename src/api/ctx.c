@@ -131,8 +131,8 @@ static int group_local_check(const rift_config *c)
 				      "config group_local is not NUL-terminated "
 				      "(at most %d characters)",
 				      RIFT_GROUP_LOCAL_MAX - 1);
-	if (rift__local_parse(c->group_local, NULL, NULL, RIFT_URL_MAX_ADDRS,
-			      why, sizeof(why)) < 0)
+	if (rift__local_parse(c->group_local, NULL, NULL, NULL,
+			      RIFT_URL_MAX_ADDRS, why, sizeof(why)) < 0)
 		return rift__ctx_fail(NULL, RIFT_EINVAL,
 				      "config group_local = \"%.80s\": %s",
 				      c->group_local, why);

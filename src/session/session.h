@@ -63,6 +63,10 @@ struct rift_conn {
 	 * is one; none: routing's choice (conn.c, attempt_start) */
 	struct sockaddr_storage locals[RIFT_URL_MAX_ADDRS];
 	socklen_t local_lens[RIFT_URL_MAX_ADDRS];
+	/* ... or the device and port an entry names (its locals[] entry
+	 * AF_UNSPEC): the address is that device's, found per attempt for
+	 * its peer (rift__transports_device_src) */
+	struct rift__local_dev local_devs[RIFT_URL_MAX_ADDRS];
 	unsigned n_locals;
 	unsigned addr_idx;      /* address of the current attempt */
 	unsigned attempts;      /* failed attempts on addr_idx */

@@ -93,3 +93,19 @@ int rift__transports_devices(rift_device_info *out, int max, char *err,
 	rift__set_err(err, errlen, "no transport of this build lists devices");
 	return 0;
 }
+
+int rift__transports_device_src(const rift_config *cfg, const char *device,
+				int port, const struct sockaddr *dst,
+				socklen_t dst_len, struct sockaddr_storage *out,
+				socklen_t *out_len, char *err, size_t errlen)
+{
+	FOR_EACH_TRANSPORT(t)
+		if ((*t)->device_src)
+			return (*t)->device_src(cfg, device, port, dst, dst_len,
+						out, out_len, err, errlen);
+	rift__set_err(err, errlen,
+		      "local %s:%d names an RDMA device, and this build has "
+		      "no RDMA transport",
+		      device, port);
+	return RIFT_ENOTSUP;
+}

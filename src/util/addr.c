@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -49,13 +50,27 @@ static bool digits(const char *s)
 	return true;
 }
 
+/* Whether s can be an RDMA device's name (rdma_cm and sysfs names:
+ * letters, digits, '_', '-', '.'; a letter first), not empty. */
+static bool dev_name(const char *s, size_t n)
+{
+	if (!n || n >= RIFT_LOCAL_DEV_MAX || !isalpha((unsigned char)s[0]))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '_' &&
+		    s[i] != '-' && s[i] != '.')
+			return false;
+	return true;
+}
+
 /*
- * One entry, as text without blanks: a numeric address into *ss, or -1
- * with what it looks like instead ("10.0.0.1:5" and "mlx5_0:1" are the
- * likely mistakes) in err.
+ * One entry, as text without blanks: a numeric address into *ss, or a
+ * device and port into *dev (*ss then AF_UNSPEC), or -1 with what it
+ * looks like instead ("10.0.0.1:5" is the likely mistake) in err.
  */
 static int local_entry(const char *e, struct sockaddr_storage *ss,
-		       socklen_t *len, char *err, size_t errlen)
+		       socklen_t *len, struct rift__local_dev *dev, char *err,
+		       size_t errlen)
 {
 	struct sockaddr_in *in = (struct sockaddr_in *)ss;
 	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
@@ -64,6 +79,7 @@ static int local_entry(const char *e, struct sockaddr_storage *ss,
 	struct in6_addr a;
 
 	memset(ss, 0, sizeof(*ss));
+	memset(dev, 0, sizeof(*dev));
 	if (inet_pton(AF_INET, e, &in->sin_addr) == 1) {
 		in->sin_family = AF_INET;
 		*len = sizeof(*in);
@@ -81,27 +97,40 @@ static int local_entry(const char *e, struct sockaddr_storage *ss,
 			head[strlen(head) - 1] = '\0';
 		}
 		if (inet_pton(AF_INET, head, &a) == 1 ||
-		    inet_pton(AF_INET6, head, &a) == 1)
+		    inet_pton(AF_INET6, head, &a) == 1) {
 			snprintf(err, errlen,
 				 "'%s' has a port: give the address alone (the "
 				 "system picks the port)",
 				 e);
-		else
-			snprintf(err, errlen,
-				 "'%s' looks like a device and port: only "
-				 "addresses are accepted for now",
-				 e);
-		return -1;
+			return -1;
+		}
+		if (dev_name(e, (size_t)(colon - e))) {
+			long port = strtol(colon + 1, NULL, 10);
+
+			if (strlen(colon + 1) > 3 || port < 1 || port > 255) {
+				snprintf(err, errlen,
+					 "'%s': port %s of device %s is not "
+					 "1..255",
+					 e, colon + 1, head);
+				return -1;
+			}
+			snprintf(dev->name, sizeof(dev->name), "%s", head);
+			dev->port = (int)port;
+			*len = 0;
+			return 0;
+		}
 	}
 	snprintf(err, errlen,
-		 "'%s' is not a numeric IPv4 or IPv6 address (host names are "
-		 "not accepted)",
+		 "'%s' is neither a numeric IPv4 or IPv6 address nor an RDMA "
+		 "device and port such as rxe0:1 (host names are not "
+		 "accepted)",
 		 e);
 	return -1;
 }
 
 int rift__local_parse(const char *list, struct sockaddr_storage *out,
-		      socklen_t *lens, int max, char *err, size_t errlen)
+		      socklen_t *lens, struct rift__local_dev *devs, int max,
+		      char *err, size_t errlen)
 {
 	char e[RIFT_GROUP_LOCAL_MAX];
 	int n = 0;
@@ -113,6 +142,7 @@ int rift__local_parse(const char *list, struct sockaddr_storage *out,
 	for (const char *p = list;; p++) {
 		size_t k = strcspn(p, ","), b = 0;
 		struct sockaddr_storage ss;
+		struct rift__local_dev dev;
 		socklen_t len;
 
 		while (b < k && (p[b] == ' ' || p[b] == '\t'))
@@ -128,12 +158,14 @@ int rift__local_parse(const char *list, struct sockaddr_storage *out,
 			return -1;
 		}
 		snprintf(e, sizeof(e), "%.*s", (int)(k - b), p + b);
-		if (local_entry(e, &ss, &len, err, errlen))
+		if (local_entry(e, &ss, &len, &dev, err, errlen))
 			return -1;
 		if (out) {
 			out[n] = ss;
 			lens[n] = len;
 		}
+		if (devs)
+			devs[n] = dev;
 		n++;
 		p += strcspn(p, ",");
 		if (!*p)

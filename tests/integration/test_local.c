@@ -172,6 +172,26 @@ TEST(local_address_not_on_this_host_fails_naming_it)
 	h_teardown(ctx, NULL, &cli.conn, 1);
 }
 
+/* A local entry naming an RDMA device this host does not have (or, in
+ * the lab, one whose address cannot reach the peer): the attempt fails
+ * as a bind to a missing address does, naming the entry. */
+TEST(local_device_not_on_this_host_fails_naming_it)
+{
+	rift_ctx *ctx = h_ctx(NULL);
+	struct side cli = { 0 };
+	char url[128];
+
+	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d?local=nosuchdev0:1&"
+				   "retries=0",
+		 h_free_port());
+	CHECK_EQ(rift_connect(ctx, url, &h_callbacks, &cli, &cli.conn), 0);
+	CHECK(h_wait(ctx, &cli.errors, 5000));
+	CHECK(cli.last_status != 0);
+	CHECK_CONTAINS(cli.last_message, ": connect: local nosuchdev0:1: ");
+	printf("%s: %s\n", rift_err_name(cli.last_status), cli.last_message);
+	h_teardown(ctx, NULL, &cli.conn, 1);
+}
+
 static void refused(rift_ctx *ctx, const char *url, const char *says)
 {
 	rift_conn *c = (rift_conn *)1;
@@ -191,14 +211,20 @@ TEST(local_option_refused_say_why)
 
 	refused(ctx, "tcp://127.0.0.1:9?local=foo",
 		"url 'tcp://127.0.0.1:9?local=foo': option local = \"foo\": "
-		"'foo' is not a numeric IPv4 or IPv6 address (host names are "
-		"not accepted)");
+		"'foo' is neither a numeric IPv4 or IPv6 address nor an RDMA "
+		"device and port such as rxe0:1 (host names are not "
+		"accepted)");
 	refused(ctx, "tcp://127.0.0.1:9?local=10.0.0.1:5",
 		"option local = \"10.0.0.1:5\": '10.0.0.1:5' has a port: give "
 		"the address alone");
-	refused(ctx, "tcp://127.0.0.1:9?local=mlx5_0:1",
-		"option local = \"mlx5_0:1\": 'mlx5_0:1' looks like a device "
-		"and port: only addresses are accepted for now");
+	refused(ctx, "tcp://127.0.0.1:9?local=mlx5_0:0",
+		"option local = \"mlx5_0:0\": 'mlx5_0:0': port 0 of device "
+		"mlx5_0 is not 1..255");
+	refused(ctx, "tcp://127.0.0.1:9?local=mlx5_0:1000",
+		"port 1000 of device mlx5_0 is not 1..255");
+	refused(ctx, "tcp://127.0.0.1:9?local=0mlx:1",
+		"'0mlx:1' is neither a numeric IPv4 or IPv6 address nor an "
+		"RDMA device and port");
 	refused(ctx, "tcp://127.0.0.1:9?local=127.0.0.2,,127.0.0.3",
 		"address 2 is empty");
 	refused(ctx, "tcp://127.0.0.1:9?local=1.0.0.1,1.0.0.2,1.0.0.3,1.0.0.4,"
@@ -363,4 +389,89 @@ TEST_T(local_address_picks_the_rdma_device)
 	sconns[0] = srv.conn;
 	sconns[1] = srv1.conn;
 	h_teardown2(cctx, NULL, conns, 2, sctx, l, sconns, 2);
+}
+
+/*
+ * group.local's device form (pair): a client naming each link's client
+ * device for the server's address on that link leaves from that device's
+ * address (rdma.device's choice, per attempt): the path is on the link
+ * and device named, before and after a cut.  A tcp:// path leaves from
+ * that address too.  A device whose addresses cannot reach the address
+ * it is given for fails the attempt, naming the entry.
+ */
+TEST_T(local_device_picks_the_link)
+{
+	const char *role = getenv("RIFT_LAB_ROLE");
+	struct side srv = { 0 }, cli = { 0 }, bad = { 0 }, tsrv = { 0 },
+		    tcli = { 0 };
+	rift_listener *l = NULL, *tl = NULL;
+	rift_ctx *sctx, *cctx, *bctx;
+	rift_conn *conns[4];
+	struct links k;
+	char url[256];
+	uint64_t end;
+	int port, first;
+
+	if (strcmp(rt_transport(), "rdma") != 0)
+		SKIP("verbs-only test: run with --transport rdma (the lab)");
+	for (int i = 0; i < 2; i++) {
+		char name[40];
+
+		snprintf(name, sizeof(name), "RIFT_LAB_SERVER_ADDR%d", i);
+		k.srv[i] = lab_env(name);
+		snprintf(name, sizeof(name), "RIFT_LAB_CLIENT_ADDR%d", i);
+		k.cli[i] = lab_env(name);
+		snprintf(name, sizeof(name), "RIFT_LAB_CLIENT_DEV%d", i);
+		k.dev[i] = lab_env(name);
+	}
+	if (!role || strcmp(role, "both") != 0)
+		SKIP("plays both ends: the pair topology");
+	sctx = h_ctx(NULL);
+	cctx = h_ctx(NULL);
+	CHECK_EQ(rift_listen(sctx, "rdma://0.0.0.0:0", &h_callbacks, &srv,
+			     h_accept_side, &l),
+		 0);
+	port = rift_listener_port(l);
+	snprintf(url, sizeof(url), "rdma://%s:%d,%s:%d?local=%s:1,%s:1",
+		 k.srv[0], port, k.srv[1], port, k.dev[0], k.dev[1]);
+	first = connect_on(sctx, cctx, url, &k, &srv, &cli);
+	CHECK_EQ(rift__conn_cut(cli.conn), 0);
+	end = h_now_us() + 20000000u;
+	while ((!cli.path_changed || !srv.path_changed) && h_now_us() < end) {
+		rift_ctx_run(sctx, 2);
+		rift_ctx_run(cctx, 2);
+	}
+	if (!cli.path_changed || !srv.path_changed)
+		FAIL("%s: not re-attached: \"%s\"", url, cli.last_message);
+	printf("%s: link%d, then link%d after the cut\n", url, first,
+	       link_of(&k, &cli, &srv));
+
+	CHECK_EQ(rift_listen(sctx, "tcp://0.0.0.0:0", &h_callbacks, &tsrv,
+			     h_accept_side, &tl),
+		 0);
+	snprintf(url, sizeof(url), "tcp://%s:%d?local=%s:1", k.srv[1],
+		 rift_listener_port(tl), k.dev[1]);
+	CHECK_EQ(rift_connect(cctx, url, &h_callbacks, &tcli, &tcli.conn), 0);
+	both_connected(sctx, cctx, &tsrv, &tcli);
+	CHECK_STR(tcli.conn->path->local, k.cli[1]);
+	CHECK_CONTAINS(tsrv.conn->path->peer, k.cli[1]);
+
+	snprintf(url, sizeof(url), "rdma://%s:%d?local=%s:1&retries=0",
+		 k.srv[1], port, k.dev[0]);
+	bctx = h_ctx(NULL);
+	CHECK_EQ(rift_connect(bctx, url, &h_callbacks, &bad, &bad.conn), 0);
+	if (!h_wait(bctx, &bad.errors, 10000))
+		FAIL("%s: no error (connected %d)", url, bad.connected);
+	printf("%s: %s: %s\n", url, rift_err_name(bad.last_status),
+	       bad.last_message);
+	CHECK_EQ(bad.last_status, RIFT_ENETUNREACH);
+	CHECK_CONTAINS(bad.last_message, "local ");
+	CHECK_CONTAINS(bad.last_message, k.dev[0]);
+	h_teardown(bctx, NULL, &bad.conn, 1);
+	rift_listener_close(tl, NULL);
+	conns[0] = cli.conn;
+	conns[1] = tcli.conn;
+	conns[2] = srv.conn;
+	conns[3] = tsrv.conn;
+	h_teardown2(cctx, NULL, conns, 2, sctx, l, conns + 2, 2);
 }

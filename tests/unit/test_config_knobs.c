@@ -202,18 +202,23 @@ TEST(config_group_local_takes_numeric_addresses)
 	CHECK_CONTAINS(dump_text, "\nlocal = \"10.0.0.2, fd00::2\"");
 
 	rift_config_init(&c);
-	CHECK_EQ(load_text(&c, "[group]\nlocal = \"mlx5_0:1\"\n", err,
+	CHECK_EQ(load_text(&c, "[group]\nlocal = \"mlx5_0:1, rxe1:2\"\n",
+			   err, sizeof(err)),
+		 0);
+	CHECK_STR(c.group_local, "mlx5_0:1, rxe1:2");
+	rift_config_init(&c);
+	CHECK_EQ(load_text(&c, "[group]\nlocal = \"mlx5_0:256\"\n", err,
 			   sizeof(err)),
 		 RIFT_EINVAL);
-	CHECK_STR(err, "rift.toml:2:9: local = \"mlx5_0:1\": 'mlx5_0:1' looks "
-		       "like a device and port: only addresses are accepted "
-		       "for now");
+	CHECK_STR(err, "rift.toml:2:9: local = \"mlx5_0:256\": 'mlx5_0:256': "
+		       "port 256 of device mlx5_0 is not 1..255");
 	CHECK_STR(c.group_local, "");
 	setenv("RIFT_GROUP_LOCAL", "10.0.0.2,db.example", 1);
 	CHECK_EQ(rift_config_env(&c, err, sizeof(err)), RIFT_EINVAL);
 	unsetenv("RIFT_GROUP_LOCAL");
 	CHECK_STR(err, "env RIFT_GROUP_LOCAL: local = \"10.0.0.2,db.example\": "
-		       "'db.example' is not a numeric IPv4 or IPv6 address "
+		       "'db.example' is neither a numeric IPv4 or IPv6 "
+		       "address nor an RDMA device and port such as rxe0:1 "
 		       "(host names are not accepted)");
 	snprintf(c.group_local, sizeof(c.group_local), "10.0.0.2:7788");
 	CHECK_EQ(rift_config_check(&c), RIFT_EINVAL);

@@ -499,4 +499,5 @@ const struct rift__transport_ops rift__rdma_ops = {
 	.devices = rift__rdma_devices,
 	.describe = rdma_describe,
 	.tx_stalled_us = rdma_tx_stalled_us,
+	.device_src = rift__rdma_device_src,
 };

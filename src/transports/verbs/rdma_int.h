@@ -420,6 +420,12 @@ void rift__rdma_dev_atoms(struct ibv_context *verbs, uint8_t *rd,
 int rift__rdma_src(const rift_config *cfg, const struct sockaddr *dst,
 		   socklen_t dst_len, struct rift__rdma_src *out, char *err,
 		   size_t errlen);
+/* The ops' device_src (internal.h): as rift__rdma_src chooses for
+ * rdma.device and rdma.port set to device and port. */
+int rift__rdma_device_src(const rift_config *cfg, const char *device,
+			  int port, const struct sockaddr *dst,
+			  socklen_t dst_len, struct sockaddr_storage *out,
+			  socklen_t *out_len, char *err, size_t errlen);
 /*
  * A client path's given local address (group.local) as its source: the
  * device and port that hold it are the path's.  When rdma.device or

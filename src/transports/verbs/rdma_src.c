@@ -525,3 +525,40 @@ out:
 	free(f);
 	return rc;
 }
+
+int rift__rdma_device_src(const rift_config *cfg, const char *device,
+			  int port, const struct sockaddr *dst,
+			  socklen_t dst_len, struct sockaddr_storage *out,
+			  socklen_t *out_len, char *err, size_t errlen)
+{
+	rift_config c = *cfg;
+	struct rift__rdma_src s;
+	char why[RIFT_ERRMSG_LEN];
+	int rc;
+
+	/* rdma.device and rdma.port, when set, must agree: a path can
+	 * leave from one device only. */
+	if ((cfg->device[0] && strcmp(cfg->device, device) != 0) ||
+	    (cfg->port && cfg->port != (uint32_t)port)) {
+		configured(cfg, why, sizeof(why));
+		snprintf(err, errlen, "local %s:%d is not on %s", device, port,
+			 why);
+		return RIFT_EINVAL;
+	}
+	snprintf(c.device, sizeof(c.device), "%s", device);
+	c.port = (uint32_t)port;
+	rc = rift__rdma_src(&c, dst, dst_len, &s, why, sizeof(why));
+	if (!rc && !s.set) {
+		rc = RIFT_EINVAL;
+		snprintf(why, sizeof(why),
+			 "an InfiniBand port holds no IP address to leave "
+			 "from (choose the device with rdma.device)");
+	}
+	if (rc) {
+		snprintf(err, errlen, "local %s:%d: %s", device, port, why);
+		return rc;
+	}
+	*out = s.addr;
+	*out_len = sa_len(&s.addr);
+	return 0;
+}
