@@ -187,6 +187,11 @@ typedef enum rift__fault_point {
 	RIFT_FAULT_JOIN_SLOW,     /* a client's standby sends its JOIN 200 ms
 				     after its transport connected, as a
 				     verbs setup over a slow link does */
+	RIFT_FAULT_SQ_STUCK,      /* a server's verbs data path stops taking
+				     its send completions, as rxe 6.1 leaves
+				     a READ (and all behind it) waiting
+				     after a retransmission on a working
+				     link */
 	RIFT_FAULT__COUNT
 } rift__fault_point;
 

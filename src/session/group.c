@@ -129,6 +129,9 @@ int rift__group_join(rift__path *p, const struct rift__hdr *h,
 	p->up_us = p->ctx->now_us;
 	conn->standby[conn->n_standby++] = p;
 	rift__path_keepalive_start(p);
+	/* The data path now has somewhere to go: it watches its sends. */
+	if (conn->path && conn->path->state == RIFT_PATH_ATTACHED)
+		rift__path_keepalive_retick(conn->path);
 	p->pending |= RIFT_PEND_JOIN_ACK;
 	rift__path_kick(p);
 	RIFT_INFO(p->ctx, "session %016llx: standby path %u joined from %s",
@@ -365,16 +368,19 @@ void rift__group_failback_timer(rift_timer *t, void *user)
 }
 
 /*
- * A client's data path whose sends the peer's side has stopped
- * acknowledging (the transport's tx_stalled_us: past its own
- * retransmission time), while a joined standby still answers: the link
- * under the data path drops what it is given (loss, no port event), and
- * waiting out the transport's retries (2.1 s over verbs by default)
- * holds the session still.  Two keepalive ticks in a row (100 ms apart:
- * rift__path_keepalive_start), so completions the loop had not taken
- * yet, in a busy guest, do not count; then the data path fails, and the
- * session resumes on the standby at once.  Without a live standby the
- * transport's own retries decide, as before.
+ * A data path whose sends the peer's side has stopped acknowledging (the
+ * transport's tx_stalled_us: past its own retransmission time), while a
+ * joined standby still answers: the link under the data path drops what
+ * it is given (loss, no port event), or the transport's queue stopped
+ * (rxe 6.1 can leave a READ, and every request behind it, waiting after
+ * a retransmission), and waiting out the transport's retries (2.1 s over
+ * verbs by default) or a READ's bound (3.1 s) holds the session still.
+ * Two keepalive ticks in a row (100 ms apart:
+ * rift__path_keepalive_retick), so completions the loop had not taken
+ * yet, in a busy guest, do not count; then the data path fails.  A
+ * client resumes on the standby at once; a server's failure reaches the
+ * client as its path's end (a disconnect), and the client resumes.
+ * Without a live standby the transport's own bounds decide, as before.
  */
 bool rift__group_stall_check(rift__path *p)
 {
@@ -382,8 +388,8 @@ bool rift__group_stall_check(rift__path *p)
 	rift__path *sb = NULL;
 	uint64_t stalled;
 
-	if (!conn || !conn->is_client || conn->path != p ||
-	    p->state != RIFT_PATH_ATTACHED || !p->ops->tx_stalled_us)
+	if (!conn || conn->path != p || p->state != RIFT_PATH_ATTACHED ||
+	    !p->ops->tx_stalled_us)
 		return false;
 	/* A side that only receives has nothing in flight when its link
 	 * goes quiet: once per silence after DATA, a PING for the
@@ -411,8 +417,9 @@ bool rift__group_stall_check(rift__path *p)
 	rift__path_failed(p, RIFT_ETIMEDOUT,
 			  "sends unacknowledged for %llu ms, past the "
 			  "transport's retransmission time, while standby "
-			  "path %s answers: failing over",
-			  (unsigned long long)(stalled / 1000u), sb->peer);
+			  "path %s answers: failing over%s",
+			  (unsigned long long)(stalled / 1000u), sb->peer,
+			  conn->is_client ? "" : " (the client resumes there)");
 	return true;
 }
 

@@ -327,16 +327,23 @@ void rift__conn_quiet(rift_conn *conn, bool on)
 /* Keepalive from now: check silence and idleness twice per interval. */
 void rift__path_keepalive_start(rift__path *p)
 {
-	uint64_t tick = p->cfg->keepalive_interval_ms / 2;
-
-	/* A client's data path that may have standbys: its sends' progress
-	 * too, more often (rift__group_stall_check). */
-	if (p->conn && p->conn->is_client && p->conn->path == p &&
-	    p->conn->n_addrs > 1 && rift__group_negotiated(p->conn) &&
-	    tick > RIFT_STALL_TICK_MS)
-		tick = RIFT_STALL_TICK_MS;
 	p->last_rx_us = p->last_tx_us = p->ctx->now_us;
 	p->timer.cb = keepalive_tick;
+	rift__path_keepalive_retick(p);
+}
+
+void rift__path_keepalive_retick(rift__path *p)
+{
+	rift_conn *conn = p->conn;
+	uint64_t tick = p->cfg->keepalive_interval_ms / 2;
+
+	/* A data path that may have standbys (a client's of several
+	 * addresses, a server's that has one): its sends' progress too,
+	 * more often (rift__group_stall_check). */
+	if (conn && conn->path == p && rift__group_negotiated(conn) &&
+	    (conn->is_client ? conn->n_addrs > 1 : conn->n_standby > 0) &&
+	    tick > RIFT_STALL_TICK_MS)
+		tick = RIFT_STALL_TICK_MS;
 	rift_timer_start(&p->timer, tick ? tick : 1, tick ? tick : 1);
 }
 

@@ -377,6 +377,9 @@ int rift__path_reject(rift__path *p, int err, const char *why);
 /* Keepalive on p from now (session.c); a handshake's bound ran out
  * (failover.c). */
 void rift__path_keepalive_start(rift__path *p);
+/* Its tick again, at the period it should have now (a server's data
+ * path checks its sends' progress often once a standby joined). */
+void rift__path_keepalive_retick(rift__path *p);
 void rift__path_handshake_timeout(rift_timer *t, void *user);
 /* The handshake payload describing our side, for a frame of that type
  * on p (session.c). */
@@ -401,8 +404,8 @@ bool rift__group_negotiated(const rift_conn *conn);
 /* How long a RESUME on a standby may go unanswered, ms (group.c), at
  * least this long. */
 #define RIFT_PROMOTE_MIN_MS 100u
-/* How often a client's data path with standbys looks at its sends'
- * progress (rift__group_stall_check), ms. */
+/* How often a data path with standbys looks at its sends' progress
+ * (rift__group_stall_check), ms. */
 #define RIFT_STALL_TICK_MS 100u
 /* That data path, silent this long after DATA arrived, sends a PING
  * (once per silence): something whose progress the check can see on a
@@ -435,8 +438,8 @@ void rift__group_standby_lost(rift_conn *conn, rift__path *p, int err);
 /* Client, its data path lost: resume on a joined standby; whether one
  * took it. */
 bool rift__group_promote(rift_conn *conn);
-/* The keepalive's tick on p: a client's data path whose sends stalled
- * while a standby answers fails (true: p failed). */
+/* The keepalive's tick on p: a data path whose sends stalled while a
+ * standby answers fails (true: p failed). */
 bool rift__group_stall_check(rift__path *p);
 /* The session ends: its standbys go. */
 void rift__group_end(rift_conn *conn);

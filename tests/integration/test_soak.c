@@ -173,7 +173,7 @@ struct soak_side {
 	int failbacks;          /* FAILBACK events (port groups) */
 	int died;                      /* disconnected before the teardown */
 	int err_status;                /* ERROR's status */
-	char downs[SOAK_DOWNS][200];
+	char downs[SOAK_DOWNS][320];
 	int downs_by[RIFT_PATH_DOWN__COUNT]; /* PATH_DOWNs by reason */
 	/* SOAK_BENCH, per fault, us after it began (0: not seen) */
 	uint64_t bench_down[SOAK_BENCH_MAX], bench_changed[SOAK_BENCH_MAX];
@@ -1553,6 +1553,22 @@ static void stream_through_loss(rift_ctx *ctx, struct soak_side *srv,
 		lab_link("noloss", link);
 }
 
+/* A one-context session's end: everything sent arrives, once and in
+ * order (soak_pump and soak_recv check), within 10 s; then it closes. */
+static void drained_and_closed(rift_ctx *ctx, rift_listener *l,
+			       struct soak_side *srv, struct soak_side *cli)
+{
+	rift_conn *conns[2] = { cli->conn, srv->conn };
+
+	for (uint64_t end = h_now_us() + 10000000u; h_now_us() < end &&
+	     (srv->recvd < cli->sent || cli->recvd < srv->sent);)
+		rift_ctx_run(ctx, 1);
+	CHECK_EQ(srv->recvd, cli->sent);
+	CHECK_EQ(cli->recvd, srv->sent);
+	CHECK_EQ(srv->bad + cli->bad, 0);
+	h_teardown(ctx, l, conns, 2);
+}
+
 /*
  * A session of scheme with its standby joined (group.max_paths 2, the
  * default) streams both ways; then the data path's link drops every
@@ -1601,17 +1617,7 @@ static void silent_loss(const char *scheme, bool cli_sends)
 	CHECK_EQ(cli.down_reason, RIFT_PATH_DOWN_STALL);
 	CHECK(c->path && c->path->promoted);
 	/* Everything sent arrives, once and in order (soak_pump checks). */
-	for (end = h_now_us() + 10000000u; h_now_us() < end &&
-	     (srv.recvd < cli.sent || cli.recvd < srv.sent);)
-		rift_ctx_run(ctx, 1);
-	CHECK_EQ(srv.recvd, cli.sent);
-	CHECK_EQ(cli.recvd, srv.sent);
-	CHECK_EQ(srv.bad + cli.bad, 0);
-	{
-		rift_conn *conns[2] = { c, srv.conn };
-
-		h_teardown(ctx, l, conns, 2);
-	}
+	drained_and_closed(ctx, l, &srv, &cli);
 }
 
 /* Over verbs: before, the session waited for the QP's retries to run out
@@ -1633,6 +1639,71 @@ TEST_TIMEOUT(silent_loss_while_only_the_server_sends_fails_over, 120)
 TEST_TIMEOUT(silent_loss_on_tcp_while_only_the_server_sends_fails_over, 120)
 {
 	silent_loss("tcp", false);
+}
+
+/*
+ * The server's side of the data path stops completing its sends on a
+ * working link (a fault point: rxe 6.1 can leave a READ, and every
+ * request behind it, waiting after a retransmission).  The client sees
+ * nothing wrong: its sends are acknowledged, only the server's stop.
+ * The server, whose standby answers, fails its path (its sends stalled),
+ * the client learns it as its path's end and resumes on its standby.
+ * Before, the server had no such check: the session stood still until
+ * the client's keepalive ran out (5 s), or a READ's bound (3.1 s).
+ */
+TEST_TIMEOUT(a_server_whose_sends_stall_fails_its_path_and_the_client_moves,
+	     120)
+{
+	static struct soak_side srv, cli;
+	rift_config cfg;
+	rift_ctx *ctx;
+	rift_conn *c = NULL;
+	rift_listener *l = NULL;
+	uint64_t end, t0, srv_down = 0;
+
+	need_pair();
+	soak_config(&cfg);
+	ctx = h_ctx(&cfg);
+	c = one_ctx_session(ctx, "rdma", 25, &srv, &cli, &l);
+	for (end = h_now_us() + 10000000u; h_now_us() < end;) {
+		if (c->n_standby && c->standby[0]->state == RIFT_PATH_STANDBY &&
+		    srv.conn->n_standby)
+			break;
+		soak_pump(&cli);
+		soak_pump(&srv);
+		rift_ctx_run(ctx, 1);
+	}
+	CHECK(c->n_standby && c->standby[0]->state == RIFT_PATH_STANDBY);
+	for (end = h_now_us() + 1000000u; h_now_us() < end;) {
+		soak_pump(&cli);
+		soak_pump(&srv);
+		rift_ctx_run(ctx, 1);
+	}
+	rift__fault_arm(RIFT_FAULT_SQ_STUCK, 1, 1);
+	t0 = h_now_us();
+	for (end = t0 + 15000000u; h_now_us() < end && !cli.disconnected &&
+				   !cli.path_changed;) {
+		soak_pump(&cli);
+		soak_pump(&srv);
+		rift_ctx_run(ctx, 1);
+		if (!srv_down && srv.path_down)
+			srv_down = h_now_us();
+	}
+	CHECK_EQ(rift__fault_fired(RIFT_FAULT_SQ_STUCK), 1);
+	printf("server path down %.0f ms after its sends stopped, client "
+	       "resumed %.0f ms after: server %s; client %s\n",
+	       srv_down ? (srv_down - t0) / 1e3 : -1.0,
+	       cli.path_changed ? (h_now_us() - t0) / 1e3 : -1.0,
+	       srv.path_down ? srv.downs[0] : "-",
+	       cli.path_down ? cli.downs[0] : "-");
+	if (cli.disconnected)
+		FAIL("session died: %s", cli.death);
+	CHECK(cli.path_changed);
+	CHECK(srv.path_down >= 1);
+	CHECK_EQ(srv.down_reason, RIFT_PATH_DOWN_STALL);
+	CHECK_CONTAINS(srv.downs[0], "sends unacknowledged for ");
+	CHECK_CONTAINS(srv.downs[0], "while standby");
+	drained_and_closed(ctx, l, &srv, &cli);
 }
 
 /* Over TCP (tcp://, or auto:// fallen back): before, TCP_USER_TIMEOUT

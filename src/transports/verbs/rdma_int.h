@@ -299,6 +299,7 @@ struct rdma_path {
 	 * time): rdma_tx_stalled_us in rdma.c. */
 	uint32_t sig_out;
 	uint64_t tx_progress_us;
+	bool sq_stuck;         /* test builds: RIFT_FAULT_SQ_STUCK fired */
 	struct send_slot *slots;
 	/* post_one's work request, filled once: each SEND sets only what
 	 * changes (id, piece, immediate, flags) */

@@ -138,6 +138,16 @@ static RIFT_HOT_INLINE bool wc_take(struct rdma_path *rp, struct ibv_wc *w)
 	} else {
 		uint32_t slot = WR_IDX(w->wr_id);
 
+#ifdef RIFT_FAULT_INJECTION
+		/* Test builds: a send queue that never completes again. */
+		if (rp->sq_stuck ||
+		    (!p->is_client && !p->standby &&
+		     p->state == RIFT_PATH_ATTACHED &&
+		     rift__fault_hit(RIFT_FAULT_SQ_STUCK))) {
+			rp->sq_stuck = true;
+			return false;
+		}
+#endif
 		rp->slots_free += rp->slots[slot].covers;
 		rp->sig_out--;
 		rp->tx_progress_us = p->ctx->now_us;
