@@ -428,6 +428,24 @@ static void family(struct out *o, const char *name, const char *type,
 
 /* name{labels} v, or name v when labels is "". */
 static void sample(struct out *o, const char *name, const char *labels,
+		   uint64_t v);
+
+/* A counter family by reason: one series per reason but the first
+ * (NONE), labeled with its name in lower case. */
+static void by_reason(struct out *o, const char *name, const char *help,
+		      const char *const *names, const uint64_t *v, unsigned n)
+{
+	char lb[64], r[32];
+
+	family(o, name, "counter", help);
+	for (unsigned i = 1; i < n; i++) {
+		lower(r, sizeof(r), names[i]);
+		snprintf(lb, sizeof(lb), "reason=\"%s\"", r);
+		sample(o, name, lb, v[i]);
+	}
+}
+
+static void sample(struct out *o, const char *name, const char *labels,
 		   uint64_t v)
 {
 	if (*labels)
@@ -680,27 +698,14 @@ int rift_metrics_prometheus(rift_ctx *ctx, char *buf, size_t len)
 		sample(&o, d->name, "", stat_at(st, d->off));
 	}
 
-	family(&o, "rift_path_downs_total", "counter",
-	       "Paths an established session lost (PATH_DOWN events), by "
-	       "reason.");
-	for (unsigned r = 1; r < RIFT_PATH_DOWN__COUNT; r++) {
-		char name[32];
-
-		lower(name, sizeof(name), down_names[r]);
-		snprintf(lb, sizeof(lb), "reason=\"%s\"", name);
-		sample(&o, "rift_path_downs_total", lb, st->path_downs_by[r]);
-	}
-
-	family(&o, "rift_fallbacks_total", "counter",
-	       "auto:// connections that went to TCP instead of RDMA, by "
-	       "reason.");
-	for (unsigned r = 1; r < RIFT_FALLBACK__COUNT; r++) {
-		char name[32];
-
-		lower(name, sizeof(name), fallback_names[r]);
-		snprintf(lb, sizeof(lb), "reason=\"%s\"", name);
-		sample(&o, "rift_fallbacks_total", lb, st->fallbacks[r]);
-	}
+	by_reason(&o, "rift_path_downs_total",
+		  "Paths an established session lost (PATH_DOWN events), by "
+		  "reason.",
+		  down_names, st->path_downs_by, RIFT_PATH_DOWN__COUNT);
+	by_reason(&o, "rift_fallbacks_total",
+		  "auto:// connections that went to TCP instead of RDMA, by "
+		  "reason.",
+		  fallback_names, st->fallbacks, RIFT_FALLBACK__COUNT);
 
 	family(&o, "rift_completion_errors_total", "counter",
 	       "RDMA work completions that failed, by work completion status "

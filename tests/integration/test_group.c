@@ -54,6 +54,16 @@ static void grp_connect(struct grp *g, const char *url)
 	h_connected(g->ctx, &g->cli);
 }
 
+/* The client of g, verifying the server's stream of seed 21 (stream()),
+ * connects to g's URL. */
+static void grp_connect_verified(struct grp *g)
+{
+	g->cli.verify = true;
+	g->cli.seed = 21;
+	g->cli.max_size = 4096;
+	grp_connect(g, g->url);
+}
+
 /* g's server, its URL with options opts, and its client connected when
  * connect says so; the server verifies the stream of seed 21. */
 static void grp_open(struct grp *g, const char *opts, bool connect)
@@ -219,10 +229,7 @@ TEST_T(a_ping_left_on_the_standby_does_not_follow_its_resume)
 	rift__path *standby;
 
 	grp_open(&g, "", false);
-	g.cli.verify = true;
-	g.cli.seed = 21;
-	g.cli.max_size = 4096;
-	grp_connect(&g, g.url);
+	grp_connect_verified(&g);
 	ctx = g.ctx;
 	c = g.c;
 	standby = joined_standby(ctx, c, &g.srv.conn);
@@ -356,10 +363,7 @@ TEST_T(failback_returns_to_the_first_address_once_it_stays_up)
 	grp_open(&g, "?failback_delay_ms=300", false);
 	/* The server echoes: frames come both ways over the path left. */
 	g.srv.echo = true;
-	g.cli.verify = true;
-	g.cli.seed = 21;
-	g.cli.max_size = 4096;
-	grp_connect(&g, g.url);
+	grp_connect_verified(&g);
 	ctx = g.ctx;
 	c = g.c;
 	CHECK(joined_standby(ctx, c, &g.srv.conn) != NULL);

@@ -290,6 +290,60 @@ static int link_of(const struct links *k, const struct side *cli,
 	return i;
 }
 
+/* The pair topology's links into *k, or the test is skipped: verbs
+ * only, both ends played here. */
+static void pair_links(struct links *k)
+{
+	const char *role = getenv("RIFT_LAB_ROLE");
+
+	if (strcmp(rt_transport(), "rdma") != 0)
+		SKIP("verbs-only test: run with --transport rdma (the lab)");
+	for (int i = 0; i < 2; i++) {
+		char name[40];
+
+		snprintf(name, sizeof(name), "RIFT_LAB_SERVER_ADDR%d", i);
+		k->srv[i] = lab_env(name);
+		snprintf(name, sizeof(name), "RIFT_LAB_CLIENT_ADDR%d", i);
+		k->cli[i] = lab_env(name);
+		snprintf(name, sizeof(name), "RIFT_LAB_CLIENT_DEV%d", i);
+		k->dev[i] = lab_env(name);
+	}
+	if (!role || strcmp(role, "both") != 0)
+		SKIP("plays both ends: the pair topology");
+}
+
+/* The pair's links into *k (or the test is skipped), a server's and a
+ * client's context, and the server's listener on every address; its
+ * port. */
+static int pair_server(struct links *k, rift_ctx **sctx, rift_ctx **cctx,
+		       struct side *srv, rift_listener **l)
+{
+	pair_links(k);
+	*sctx = h_ctx(NULL);
+	*cctx = h_ctx(NULL);
+	CHECK_EQ(rift_listen(*sctx, "rdma://0.0.0.0:0", &h_callbacks, srv,
+			     h_accept_side, l),
+		 0);
+	return rift_listener_port(*l);
+}
+
+/* Cut the client's path (of url); both ends must see it re-attached
+ * within 20 s. */
+static void cut_and_reattached(rift_ctx *sctx, rift_ctx *cctx,
+			       struct side *srv, struct side *cli,
+			       const char *url)
+{
+	uint64_t end = h_now_us() + 20000000u;
+
+	CHECK_EQ(rift__conn_cut(cli->conn), 0);
+	while ((!cli->path_changed || !srv->path_changed) && h_now_us() < end) {
+		rift_ctx_run(sctx, 2);
+		rift_ctx_run(cctx, 2);
+	}
+	if (!cli->path_changed || !srv->path_changed)
+		FAIL("%s: not re-attached: \"%s\"", url, cli->last_message);
+}
+
 /* Connect cctx to url (sctx's listener) and check which link it is on. */
 static int connect_on(rift_ctx *sctx, rift_ctx *cctx, const char *url,
 		      const struct links *k, struct side *srv,
@@ -311,7 +365,6 @@ static int connect_on(rift_ctx *sctx, rift_ctx *cctx, const char *url,
  */
 TEST_T(local_address_picks_the_rdma_device)
 {
-	const char *role = getenv("RIFT_LAB_ROLE");
 	rift_config cd = h_config();
 	struct side srv = { 0 }, cli = { 0 }, srv1 = { 0 }, cli1 = { 0 },
 		    bad = { 0 };
@@ -323,37 +376,11 @@ TEST_T(local_address_picks_the_rdma_device)
 	uint64_t end;
 	int port, first;
 
-	if (strcmp(rt_transport(), "rdma") != 0)
-		SKIP("verbs-only test: run with --transport rdma (the lab)");
-	for (int i = 0; i < 2; i++) {
-		char name[40];
-
-		snprintf(name, sizeof(name), "RIFT_LAB_SERVER_ADDR%d", i);
-		k.srv[i] = lab_env(name);
-		snprintf(name, sizeof(name), "RIFT_LAB_CLIENT_ADDR%d", i);
-		k.cli[i] = lab_env(name);
-		snprintf(name, sizeof(name), "RIFT_LAB_CLIENT_DEV%d", i);
-		k.dev[i] = lab_env(name);
-	}
-	if (!role || strcmp(role, "both") != 0)
-		SKIP("plays both ends: the pair topology");
-	sctx = h_ctx(NULL);
-	cctx = h_ctx(NULL);
-	CHECK_EQ(rift_listen(sctx, "rdma://0.0.0.0:0", &h_callbacks, &srv,
-			     h_accept_side, &l),
-		 0);
-	port = rift_listener_port(l);
+	port = pair_server(&k, &sctx, &cctx, &srv, &l);
 	snprintf(url, sizeof(url), "rdma://%s:%d,%s:%d?local=%s,%s", k.srv[0],
 		 port, k.srv[1], port, k.cli[0], k.cli[1]);
 	first = connect_on(sctx, cctx, url, &k, &srv, &cli);
-	CHECK_EQ(rift__conn_cut(cli.conn), 0);
-	end = h_now_us() + 20000000u;
-	while ((!cli.path_changed || !srv.path_changed) && h_now_us() < end) {
-		rift_ctx_run(sctx, 2);
-		rift_ctx_run(cctx, 2);
-	}
-	if (!cli.path_changed || !srv.path_changed)
-		FAIL("%s: not re-attached: \"%s\"", url, cli.last_message);
+	cut_and_reattached(sctx, cctx, &srv, &cli, url);
 	printf("link%d, then link%d after the cut\n", first,
 	       link_of(&k, &cli, &srv));
 
@@ -401,7 +428,6 @@ TEST_T(local_address_picks_the_rdma_device)
  */
 TEST_T(local_device_picks_the_link)
 {
-	const char *role = getenv("RIFT_LAB_ROLE");
 	struct side srv = { 0 }, cli = { 0 }, bad = { 0 }, tsrv = { 0 },
 		    tcli = { 0 };
 	rift_listener *l = NULL, *tl = NULL;
@@ -409,40 +435,13 @@ TEST_T(local_device_picks_the_link)
 	rift_conn *conns[4];
 	struct links k;
 	char url[256];
-	uint64_t end;
 	int port, first;
 
-	if (strcmp(rt_transport(), "rdma") != 0)
-		SKIP("verbs-only test: run with --transport rdma (the lab)");
-	for (int i = 0; i < 2; i++) {
-		char name[40];
-
-		snprintf(name, sizeof(name), "RIFT_LAB_SERVER_ADDR%d", i);
-		k.srv[i] = lab_env(name);
-		snprintf(name, sizeof(name), "RIFT_LAB_CLIENT_ADDR%d", i);
-		k.cli[i] = lab_env(name);
-		snprintf(name, sizeof(name), "RIFT_LAB_CLIENT_DEV%d", i);
-		k.dev[i] = lab_env(name);
-	}
-	if (!role || strcmp(role, "both") != 0)
-		SKIP("plays both ends: the pair topology");
-	sctx = h_ctx(NULL);
-	cctx = h_ctx(NULL);
-	CHECK_EQ(rift_listen(sctx, "rdma://0.0.0.0:0", &h_callbacks, &srv,
-			     h_accept_side, &l),
-		 0);
-	port = rift_listener_port(l);
+	port = pair_server(&k, &sctx, &cctx, &srv, &l);
 	snprintf(url, sizeof(url), "rdma://%s:%d,%s:%d?local=%s:1,%s:1",
 		 k.srv[0], port, k.srv[1], port, k.dev[0], k.dev[1]);
 	first = connect_on(sctx, cctx, url, &k, &srv, &cli);
-	CHECK_EQ(rift__conn_cut(cli.conn), 0);
-	end = h_now_us() + 20000000u;
-	while ((!cli.path_changed || !srv.path_changed) && h_now_us() < end) {
-		rift_ctx_run(sctx, 2);
-		rift_ctx_run(cctx, 2);
-	}
-	if (!cli.path_changed || !srv.path_changed)
-		FAIL("%s: not re-attached: \"%s\"", url, cli.last_message);
+	cut_and_reattached(sctx, cctx, &srv, &cli, url);
 	printf("%s: link%d, then link%d after the cut\n", url, first,
 	       link_of(&k, &cli, &srv));
 
