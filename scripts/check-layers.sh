@@ -29,7 +29,7 @@ cd "$(dirname "$0")/.."
 # The session's interface to the transports (shell patterns), which they
 # may call although the session sits above them; each group says why.
 UPCALLS='
-rift__path_connected rift__path_failed rift__path_on_frame
+rift__path_connected rift__path_failed rift__path_failed_why rift__path_on_frame
 rift__sess_control rift__sess_error_frame
 rift__path_init rift__path_destroy
 rift__stream_*

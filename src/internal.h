@@ -510,10 +510,6 @@ struct rift__path {
 	/* Keepalive ticks in a row that found its sends stalled (group.c,
 	 * rift__group_stall_check). */
 	uint8_t stall_ticks;
-	/* Why it failed (rift_path_down_reason): set by rift__path_down_why
-	 * where the error code does not say, else from the code when it
-	 * fails; NONE while it lives. */
-	uint8_t down_why;
 	/* rx_msgs when the stall check last pinged a silence (group.c) */
 	uint64_t probed_rx_msgs;
 	/* rift_conn_paths (api/paths.c): when it began and when it was set
@@ -560,15 +556,12 @@ static inline void rift__path_unqueue(rift__path *p)
 void rift__path_connected(rift__path *p);
 void rift__path_failed(rift__path *p, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-/* Why p is about to fail, where its error code does not say (a
- * completion error, keepalive silence, stalled sends): just before
- * rift__path_failed, which otherwise draws the reason from the code. */
-static inline void rift__path_down_why(rift__path *p,
-				       rift_path_down_reason why)
-{
-	if (p->state != RIFT_PATH_DEAD)
-		p->down_why = (uint8_t)why;
-}
+/* rift__path_failed with why it failed, where err does not say it (a
+ * completion error, keepalive silence, stalled sends); rift__path_failed
+ * draws the reason from err. */
+void rift__path_failed_why(rift__path *p, rift_path_down_reason why, int err,
+			   const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 /*
  * A complete frame arrived.  For DATA, payload/len are the message bytes;
  * if owned is non-NULL the payload sits in that malloc'd block, which the

@@ -715,8 +715,8 @@ int rift__conn_fail(rift_conn *conn)
 {
 	if (!conn->path || conn->path->state != RIFT_PATH_ATTACHED)
 		return RIFT_ENOTCONN;
-	rift__path_down_why(conn->path, RIFT_PATH_DOWN_LOCAL);
-	rift__path_failed(conn->path, RIFT_ECONNRESET, "failed by a test");
+	rift__path_failed_why(conn->path, RIFT_PATH_DOWN_LOCAL, RIFT_ECONNRESET,
+			      "failed by a test");
 	return 0;
 }
 

@@ -428,7 +428,13 @@ static void family(struct out *o, const char *name, const char *type,
 
 /* name{labels} v, or name v when labels is "". */
 static void sample(struct out *o, const char *name, const char *labels,
-		   uint64_t v);
+		   uint64_t v)
+{
+	if (*labels)
+		out_printf(o, "%s{%s} %" PRIu64 "\n", name, labels, v);
+	else
+		out_printf(o, "%s %" PRIu64 "\n", name, v);
+}
 
 /* A counter family by reason: one series per reason but the first
  * (NONE), labeled with its name in lower case. */
@@ -443,15 +449,6 @@ static void by_reason(struct out *o, const char *name, const char *help,
 		snprintf(lb, sizeof(lb), "reason=\"%s\"", r);
 		sample(o, name, lb, v[i]);
 	}
-}
-
-static void sample(struct out *o, const char *name, const char *labels,
-		   uint64_t v)
-{
-	if (*labels)
-		out_printf(o, "%s{%s} %" PRIu64 "\n", name, labels, v);
-	else
-		out_printf(o, "%s %" PRIu64 "\n", name, v);
 }
 
 /*

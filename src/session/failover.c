@@ -337,14 +337,14 @@ static rift_path_down_reason down_reason_of(int err)
 	}
 }
 
-void rift__conn_addr_failed(rift_conn *conn, unsigned idx, int status,
-			    const char *fmt, ...)
+struct rift__addr_down *rift__conn_addr_failed(rift_conn *conn, unsigned idx,
+					       int status, const char *fmt, ...)
 {
 	struct rift__addr_down *d;
 	va_list ap;
 
 	if (!conn->is_client || idx >= conn->n_addrs)
-		return;
+		return NULL;
 	d = &conn->addr_down[idx];
 	d->status = status;
 	d->reason = (uint8_t)down_reason_of(status);
@@ -352,21 +352,21 @@ void rift__conn_addr_failed(rift_conn *conn, unsigned idx, int status,
 	va_start(ap, fmt);
 	vsnprintf(d->why, sizeof(d->why), fmt, ap);
 	va_end(ap);
+	return d;
 }
 
-void rift__path_failed(rift__path *p, int err, const char *fmt, ...)
+static void path_failed_v(rift__path *p, rift_path_down_reason why, int err,
+			  const char *fmt, va_list ap)
 {
 	rift_conn *conn = p->conn;
+	struct rift__addr_down *d;
 	char msg[RIFT_ERRMSG_LEN];
-	va_list ap;
 
 	if (p->state == RIFT_PATH_DEAD)
 		return;
-	if (p->down_why == RIFT_PATH_DOWN_NONE)
-		p->down_why = (uint8_t)down_reason_of(err);
-	va_start(ap, fmt);
+	if (why == RIFT_PATH_DOWN_NONE)
+		why = down_reason_of(err);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
 	RIFT_DEBUG(p->ctx, "%s: path failed: %s: %s", p->peer,
 		   rift_err_name(err), msg);
 	if (err == RIFT_EPROTO)
@@ -391,14 +391,33 @@ void rift__path_failed(rift__path *p, int err, const char *fmt, ...)
 	if (!p->standby || p->promoted) {
 		snprintf(conn->last_error, sizeof(conn->last_error), "%s: %s",
 			 p->peer, msg);
-		conn->down_why = p->down_why;
+		conn->down_why = (uint8_t)why;
 	}
-	rift__conn_addr_failed(conn, p->addr_idx, err, "%s", msg);
-	if (conn->is_client && p->addr_idx < conn->n_addrs)
-		conn->addr_down[p->addr_idx].reason = p->down_why;
+	d = rift__conn_addr_failed(conn, p->addr_idx, err, "%s", msg);
+	if (d)
+		d->reason = (uint8_t)why;
 	if (p->fb_reason != RIFT_FALLBACK_NONE)
 		conn->setup_fb = p->fb_reason;
 	path_lost(conn, p, err);
+}
+
+void rift__path_failed(rift__path *p, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	path_failed_v(p, RIFT_PATH_DOWN_NONE, err, fmt, ap);
+	va_end(ap);
+}
+
+void rift__path_failed_why(rift__path *p, rift_path_down_reason why, int err,
+			   const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	path_failed_v(p, why, err, fmt, ap);
+	va_end(ap);
 }
 
 #ifdef RIFT_FAULT_INJECTION

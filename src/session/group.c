@@ -413,13 +413,13 @@ bool rift__group_stall_check(rift__path *p)
 			sb = conn->standby[i];
 	if (!sb || ++p->stall_ticks < 2)
 		return false;
-	rift__path_down_why(p, RIFT_PATH_DOWN_STALL);
-	rift__path_failed(p, RIFT_ETIMEDOUT,
-			  "sends unacknowledged for %llu ms, past the "
-			  "transport's retransmission time, while standby "
-			  "path %s answers: failing over%s",
-			  (unsigned long long)(stalled / 1000u), sb->peer,
-			  conn->is_client ? "" : " (the client resumes there)");
+	rift__path_failed_why(p, RIFT_PATH_DOWN_STALL, RIFT_ETIMEDOUT,
+			      "sends unacknowledged for %llu ms, past the "
+			      "transport's retransmission time, while standby "
+			      "path %s answers: failing over%s",
+			      (unsigned long long)(stalled / 1000u), sb->peer,
+			      conn->is_client ? ""
+					      : " (the client resumes there)");
 	return true;
 }
 

@@ -442,12 +442,12 @@ static void keepalive_tick(rift_timer *t, void *user)
 	RIFT_UNUSED(t);
 	if (silent >= (uint64_t)p->cfg->keepalive_timeout_ms * 1000u) {
 		rift__metrics_keepalive_timeout(p);
-		rift__path_down_why(p, RIFT_PATH_DOWN_KEEPALIVE);
-		rift__path_failed(p, RIFT_ETIMEDOUT,
-				  "no frame from peer for %llu ms "
-				  "(keepalive_timeout_ms %u)",
-				  (unsigned long long)(silent / 1000u),
-				  p->cfg->keepalive_timeout_ms);
+		rift__path_failed_why(p, RIFT_PATH_DOWN_KEEPALIVE,
+				      RIFT_ETIMEDOUT,
+				      "no frame from peer for %llu ms "
+				      "(keepalive_timeout_ms %u)",
+				      (unsigned long long)(silent / 1000u),
+				      p->cfg->keepalive_timeout_ms);
 		return;
 	}
 	if (rift__group_stall_check(p))

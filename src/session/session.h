@@ -355,9 +355,10 @@ static inline const char *rift__conn_alt(const rift_conn *conn)
 }
 /* A client path or attempt to address idx failed with status: what
  * rift_conn_paths says of the address until one attaches or joins
- * there (failover.c). */
-void rift__conn_addr_failed(rift_conn *conn, unsigned idx, int status,
-			    const char *fmt, ...)
+ * there (failover.c); its entry (the reason drawn from status), or NULL
+ * (a server's, or no such address). */
+struct rift__addr_down *rift__conn_addr_failed(rift_conn *conn, unsigned idx,
+					       int status, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 /* Free every queued message (conn is going away). */
 void rift__conn_drop_queue(rift_conn *conn);

@@ -91,11 +91,11 @@ static void sock_fail(struct tcp_path *tp, const char *what, int err)
 	rift__path *p = &tp->base;
 
 	if (err == ETIMEDOUT) {
-		rift__path_down_why(p, RIFT_PATH_DOWN_STALL);
-		rift__path_failed(p, RIFT_ETIMEDOUT,
-				  "the peer acknowledged nothing sent for %u ms "
-				  "(TCP_USER_TIMEOUT)",
-				  user_timeout_ms(p->cfg));
+		rift__path_failed_why(
+			p, RIFT_PATH_DOWN_STALL, RIFT_ETIMEDOUT,
+			"the peer acknowledged nothing sent for %u ms "
+			"(TCP_USER_TIMEOUT)",
+			user_timeout_ms(p->cfg));
 	} else {
 		rift__path_failed(p, rift__from_errno(err), "%s: %s", what,
 				  rift_strerror(rift__from_errno(err)));

@@ -95,14 +95,13 @@ void rift__rdma_cq_fail(struct shared_cq *s, const char *why)
 		struct rdma_path *rp = rift__list_entry(it, struct rdma_path,
 							cq_node);
 
-		rift__path_down_why(&rp->base, RIFT_PATH_DOWN_DEVICE);
 		if (rp->base.state != RIFT_PATH_DEAD)
-			rift__path_failed(&rp->base, RIFT_EIO,
-					  "%s: %s; every connection on that "
-					  "completion queue fails",
-					  rift__vb_device_name(
-						  s->dev->verbs->device),
-					  why);
+			rift__path_failed_why(
+				&rp->base, RIFT_PATH_DOWN_DEVICE, RIFT_EIO,
+				"%s: %s; every connection on that "
+				"completion queue fails",
+				rift__vb_device_name(s->dev->verbs->device),
+				why);
 	}
 }
 

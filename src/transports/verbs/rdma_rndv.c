@@ -561,11 +561,11 @@ int rift__rdma_rndv_start(struct rdma_path *rp, uint32_t i, uint32_t len)
 					 &op->lkey, &rk)) {
 		if (op->dst)
 			rift__rdma_rndv_dst_free(rp, op);
-		rift__path_down_why(p, RIFT_PATH_DOWN_LOCAL);
-		rift__path_failed(p, op->dst ? RIFT_EIO : rc,
-				  "no registered memory to READ a %u-byte "
-				  "message into: %s",
-				  h.len, op->dst ? "block without a key" : err);
+		rift__path_failed_why(
+			p, RIFT_PATH_DOWN_LOCAL, op->dst ? RIFT_EIO : rc,
+			"no registered memory to READ a %u-byte "
+			"message into: %s",
+			h.len, op->dst ? "block without a key" : err);
 		return -1;
 	}
 	op->h = h;
@@ -624,8 +624,8 @@ void rift__rdma_rndv_read_failed(struct rdma_path *rp, struct ibv_wc *w)
 			    rift__vb_wc_str(w->status));
 		return;
 	}
-	rift__path_down_why(&rp->base, RIFT_PATH_DOWN_COMPLETION);
-	rift__path_failed(&rp->base, RIFT_ECONNRESET,
-			  "RDMA READ completion error: %s (vendor error 0x%x)",
-			  rift__vb_wc_str(w->status), w->vendor_err);
+	rift__path_failed_why(
+		&rp->base, RIFT_PATH_DOWN_COMPLETION, RIFT_ECONNRESET,
+		"RDMA READ completion error: %s (vendor error 0x%x)",
+		rift__vb_wc_str(w->status), w->vendor_err);
 }

@@ -274,13 +274,13 @@ static bool read_stalled(struct rdma_path *rp)
 		bound_us = budget_us;
 	if (rp->base.ctx->now_us - rp->rd_progress_us < bound_us)
 		return false;
-	rift__path_down_why(&rp->base, RIFT_PATH_DOWN_STALL);
-	rift__path_failed(&rp->base, RIFT_ETIMEDOUT,
-			  "RDMA READ made no progress for %llu ms (%u in "
-			  "flight)",
-			  (unsigned long long)((rp->base.ctx->now_us -
-						rp->rd_progress_us) / 1000u),
-			  rp->rd_inflight);
+	rift__path_failed_why(&rp->base, RIFT_PATH_DOWN_STALL, RIFT_ETIMEDOUT,
+			      "RDMA READ made no progress for %llu ms (%u in "
+			      "flight)",
+			      (unsigned long long)((rp->base.ctx->now_us -
+						    rp->rd_progress_us) /
+						   1000u),
+			      rp->rd_inflight);
 	return true;
 }
 

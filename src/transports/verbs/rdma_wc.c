@@ -105,11 +105,11 @@ static RIFT_HOT_INLINE bool wc_take(struct rdma_path *rp, struct ibv_wc *w)
 			rift__rdma_rndv_read_failed(rp, w);
 			return false;
 		}
-		rift__path_down_why(p, RIFT_PATH_DOWN_COMPLETION);
-		rift__path_failed(p, RIFT_ECONNRESET,
-				  "%s completion error: %s (vendor error 0x%x)",
-				  (w->wr_id & RECV_FLAG) ? "receive" : "send",
-				  rift__vb_wc_str(w->status), w->vendor_err);
+		rift__path_failed_why(
+			p, RIFT_PATH_DOWN_COMPLETION, RIFT_ECONNRESET,
+			"%s completion error: %s (vendor error 0x%x)",
+			(w->wr_id & RECV_FLAG) ? "receive" : "send",
+			rift__vb_wc_str(w->status), w->vendor_err);
 		return false;
 	}
 	if (w->wr_id & RECV_FLAG) {
