@@ -855,6 +855,9 @@ typedef struct rift_ctx_stats {
 					  up (port groups), count */
 	uint64_t path_downs_by[RIFT_PATH_DOWN__COUNT]; /* path_downs by
 					  reason, count */
+	uint64_t failbacks_deferred;   /* failbacks put off because the
+					  standby did not answer a probe
+					  in time (port groups), count */
 } rift_ctx_stats;
 
 void rift__ctx_stats_init(rift_ctx_stats *st, size_t size);

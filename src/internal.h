@@ -182,8 +182,10 @@ typedef enum rift__fault_point {
 				     peer READing then must not see an
 				     access error */
 	RIFT_FAULT_STANDBY_DEAF,  /* a server's standby path loses the
-				     RESUME sent on it, as one whose link
-				     died since its last keepalive does */
+				     RESUME or PROBE sent on it, as one
+				     whose link died (or whose sends wait
+				     for a retransmission) since its last
+				     keepalive does */
 	RIFT_FAULT_JOIN_SLOW,     /* a client's standby sends its JOIN 200 ms
 				     after its transport connected, as a
 				     verbs setup over a slow link does */
@@ -448,6 +450,8 @@ enum rift__path_pending {
 	RIFT_PEND_ERROR = 1u << 7,
 	RIFT_PEND_JOIN = 1u << 8,
 	RIFT_PEND_JOIN_ACK = 1u << 9,
+	RIFT_PEND_PROBE = 1u << 10,
+	RIFT_PEND_PROBE_ACK = 1u << 11,
 };
 
 /* Paths a connection keeps at most (cfg.group_max_paths): path ids and
@@ -512,6 +516,11 @@ struct rift__path {
 	uint8_t stall_ticks;
 	/* rx_msgs when the stall check last pinged a silence (group.c) */
 	uint64_t probed_rx_msgs;
+	/* A standby's PROBE (group.c, failback): the nonce out (0: none),
+	 * when it left and when its PROBE_ACK came (0: not yet); the
+	 * peer's nonce this side owes a PROBE_ACK for. */
+	uint64_t probe_nonce, probe_sent_us, probe_ok_us;
+	uint64_t probe_echo;
 	/* rift_conn_paths (api/paths.c): when it began and when it was set
 	 * up (attached or joined; 0 before), and the DATA frames it carried
 	 * each way, count and payload bytes. */

@@ -297,6 +297,10 @@ static const struct family_def ctx_counters[] = {
 	  "Client sessions moved back to a path through an address they "
 	  "prefer once it stayed up group.failback_delay_ms (port groups).",
 	  CTX_STAT(failbacks) },
+	{ "rift_failbacks_deferred_total",
+	  "Failbacks put off because the standby path did not answer a "
+	  "probe in time; its time up starts again (port groups).",
+	  CTX_STAT(failbacks_deferred) },
 	{ "rift_standby_promotions_total",
 	  "Client failovers that resumed the session on a standby path, "
 	  "with no connection to set up (port groups).",
@@ -841,6 +845,7 @@ int rift_metrics_info(rift_ctx *ctx, char *buf, size_t len)
 	kv(&o, "failovers", st->failovers);
 	kv(&o, "standby_promotions", st->standby_promotions);
 	kv(&o, "failbacks", st->failbacks);
+	kv(&o, "failbacks_deferred", st->failbacks_deferred);
 	kv(&o, "keepalive_timeouts", st->keepalive_timeouts);
 
 	out_str(&o, "\r\n# Traffic\r\n");

@@ -1,7 +1,8 @@
 /*
  * control.c - what the session gives a transport to write besides
  * messages: the control frames a path owes (HELLO, RESUME, JOIN and their
- * answers, ERROR, ACK, PING, CLOSE: rift__sess_control), and an ERROR
+ * answers, ERROR, ACK, PING, a standby's PROBE and PROBE_ACK, CLOSE:
+ * rift__sess_control), and an ERROR
  * frame alone for a transport that sends it out of band.  Messages come
  * through rift__sess_next (session.h).
  */
@@ -49,6 +50,8 @@ size_t rift__sess_control(rift__path *p, uint8_t *buf, size_t cap)
 		{ RIFT_PEND_ERROR, RIFT_FRAME_ERROR },
 		{ RIFT_PEND_ACK, RIFT_FRAME_ACK },
 		{ RIFT_PEND_PING, RIFT_FRAME_PING },
+		{ RIFT_PEND_PROBE, RIFT_FRAME_PROBE },
+		{ RIFT_PEND_PROBE_ACK, RIFT_FRAME_PROBE_ACK },
 		{ RIFT_PEND_CLOSE, RIFT_FRAME_CLOSE },
 	};
 	rift_conn *conn = p->conn;
@@ -85,6 +88,17 @@ size_t rift__sess_control(rift__path *p, uint8_t *buf, size_t cap)
 		if (order[i].type == RIFT_FRAME_PING &&
 		    p->state == RIFT_PATH_HANDSHAKE)
 			continue;
+		/* PROBE and its answer are a standby's (group.c); one
+		 * resumed on since they were due says it lives by its
+		 * handshake, and the peer takes neither on a data path. */
+		if (order[i].type == RIFT_FRAME_PROBE ||
+		    order[i].type == RIFT_FRAME_PROBE_ACK) {
+			if (p->state != RIFT_PATH_STANDBY)
+				continue;
+			h.seq = order[i].type == RIFT_FRAME_PROBE
+					? p->probe_nonce
+					: p->probe_echo;
+		}
 		if (order[i].type == RIFT_FRAME_ERROR) {
 			h.len = error_payload(p, payload);
 		} else if (order[i].type == RIFT_FRAME_JOIN ||

@@ -201,6 +201,22 @@ int rift__group_standby_frame(rift__path *p, const struct rift__hdr *h,
 	switch (h->type) {
 	case RIFT_FRAME_PING:
 		return 0; /* alive; its ack is the data path's business */
+	case RIFT_FRAME_PROBE:
+		/* Answered on the same path: the round trip is the proof. */
+		p->probe_echo = h->seq;
+		p->pending |= RIFT_PEND_PROBE_ACK;
+		rift__path_kick(p);
+		return 0;
+	case RIFT_FRAME_PROBE_ACK:
+		/* An answer to an older probe proves nothing now. */
+		if (p->probe_nonce && h->seq == p->probe_nonce &&
+		    !p->probe_ok_us) {
+			p->probe_ok_us = p->ctx->now_us;
+			if (p->conn && p->conn->is_client)
+				rift_timer_start(&p->conn->failback_timer, 0,
+						 0);
+		}
+		return 0;
 	case RIFT_FRAME_ERROR:
 		if (rift__error_decode(payload, h->len, &ef, &why))
 			return rift__path_reject(p, RIFT_EPROTO, why);
@@ -286,8 +302,17 @@ bool rift__group_promote(rift_conn *conn)
  * has stayed joined group.failback_delay_ms, answering its keepalives
  * (a port that flaps loses it, and the count starts again with the next
  * one: link-up comes before a working datapath, NCCL and Mooncake probe
- * for that reason; here the standby's own traffic is the probe), the
- * session moves back to it: the client stops writing on its data path,
+ * for that reason), it is probed: a PROBE, which the peer answers on the
+ * same path.  Its keepalives show only the peer's direction working; a
+ * link that dropped frames a moment ago may still hold ours back for
+ * the transport's retransmission (rxe waits its ack timeout, and can
+ * leave a queue stuck after one), and a RESUME sent there went
+ * unanswered, the old path gone, the session re-attaching by a new
+ * connection (the lab's soaks: 100-520 ms on the server's side, one
+ * failback in three after a loss).  Unanswered within the bound of a
+ * RESUME (rift__group_resume_limit), the failback waits: the standby's
+ * time up starts again (failbacks_deferred).  Answered, the
+ * session moves back to it at once: the client stops writing on its data path,
  * sends RESUME on the standby, and the server takes it as any RESUME
  * (it abandons the old path and rewinds to what each side holds).  The
  * old path goes at once, as in a failover: a path kept to the answer
@@ -318,6 +343,46 @@ static rift__path *preferred_standby(const rift_conn *conn)
 			best = p;
 	}
 	return best;
+}
+
+/* Whether the standby p answered a PROBE lately; if not, one is sent
+ * (the timer comes back with the answer or at the bound), or the one
+ * out went unanswered and the failback waits. */
+static bool probed(rift_conn *conn, rift__path *p)
+{
+	uint64_t limit_us = rift__group_resume_limit(conn) * 1000u;
+	uint64_t now = conn->ctx->now_us, waited = now - p->probe_sent_us;
+
+	if (p->probe_nonce && p->probe_ok_us &&
+	    now - p->probe_ok_us <= limit_us)
+		return true;
+	if (p->probe_nonce && !p->probe_ok_us && waited < limit_us) {
+		rift_timer_start(&conn->failback_timer,
+				 (limit_us - waited + 999u) / 1000u, 0);
+		return false;
+	}
+	if (p->probe_nonce && !p->probe_ok_us) {
+		RIFT_INFO(conn->ctx,
+			  "session %016llx: standby path %s did not "
+			  "answer a probe within %llu ms: failback "
+			  "waits %u ms more",
+			  (unsigned long long)conn->session_id, p->peer,
+			  (unsigned long long)(waited / 1000u),
+			  conn->cfg.group_failback_delay_ms);
+		conn->ctx->stats.failbacks_deferred++;
+		p->probe_nonce = 0;
+		p->up_us = now;
+		rift_timer_start(&conn->failback_timer,
+				 conn->cfg.group_failback_delay_ms, 0);
+		return false;
+	}
+	p->probe_nonce = ++conn->probe_seq;
+	p->probe_sent_us = now;
+	p->probe_ok_us = 0;
+	p->pending |= RIFT_PEND_PROBE;
+	rift__path_kick(p);
+	rift_timer_start(&conn->failback_timer, limit_us / 1000u, 0);
+	return false;
 }
 
 static void failback(rift_conn *conn, rift__path *p, uint64_t up_ms)
@@ -364,6 +429,8 @@ void rift__group_failback_timer(rift_timer *t, void *user)
 				 conn->cfg.keepalive_interval_ms, 0);
 		return;
 	}
+	if (!probed(conn, p))
+		return;
 	failback(conn, p, up / 1000u);
 }
 

@@ -795,10 +795,12 @@ int rift__path_on_frame(rift__path *p, const struct rift__hdr *h,
 					   "data before the handshake");
 		}
 		/* A standby being joined; one being resumed on may still
-		 * see the keepalives of its standby days first. */
+		 * see the keepalives (and a PROBE's answer) of its standby
+		 * days first. */
 		if (p->standby && p->is_client && !p->promoted)
 			return rift__group_handshake(p, h, payload);
-		if (p->promoted && h->type == RIFT_FRAME_PING)
+		if (p->promoted && (h->type == RIFT_FRAME_PING ||
+				    h->type == RIFT_FRAME_PROBE_ACK))
 			return 0;
 		rc = p->is_client ? client_handshake(p, h, payload)
 				  : server_handshake(p, h, payload);
@@ -807,8 +809,9 @@ int rift__path_on_frame(rift__path *p, const struct rift__hdr *h,
 	if (p->state == RIFT_PATH_STANDBY) {
 		int rc;
 
-		if (h->type == RIFT_FRAME_RESUME && !p->is_client &&
-		    rift__fault_hit(RIFT_FAULT_STANDBY_DEAF)) {
+		if ((h->type == RIFT_FRAME_RESUME ||
+		     h->type == RIFT_FRAME_PROBE) &&
+		    !p->is_client && rift__fault_hit(RIFT_FAULT_STANDBY_DEAF)) {
 			free(owned);
 			return 0;
 		}

@@ -119,9 +119,10 @@ struct rift_conn {
 	uint8_t next_gid;
 	rift_timer group_timer;
 	/* Failback (group.c): the timer that checks for it; a RESUME moving
-	 * the session back is under way. */
+	 * the session back is under way; the last PROBE nonce given. */
 	rift_timer failback_timer;
 	bool failing_back;
+	uint64_t probe_seq;
 	uint64_t lst_serial;    /* server: serial of the accepting listener */
 	rift_conn *table_next;  /* server: next in its ctx->sessions chain */
 	bool in_table;          /* server: in ctx->sessions */

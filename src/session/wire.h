@@ -34,7 +34,9 @@
  * the first header.  Frames 10..15 belong to RIFT_CAP_GROUP (port groups,
  * docs/design/port-groups.md section 2).  They are always decodable, so
  * their lengths are checked like any other's, and a session that did not
- * negotiate the capability refuses them (none does yet).
+ * negotiate the capability refuses them.  Built so far: JOIN and JOIN_ACK,
+ * and PROBE and PROBE_ACK on a joined standby only (a failback's probe,
+ * session/group.c); the rest are refused as not negotiated.
  *
  * ---- Who may attach a path to a session ----
  *

@@ -430,6 +430,7 @@ TEST_T(failback_loses_nothing_the_path_left_held)
 	rift_ctx *sctx = h_ctx(NULL), *cctx = h_ctx(NULL);
 	rift_listener *l;
 	rift_conn *c = NULL, *sc[1], *cc[1];
+	rift__path *sb;
 	rift_ctx_stats st;
 	bool ready = false;
 	char url[200];
@@ -460,6 +461,19 @@ TEST_T(failback_loses_nothing_the_path_left_held)
 			srv.conn->n_standby == 1;
 	}
 	CHECK(ready);
+	/* The standby answers its failback probe (the delay keeps the
+	 * failback itself for below). */
+	sb = c->standby[0];
+	c->cfg.group_failback_delay_ms = 1;
+	rift__group_failback_timer(&c->failback_timer, c);
+	c->cfg.group_failback_delay_ms = 60000;
+	CHECK(sb->probe_nonce != 0 && !c->failing_back);
+	for (uint64_t end = h_now_us() + 10000000u;
+	     h_now_us() < end && !sb->probe_ok_us;) {
+		rift_ctx_run(cctx, 1);
+		rift_ctx_run(sctx, 1);
+	}
+	CHECK(sb->probe_ok_us != 0);
 	/* Messages the server echoes: it reads them and writes the echoes,
 	 * the client's loop does not run meanwhile. */
 	for (i = 0; i < 50; i++)
@@ -472,8 +486,10 @@ TEST_T(failback_loses_nothing_the_path_left_held)
 	for (int k = 0; k < 20; k++)
 		rift_ctx_run(sctx, 1);
 	CHECK(cli.recv_count < 50); /* echoes wait on the path left */
-	/* Failback now (its delay is the test's to shorten). */
+	/* Failback now (its delay is the test's to shorten; the probe's
+	 * answer counts as fresh: the test held the client's loop). */
 	c->cfg.group_failback_delay_ms = 1;
+	sb->probe_ok_us = cctx->now_us;
 	rift__group_failback_timer(&c->failback_timer, c);
 	CHECK(c->failing_back);
 	ready = false;
@@ -500,6 +516,91 @@ TEST_T(failback_loses_nothing_the_path_left_held)
 	cc[0] = c;
 	sc[0] = srv.conn;
 	h_teardown2(cctx, NULL, cc, 1, sctx, l, sc, 1);
+}
+
+/*
+ * A standby whose keepalives arrive may still not carry what the client
+ * sends on it (a link that dropped frames a moment ago: the sends wait
+ * for the transport's retransmission).  A failback there lost its old
+ * path, waited out the RESUME's bound and re-attached by a new
+ * connection (the soaks' slowest re-attaches on the server's side).
+ * The fault point makes the server's standby lose what the client sends
+ * that asks for an answer: the failback waits (a probe unanswered, no
+ * second PATH_DOWN), and happens once the standby answers again.
+ */
+TEST_T(a_failback_waits_for_its_standby_to_answer_a_probe)
+{
+	struct grp g;
+	rift_ctx *ctx;
+	rift_conn *c;
+	rift_ctx_stats st;
+	uint64_t i, end, deaf_us, heard_us, back_us = 0;
+	int rc;
+
+	grp_open(&g, "?failback_delay_ms=200", false);
+	g.srv.echo = true;
+	grp_connect_verified(&g);
+	ctx = g.ctx;
+	c = g.c;
+	CHECK(joined_standby(ctx, c, &g.srv.conn) != NULL);
+	stream(ctx, c, 0, 100);
+	i = 100;
+	CHECK_EQ(rift__conn_fail(c), 0);
+	CHECK(h_wait(ctx, &g.cli.path_changed, 10000));
+	CHECK_EQ(c->path->addr_idx, 1);
+	/* The new standby, through the first address, joins; then what the
+	 * client sends on it asking for an answer is lost. */
+	CHECK(joined_standby(ctx, c, &g.srv.conn) != NULL);
+	CHECK_EQ(c->standby[0]->addr_idx, 0);
+	rift__fault_arm(RIFT_FAULT_STANDBY_DEAF, 1, UINT64_MAX);
+	deaf_us = h_now_us();
+	for (end = deaf_us + 1500000u; h_now_us() < end;) {
+		rc = h_send(c, 21, i, 4096);
+		if (rc == 0)
+			i++;
+		else
+			CHECK_EQ(rc, RIFT_EAGAIN);
+		rift_ctx_run(ctx, 1);
+	}
+	rift_ctx_stats_init(&st);
+	rift_ctx_stats_get(ctx, &st);
+	printf("deaf standby: %llu probes lost, %llu failbacks deferred, "
+	       "path downs %d, failbacks %d\n",
+	       (unsigned long long)rift__fault_fired(RIFT_FAULT_STANDBY_DEAF),
+	       (unsigned long long)st.failbacks_deferred, g.cli.path_down,
+	       g.cli.failback);
+	CHECK_EQ(g.cli.path_down, 1);
+	CHECK_EQ(g.cli.failback, 0);
+	CHECK_EQ(c->path->addr_idx, 1);
+	CHECK(rift__fault_fired(RIFT_FAULT_STANDBY_DEAF) >= 1);
+	CHECK(st.failbacks_deferred >= 1);
+	/* The standby answers again: the failback happens. */
+	rift__fault_arm(RIFT_FAULT_STANDBY_DEAF, 0, 0);
+	heard_us = h_now_us();
+	for (end = heard_us + 10000000u;
+	     h_now_us() < end &&
+	     (!back_us || h_now_us() < back_us + 200000u);) {
+		rc = h_send(c, 21, i, 4096);
+		if (rc == 0)
+			i++;
+		else
+			CHECK_EQ(rc, RIFT_EAGAIN);
+		rift_ctx_run(ctx, 1);
+		if (g.cli.failback && !back_us)
+			back_us = h_now_us();
+	}
+	CHECK(h_wait_u64(ctx, &g.srv.recv_count, i, 10000));
+	CHECK(h_wait_u64(ctx, &g.cli.recv_count, i, 10000));
+	printf("failback %.0f ms after the standby answered again; %llu "
+	       "messages\n",
+	       back_us ? (double)(back_us - heard_us) / 1e3 : -1.0,
+	       (unsigned long long)i);
+	CHECK_EQ(g.cli.failback, 1);
+	CHECK_EQ(g.cli.path_down, 1);
+	CHECK_EQ(g.cli.bad, 0);
+	CHECK_EQ(g.srv.bad, 0);
+	CHECK_EQ(c->path->addr_idx, 0);
+	grp_close(&g);
 }
 
 /* failback_delay_ms = 0: the session stays on the path that works. */
