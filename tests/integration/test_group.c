@@ -342,6 +342,32 @@ TEST_T(one_path_with_max_paths_1)
 
 /* ---- failback ---- */
 
+/* Messages of seed 21 from g's client, *i on, the loop running, for
+ * for_us; with until_failback, until 200 ms after a FAILBACK instead (for_us
+ * at most).  Every message sent arrives both ways (the server echoes).
+ * Returns when the FAILBACK came, 0 if none. */
+static uint64_t traffic(struct grp *g, uint64_t *i, uint64_t for_us,
+			bool until_failback)
+{
+	uint64_t end = h_now_us() + for_us, back_us = 0;
+	int rc;
+
+	while (h_now_us() < end && (!until_failback || !back_us ||
+				    h_now_us() < back_us + 200000u)) {
+		rc = h_send(g->c, 21, *i, 4096);
+		if (rc == 0)
+			(*i)++;
+		else
+			CHECK_EQ(rc, RIFT_EAGAIN);
+		rift_ctx_run(g->ctx, 1);
+		if (g->cli.failback && !back_us)
+			back_us = h_now_us();
+	}
+	CHECK(h_wait_u64(g->ctx, &g->srv.recv_count, *i, 10000));
+	CHECK(h_wait_u64(g->ctx, &g->cli.recv_count, *i, 10000));
+	return back_us;
+}
+
 /*
  * After a failover onto the standby through the URL's second address, a
  * new standby joins through the first, which the client prefers; once it
@@ -357,8 +383,7 @@ TEST_T(failback_returns_to_the_first_address_once_it_stays_up)
 	rift_conn *c;
 	rift_ctx_stats st;
 	rift_path_info pi[8];
-	uint64_t i = 0, changed_us, back_us = 0, end;
-	int rc;
+	uint64_t i = 0, changed_us, back_us;
 
 	grp_open(&g, "?failback_delay_ms=300", false);
 	/* The server echoes: frames come both ways over the path left. */
@@ -375,19 +400,7 @@ TEST_T(failback_returns_to_the_first_address_once_it_stays_up)
 	changed_us = h_now_us();
 	CHECK_EQ(c->path->addr_idx, 1);
 	/* Traffic through the failback, until a while after it. */
-	end = h_now_us() + 10000000u;
-	while (h_now_us() < end && (!back_us || h_now_us() < back_us + 200000u)) {
-		rc = h_send(c, 21, i, 4096);
-		if (rc == 0)
-			i++;
-		else
-			CHECK_EQ(rc, RIFT_EAGAIN);
-		rift_ctx_run(ctx, 1);
-		if (g.cli.failback && !back_us)
-			back_us = h_now_us();
-	}
-	CHECK(h_wait_u64(ctx, &g.srv.recv_count, i, 10000));
-	CHECK(h_wait_u64(ctx, &g.cli.recv_count, i, 10000));
+	back_us = traffic(&g, &i, 10000000u, true);
 	CHECK_EQ(g.cli.bad, 0);
 	printf("failback %.0f ms after the failover; %llu messages\n",
 	       (double)(back_us - changed_us) / 1e3, (unsigned long long)i);
@@ -534,8 +547,7 @@ TEST_T(a_failback_waits_for_its_standby_to_answer_a_probe)
 	rift_ctx *ctx;
 	rift_conn *c;
 	rift_ctx_stats st;
-	uint64_t i, end, deaf_us, heard_us, back_us = 0;
-	int rc;
+	uint64_t i, heard_us, back_us;
 
 	grp_open(&g, "?failback_delay_ms=200", false);
 	g.srv.echo = true;
@@ -553,15 +565,7 @@ TEST_T(a_failback_waits_for_its_standby_to_answer_a_probe)
 	CHECK(joined_standby(ctx, c, &g.srv.conn) != NULL);
 	CHECK_EQ(c->standby[0]->addr_idx, 0);
 	rift__fault_arm(RIFT_FAULT_STANDBY_DEAF, 1, UINT64_MAX);
-	deaf_us = h_now_us();
-	for (end = deaf_us + 1500000u; h_now_us() < end;) {
-		rc = h_send(c, 21, i, 4096);
-		if (rc == 0)
-			i++;
-		else
-			CHECK_EQ(rc, RIFT_EAGAIN);
-		rift_ctx_run(ctx, 1);
-	}
+	CHECK_EQ(traffic(&g, &i, 1500000u, false), 0);
 	rift_ctx_stats_init(&st);
 	rift_ctx_stats_get(ctx, &st);
 	printf("deaf standby: %llu probes lost, %llu failbacks deferred, "
@@ -577,20 +581,7 @@ TEST_T(a_failback_waits_for_its_standby_to_answer_a_probe)
 	/* The standby answers again: the failback happens. */
 	rift__fault_arm(RIFT_FAULT_STANDBY_DEAF, 0, 0);
 	heard_us = h_now_us();
-	for (end = heard_us + 10000000u;
-	     h_now_us() < end &&
-	     (!back_us || h_now_us() < back_us + 200000u);) {
-		rc = h_send(c, 21, i, 4096);
-		if (rc == 0)
-			i++;
-		else
-			CHECK_EQ(rc, RIFT_EAGAIN);
-		rift_ctx_run(ctx, 1);
-		if (g.cli.failback && !back_us)
-			back_us = h_now_us();
-	}
-	CHECK(h_wait_u64(ctx, &g.srv.recv_count, i, 10000));
-	CHECK(h_wait_u64(ctx, &g.cli.recv_count, i, 10000));
+	back_us = traffic(&g, &i, 10000000u, true);
 	printf("failback %.0f ms after the standby answered again; %llu "
 	       "messages\n",
 	       back_us ? (double)(back_us - heard_us) / 1e3 : -1.0,
