@@ -158,6 +158,10 @@ TEST(rift_perf_bad_options_exit_2_naming_the_option)
 		{{"--loopback", "--plot", "out.png"}, {"--plot", ".svg"}},
 		{{"--loopback", "--no-such-option"},
 		 {"no-such-option", "--help"}},
+		{{"-S", "0.0.0.0,127.0.0.2"},
+		 {"'0.0.0.0,127.0.0.2'", "listens on one address"}},
+		{{"127.0.0.1,,127.0.0.2"}, {"127.0.0.1,,127.0.0.2", "empty"}},
+		{{"127.0.0.1,"}, {"'127.0.0.1,'", "empty"}},
 	};
 	struct run *r = new_run();
 
@@ -254,6 +258,38 @@ TEST(rift_perf_server_and_client_processes)
 	CHECK_CONTAINS(r->err,
 		       "client: lat test, 1 connection(s), transport tcp");
 	CHECK_CONTAINS(r->err, "client done");
+	free(r);
+}
+
+/*
+ * A client's HOST may list the server's addresses: its connections are
+ * port groups (a standby path through the second address), the report
+ * says so, and the URL has the port on each address.
+ */
+TEST(rift_perf_client_of_several_addresses_keeps_a_standby)
+{
+	struct run *r = new_run();
+	char port[16], url[64];
+	const char *srv_args[] = {"-S", "--transport", "tcp", "-p",
+				  port, "0.0.0.0",     NULL};
+	/* A second's run: the standby has long joined when it ends. */
+	const char *cli_args[] = {
+		"--transport",	       "tcp", "-p", port, "--json", "-D", "1",
+		"127.0.0.1,127.0.0.2", NULL};
+	int out = tmpfile_fd(), err = tmpfile_fd();
+	pid_t srv;
+
+	snprintf(port, sizeof(port), "%d", h_free_port());
+	srv = perf_start(srv_args, NULL, out, err);
+	perf_run(r, "RIFT_CONNECT_RETRIES=100", cli_args);
+	printf("%s%s", r->out, r->err);
+	CHECK_EQ(r->status, 0);
+	check_lat(r->out);
+	snprintf(url, sizeof(url), "tcp://127.0.0.1:%s,127.0.0.2:%s", port,
+		 port);
+	CHECK_CONTAINS(r->out, url);
+	CHECK_CONTAINS(r->out, "\"standby_paths\": 1");
+	CHECK_EQ(perf_wait(srv), 0);
 	free(r);
 }
 

@@ -338,6 +338,18 @@ int client_run(const struct opts *o, int port, struct metrics_src *msrc,
 			print_row(cl, &cl->res[cl->n_res]);
 		cl->n_res++;
 	}
+	if (cl->n_data && cl->data[0].conn) {
+		rift_path_info pi[16];
+		int n = rift_conn_paths(cl->data[0].conn, pi, 16);
+
+		for (int i = 0; i < n && i < 16; i++)
+			cl->standby_paths +=
+				pi[i].state == RIFT_PATH_STATE_STANDBY;
+	}
+	if (!o->json && !step_rc && cl->standby_paths)
+		printf(" port group: each connection's data path and %u "
+		       "standby path(s), joined ahead\n",
+		       cl->standby_paths);
 	if (!o->json && !step_rc)
 		print_rule();
 	check_stable(cl);

@@ -69,11 +69,26 @@ void loop_fini(struct loop *lp)
 	lp->msrc = NULL;
 }
 
-void url_build(char *buf, size_t len, const char *scheme, const char *host,
-	       int port)
+/* scheme://host:port; a HOST of several addresses, ADDR[,ADDR...], gets
+ * the port on each (a client's port group: rift connects through the
+ * first and keeps standby paths through the others).  Returns -1 when
+ * the URL does not fit buf. */
+int url_build(char *buf, size_t len, const char *scheme, const char *host,
+	      int port)
 {
-	bool v6 = strchr(host, ':') && host[0] != '[';
+	size_t used = (size_t)snprintf(buf, len, "%s://", scheme);
 
-	snprintf(buf, len, "%s://%s%s%s:%d", scheme, v6 ? "[" : "", host,
-		 v6 ? "]" : "", port);
+	for (const char *a = host; used < len;) {
+		size_t n = strcspn(a, ",");
+		bool v6 = memchr(a, ':', n) && a[0] != '[';
+
+		used += (size_t)snprintf(buf + used, len - used,
+					 "%s%s%.*s%s:%d", a == host ? "" : ",",
+					 v6 ? "[" : "", (int)n, a,
+					 v6 ? "]" : "", port);
+		if (!a[n])
+			break;
+		a += n + 1;
+	}
+	return used < len ? 0 : -1;
 }

@@ -97,6 +97,8 @@ static void usage(FILE *f)
 "usage: rift-perf [options]                 server (one client, then exit)\n"
 "       rift-perf -S [options] [ADDR]       server listening on ADDR\n"
 "       rift-perf [options] HOST            client of the server on HOST\n"
+"                                           (ADDR,ADDR,...: the server's\n"
+"                                           addresses, one port group)\n"
 "       rift-perf --loopback [options] [ADDR]  both ends in one process\n"
 "\n"
 "  -S, --server            server mode (also: no HOST given)\n"
@@ -161,6 +163,34 @@ __attribute__((format(printf, 2, 3))) static int bad(int code, const char *fmt,
 
 /* What getopt_long refused (opterr is 0: the message is ours, so that
  * --json can carry it); argv[optind - 1] is the word it stopped at. */
+/* A client's HOST may list addresses, a port group's (ADDR,ADDR); a
+ * listener has one.  Says what is wrong, or returns 0. */
+static int host_check(const struct opts *o)
+{
+	char url[300]; /* as the client's and the server's */
+
+	if (strchr(o->host, ',') && o->mode != MODE_CLIENT) {
+		errf("'%s': a server listens on one address (0.0.0.0: all of "
+		     "them); several, ADDR,ADDR, are a client's",
+		     o->host);
+		return -1;
+	}
+	for (const char *a = o->host;; a += strcspn(a, ",") + 1) {
+		if (!strcspn(a, ",")) {
+			errf("'%s': an empty address in the list", o->host);
+			return -1;
+		}
+		if (!a[strcspn(a, ",")])
+			break;
+	}
+	if (url_build(url, sizeof(url), "auto", o->host, 65535)) {
+		errf("'%s': too many addresses (the URL would pass %zu bytes)",
+		     o->host, sizeof(url) - 1);
+		return -1;
+	}
+	return 0;
+}
+
 static int bad_option(int ch, char **argv)
 {
 	const char *word = optind > 0 ? argv[optind - 1] : "?";
@@ -473,6 +503,8 @@ int parse_args(int argc, char **argv, struct opts *o)
 		errf("--persistent: only for the server");
 		return EXIT_USAGE;
 	}
+	if (host_check(o))
+		return EXIT_USAGE;
 	if (maddr_set && o->metrics_port < 0)
 		return bad(OPT_METRICS_ADDR, "only with --metrics-port");
 

@@ -137,8 +137,8 @@ int loop_once(struct loop *lp, int max_ms);
 void loop_init(struct loop *lp, rift_ctx *ctx, const rift_config *cfg,
 	       struct metrics_src *msrc);
 void loop_fini(struct loop *lp);
-void url_build(char *buf, size_t len, const char *scheme, const char *host,
-	       int port);
+int url_build(char *buf, size_t len, const char *scheme, const char *host,
+	      int port);
 
 /* ctl.c */
 int ctl_decode(const void *data, size_t len, struct ctl *m);
@@ -239,6 +239,9 @@ struct client {
 	rift_transport transport;
 	rift_fallback_reason fallback;
 	uint64_t path_changes;
+	/* Standby paths of the first data connection once the steps ran
+	 * (a port group: HOST listed several addresses). */
+	uint32_t standby_paths;
 	/* the step */
 	bool in_step;
 	bool warming; /* bw: the unmeasured phase in front of a step */
