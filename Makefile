@@ -299,17 +299,21 @@ bench-rdma: all
 	tests/lab/lab run --topo loop --timeout 2400 -- \
 	  env BENCH_LAT_ROUNDS=$(BENCH_LAT_ROUNDS) BENCH_ROUNDS=$(BENCH_ROUNDS) sh bench/rdma-guest.sh
 
-# Port groups' failover, timed in the pair topology, each cm mode: a 60 s
-# stream both ways with faults aimed at the session's link (down,
+# Port groups, timed in the pair topology.  Failover, each cm mode: a
+# 60 s stream both ways with faults aimed at the session's link (down,
 # carrier loss, 100% loss); per kind of fault, when the port said it was
 # down, PATH_DOWN, and the stall per failover on each side, against the
 # port's detection (tests/integration/test_soak.c, bench_failover_stalls).
-bench-failover: $(BUILD)/tst/rift-tests
+# Then the steady state: latency with a standby path against one path
+# (bench/group-guest.sh; BENCH_GROUP_ROUNDS=21 for more rounds).
+BENCH_GROUP_ROUNDS ?= 11
+bench-failover: all $(BUILD)/tst/rift-tests
 	tests/lab/lab setup
-	tests/lab/lab run --topo pair --timeout 1200 -- \
+	tests/lab/lab run --topo pair --timeout 1800 -- \
 	  sh -c 'export RIFT_BENCH_FAILOVER=1; \
 	    build/tst/rift-tests -v --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 300 bench_failover && \
-	    build/tst/rift-tests -v --transport rdma --cm tcp --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 300 bench_failover'
+	    build/tst/rift-tests -v --transport rdma --cm tcp --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 300 bench_failover && \
+	    BENCH_GROUP_ROUNDS=$(BENCH_GROUP_ROUNDS) sh bench/group-guest.sh'
 
 # The library, its header and rift.pc, the tools users run (rift-info,
 # rift-perf; rift-demo is the demo's), and the man pages.

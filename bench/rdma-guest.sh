@@ -92,47 +92,7 @@ print(d)' "$T/rc" "$key" 2>/dev/null)
 	v "$val"
 }
 
-# series FILE ROUNDS 'PERFTEST CALL' 'RIFT CALL' SCALE: P R P R ... P;
-# each line of FILE is "perftest-before rift*SCALE perftest-after".
-series() {
-	file=$1 rounds=$2 pcall=$3 rcall=$4 scale=$5
-	: >"$file"
-	before=$(eval "$pcall")
-	for r in $(seq 1 "$rounds"); do
-		rv=$(eval "$rcall")
-		after=$(eval "$pcall")
-		rs=$(awk -v x="$rv" -v s="$scale" 'BEGIN { if (x == "nan") print "nan"; else printf "%.4f", x * s }')
-		echo "$before $rs $after" >>"$file"
-		echo "  round $r: perftest $before  rift $rs  perftest $after" >&2
-		before=$after
-	done
-}
-
-# stats FILE: "median q1 q3 n ratio-of-medians median-perftest median-rift"
-# of the rounds' rift / mean(perftest either side).
-stats() {
-	python3 - "$1" <<'EOF'
-import sys, statistics as st
-rat, ps, rs = [], [], []
-for line in open(sys.argv[1]):
-    b, r, a = (float(x) for x in line.split())
-    if r == r:
-        rs.append(r)
-    for p in (b, a):
-        if p == p:
-            ps.append(p)
-    base = [p for p in (b, a) if p == p and p > 0]
-    if r == r and base:
-        rat.append(r / (sum(base) / len(base)))
-if not rat:
-    print("nan nan nan 0 nan nan nan")
-    sys.exit()
-q = sorted(rat)
-print("%.3f %.3f %.3f %d %.3f %.3f %.3f" % (st.median(q), q[len(q) // 4],
-      q[(3 * len(q)) // 4], len(q), st.median(rs) / st.median(ps),
-      st.median(ps), st.median(rs)))
-EOF
-}
+. bench/series.sh
 
 echo "latency, 32 B, $LAT_ROUNDS rounds of $LAT_N round trips (us, one way):" >&2
 series "$T/lat" "$LAT_ROUNDS" 'pt 5 ib_send_lat -s 32 -n $LAT_N' \
