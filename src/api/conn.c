@@ -162,8 +162,8 @@ static void group_timer_cb(rift_timer *t, void *user)
 
 		if (has_standby(conn, j))
 			continue;
-		if (attempt_start(conn, j, conn->cfg.connect_timeout_ms, false,
-				  &p)) {
+		if (attempt_start(conn, j, rift__group_standby_limit(conn, j),
+				  false, &p)) {
 			/* Its own failure (rift_conn_paths): the session's
 			 * last error stays what happened to its data. */
 			RIFT_DEBUG(conn->ctx, "session %016llx: standby: %s",

@@ -283,9 +283,14 @@ void rift__path_handshake_timeout(rift_timer *t, void *user)
 
 	RIFT_UNUSED(t);
 	/* A re-attach's bound doubles per attempt that timed out; a
-	 * standby's setup is no attempt of the session's. */
+	 * standby's setup is no attempt of the session's: its own bound
+	 * doubles per timeout through its address. */
 	if (p->conn && p->conn->is_client && !p->standby)
 		p->conn->timeouts++;
+	else if (p->conn && p->standby && !p->promoted &&
+		 p->addr_idx < RIFT_ARRAY_SIZE(p->conn->addr_down) &&
+		 p->conn->addr_down[p->addr_idx].standby_timeouts < UINT8_MAX)
+		p->conn->addr_down[p->addr_idx].standby_timeouts++;
 	if (p->promoted)
 		rift__path_failed(p, RIFT_ETIMEDOUT,
 				  "standby path did not answer the RESUME "
@@ -295,12 +300,14 @@ void rift__path_handshake_timeout(rift_timer *t, void *user)
 				  p->limit_ms, RIFT_PROMOTE_MIN_MS);
 	else if (p->limit_ms < p->cfg->connect_timeout_ms)
 		rift__path_failed(p, RIFT_ETIMEDOUT,
-				  "handshake not completed within %u ms (a "
-				  "re-attach attempt's bound: this session's "
-				  "measured setup time, doubled per attempt "
-				  "that timed out, at most connect_timeout_ms "
-				  "%u ms)",
-				  p->limit_ms, p->cfg->connect_timeout_ms);
+				  "handshake not completed within %u ms (%s "
+				  "bound: this session's measured setup time, "
+				  "doubled per attempt that timed out, at most "
+				  "connect_timeout_ms %u ms)",
+				  p->limit_ms,
+				  p->standby ? "a standby setup's"
+					     : "a re-attach attempt's",
+				  p->cfg->connect_timeout_ms);
 	else
 		rift__path_failed(p, RIFT_ETIMEDOUT,
 				  "handshake not completed within "

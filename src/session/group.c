@@ -181,8 +181,10 @@ int rift__group_handshake(rift__path *p, const struct rift__hdr *h,
 					 "JOIN_ACK without the session's proof");
 	p->state = RIFT_PATH_STANDBY;
 	p->up_us = p->ctx->now_us;
-	if (p->addr_idx < conn->n_addrs)
+	if (p->addr_idx < conn->n_addrs) {
 		conn->addr_down[p->addr_idx].status = 0;
+		conn->addr_down[p->addr_idx].standby_timeouts = 0;
+	}
 	rift__path_keepalive_start(p);
 	RIFT_INFO(p->ctx, "session %016llx: standby path %u to %s joined",
 		  (unsigned long long)conn->session_id, p->gid, p->peer);
@@ -230,6 +232,40 @@ int rift__group_standby_frame(rift__path *p, const struct rift__hdr *h,
 	}
 }
 
+/* The session's measured setup time (its mean plus four deviations, as
+ * TCP bounds a retransmission by the round trip), at least floor_ms,
+ * doubled doublings times, at most connect_timeout_ms; connect_timeout_ms
+ * before anything was measured. */
+static uint64_t setup_bound(const rift_conn *conn, uint64_t floor_ms,
+			    unsigned doublings)
+{
+	uint64_t limit = conn->cfg.connect_timeout_ms, rto;
+
+	if (!conn->setup_srtt_us)
+		return limit;
+	rto = (conn->setup_srtt_us + 4 * conn->setup_var_us) / 1000u;
+	if (rto < floor_ms)
+		rto = floor_ms;
+	rto <<= doublings < 16 ? doublings : 16;
+	return rto < limit ? rto : limit;
+}
+
+/*
+ * A standby's setup may begin on a link that drops what it is given (it
+ * replaces one lost a moment ago).  One that waited connect_timeout_ms
+ * (3 s) for a lost connection request left the session without a live
+ * standby that long, and a data path that stalled meanwhile had nowhere
+ * to go (a lab soak: 2.3 s).  So it is bounded as a re-attach attempt
+ * is.
+ */
+uint64_t rift__group_standby_limit(const rift_conn *conn, unsigned idx)
+{
+	return setup_bound(conn, RIFT_REATTACH_MIN_MS,
+			   idx < RIFT_ARRAY_SIZE(conn->addr_down)
+				   ? conn->addr_down[idx].standby_timeouts
+				   : 0);
+}
+
 /*
  * How long a RESUME on a joined standby may go unanswered.  The standby's
  * link may have died since its last keepalive (both links fail at
@@ -244,14 +280,7 @@ int rift__group_standby_frame(rift__path *p, const struct rift__hdr *h,
  */
 uint64_t rift__group_resume_limit(const rift_conn *conn)
 {
-	uint64_t limit = conn->cfg.connect_timeout_ms, rto;
-
-	if (!conn->setup_srtt_us)
-		return limit;
-	rto = (conn->setup_srtt_us + 4 * conn->setup_var_us) / 1000u;
-	if (rto < RIFT_PROMOTE_MIN_MS)
-		rto = RIFT_PROMOTE_MIN_MS;
-	return rto < limit ? rto : limit;
+	return setup_bound(conn, RIFT_PROMOTE_MIN_MS, 0);
 }
 
 /* A joined standby that answered within two keepalive intervals. */

@@ -86,6 +86,9 @@ struct rift_conn {
 	struct rift__addr_down {
 		int status;
 		uint8_t reason; /* rift_path_down_reason */
+		/* Standby setups through it that timed out since one
+		 * joined (rift__group_standby_limit doubles per each). */
+		uint8_t standby_timeouts;
 		uint64_t at_us;
 		char why[128];
 	} addr_down[RIFT_URL_MAX_ADDRS * 2];
@@ -322,6 +325,11 @@ void rift__conn_attempt_failed(rift_conn *conn, int err);
  */
 #define RIFT_REATTACH_MIN_MS 1000u
 uint64_t rift__conn_attempt_limit(const rift_conn *conn);
+/* A standby's setup through the URL's address idx: bounded as a
+ * re-attach attempt is (the measured setup time, at least
+ * RIFT_REATTACH_MIN_MS), doubled per standby setup through idx that timed
+ * out since one joined there, at most connect_timeout_ms (group.c). */
+uint64_t rift__group_standby_limit(const rift_conn *conn, unsigned idx);
 /*
  * Why the connection is not on RDMA: our side's reason, else the one the
  * peer gave in its handshake (an auto:// client without a device falls

@@ -619,6 +619,68 @@ TEST_T(failback_off_stays_on_the_working_path)
 	grp_close(&g);
 }
 
+/*
+ * A standby's setup through an address that answers nothing (its
+ * listener's accept queue is full: SYNs dropped, as on a link dropping
+ * everything) is bounded as a re-attach attempt is, by the session's
+ * measured setup time with a one-second floor, doubled per timeout, not
+ * by connect_timeout_ms (3 s): over verbs a standby begun while its link
+ * still dropped was then missing for seconds, and a data path that
+ * stalled meanwhile had nowhere to go (a lab soak: 2.3 s).  Over TCP the
+ * kernel's own SYN timing (TCP_USER_TIMEOUT) ends such a connect after
+ * about a second too; this checks which bound the setup was given.
+ */
+TEST(a_standby_setup_to_a_silent_address_is_bounded_by_the_setup_time)
+{
+	struct grp g;
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sa);
+	rift_path_info pi[8];
+	rift_ctx_stats st;
+	uint64_t t0, attempts0;
+	char url[200];
+	int bh, filler, n;
+
+	grp_open(&g, "", false);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	bh = socket(AF_INET, SOCK_STREAM, 0);
+	CHECK(bh >= 0);
+	CHECK_EQ(bind(bh, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	CHECK_EQ(listen(bh, 0), 0);
+	CHECK_EQ(getsockname(bh, (struct sockaddr *)&sa, &len), 0);
+	/* One connection fills a backlog of 0; later SYNs are dropped. */
+	filler = socket(AF_INET, SOCK_STREAM, 0);
+	CHECK_EQ(connect(filler, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d,127.0.0.1:%d",
+		 rift_listener_port(g.l), ntohs(sa.sin_port));
+	grp_connect(&g, url);
+	t0 = h_now_us();
+	rift_ctx_stats_init(&st);
+	rift_ctx_stats_get(g.ctx, &st);
+	attempts0 = st.connect_attempts;
+	/* 1.5 s in: the first setup failed at its 1 s bound. */
+	while (h_now_us() < t0 + 1500000u)
+		rift_ctx_run(g.ctx, 5);
+	n = rift_conn_paths(g.c, pi, 8);
+	printf("1.5 s: %d paths, the second %s: %s\n", n,
+	       n > 1 ? rift_path_state_name(pi[1].state) : "-",
+	       n > 1 ? pi[1].last_error : "-");
+	CHECK_EQ(n, 2);
+	CHECK_EQ(pi[1].state, RIFT_PATH_STATE_DOWN);
+	CHECK_CONTAINS(pi[1].last_error, "within 1000 ms (a standby setup's");
+	/* And it goes on trying, a second after each failure. */
+	while (h_now_us() < t0 + 4500000u)
+		rift_ctx_run(g.ctx, 5);
+	rift_ctx_stats_get(g.ctx, &st);
+	printf("4.5 s: %llu standby setups since 0 s\n",
+	       (unsigned long long)(st.connect_attempts - attempts0));
+	CHECK(st.connect_attempts - attempts0 >= 2);
+	CHECK_EQ(g.cli.path_down, 0); /* the data path never noticed */
+	grp_close(&g);
+	close(filler);
+	close(bh);
+}
+
 /* ---- rift_conn_paths ---- */
 
 /* conn's paths into pi (8 at most); how many there are. */

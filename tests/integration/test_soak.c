@@ -1706,6 +1706,52 @@ TEST_TIMEOUT(a_server_whose_sends_stall_fails_its_path_and_the_client_moves,
 	drained_and_closed(ctx, l, &srv, &cli);
 }
 
+/*
+ * A standby begun while its link drops everything (here the link is lossy
+ * from before the connection; in the soaks, a standby set up again right
+ * after a loss on its link) joins soon after the loss ends: its setup is
+ * bounded by the session's measured setup time, with a one-second floor,
+ * not by connect_timeout_ms (group.c, rift__group_standby_limit).  A
+ * session without a live standby has nowhere to go when its data path
+ * stalls: a soak's fault stalled delivery 2.3 s that way.
+ */
+TEST_TIMEOUT(a_standby_begun_during_a_loss_joins_soon_after_it_ends, 120)
+{
+	static struct soak_side srv, cli;
+	rift_config cfg;
+	rift_ctx *ctx;
+	rift_conn *c = NULL;
+	rift_listener *l = NULL;
+	uint64_t end, healed = 0, joined = 0, t0;
+
+	need_pair();
+	soak_config(&cfg);
+	ctx = h_ctx(&cfg);
+	lab_link("loss", "link1");
+	t0 = h_now_us();
+	c = one_ctx_session(ctx, "rdma", 29, &srv, &cli, &l);
+	CHECK(strcmp(soak_link(&cli), "link0") == 0);
+	for (end = t0 + 1500000u; h_now_us() < end;)
+		rift_ctx_run(ctx, 1);
+	CHECK(!(c->n_standby && c->standby[0]->state == RIFT_PATH_STANDBY));
+	lab_link("noloss", "link1");
+	healed = h_now_us();
+	for (end = healed + 10000000u; h_now_us() < end && !joined;) {
+		soak_pump(&cli);
+		soak_pump(&srv);
+		rift_ctx_run(ctx, 1);
+		if (c->n_standby && c->standby[0]->state == RIFT_PATH_STANDBY)
+			joined = h_now_us();
+	}
+	printf("standby joined %.0f ms after the loss ended (%.0f ms after "
+	       "connecting began)\n",
+	       joined ? (joined - healed) / 1e3 : -1.0,
+	       joined ? (joined - t0) / 1e3 : -1.0);
+	CHECK(joined != 0);
+	CHECK(joined - healed < 1500000u);
+	drained_and_closed(ctx, l, &srv, &cli);
+}
+
 /* Over TCP (tcp://, or auto:// fallen back): before, TCP_USER_TIMEOUT
  * (twice the keepalive interval, 2 s) failed the path. */
 TEST_TIMEOUT(silent_loss_on_tcp_fails_over_to_the_standby, 120)
