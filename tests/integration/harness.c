@@ -411,6 +411,24 @@ const char *h_tool_path(const char *name)
 	return NULL;
 }
 
+int h_silent_port(int fds[2])
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sa);
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fds[0] = socket(AF_INET, SOCK_STREAM, 0);
+	CHECK(fds[0] >= 0);
+	CHECK_EQ(bind(fds[0], (struct sockaddr *)&sa, sizeof(sa)), 0);
+	CHECK_EQ(listen(fds[0], 0), 0);
+	CHECK_EQ(getsockname(fds[0], (struct sockaddr *)&sa, &len), 0);
+	/* One connection fills a backlog of 0; later SYNs are dropped. */
+	fds[1] = socket(AF_INET, SOCK_STREAM, 0);
+	CHECK(fds[1] >= 0);
+	CHECK_EQ(connect(fds[1], (struct sockaddr *)&sa, sizeof(sa)), 0);
+	return ntohs(sa.sin_port);
+}
+
 int h_free_port(void)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET };

@@ -82,5 +82,9 @@ uint64_t h_now_us(void);
 const char *h_tool_path(const char *name);
 /* A loopback TCP port nobody listens on (bound and closed again). */
 int h_free_port(void);
+/* A loopback TCP port that answers nothing, as a black-holed address: a
+ * listener whose accept queue one connection fills, so later SYNs are
+ * dropped.  fds[0] the listener, fds[1] the filler: close both after. */
+int h_silent_port(int fds[2]);
 
 #endif

@@ -633,26 +633,15 @@ TEST_T(failback_off_stays_on_the_working_path)
 TEST(a_standby_setup_to_a_silent_address_is_bounded_by_the_setup_time)
 {
 	struct grp g;
-	struct sockaddr_in sa = { .sin_family = AF_INET };
-	socklen_t len = sizeof(sa);
 	rift_path_info pi[8];
 	rift_ctx_stats st;
 	uint64_t t0, attempts0;
 	char url[200];
-	int bh, filler, n;
+	int silent[2], n;
 
 	grp_open(&g, "", false);
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	bh = socket(AF_INET, SOCK_STREAM, 0);
-	CHECK(bh >= 0);
-	CHECK_EQ(bind(bh, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	CHECK_EQ(listen(bh, 0), 0);
-	CHECK_EQ(getsockname(bh, (struct sockaddr *)&sa, &len), 0);
-	/* One connection fills a backlog of 0; later SYNs are dropped. */
-	filler = socket(AF_INET, SOCK_STREAM, 0);
-	CHECK_EQ(connect(filler, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d,127.0.0.1:%d",
-		 rift_listener_port(g.l), ntohs(sa.sin_port));
+		 rift_listener_port(g.l), h_silent_port(silent));
 	grp_connect(&g, url);
 	t0 = h_now_us();
 	rift_ctx_stats_init(&st);
@@ -677,8 +666,8 @@ TEST(a_standby_setup_to_a_silent_address_is_bounded_by_the_setup_time)
 	CHECK(st.connect_attempts - attempts0 >= 2);
 	CHECK_EQ(g.cli.path_down, 0); /* the data path never noticed */
 	grp_close(&g);
-	close(filler);
-	close(bh);
+	close(silent[1]);
+	close(silent[0]);
 }
 
 /* ---- rift_conn_paths ---- */

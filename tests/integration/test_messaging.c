@@ -335,24 +335,13 @@ TEST(a_silent_first_address_does_not_hold_up_the_next)
 	rift_ctx *ctx = h_ctx(NULL);
 	struct side srv = { .echo = true }, cli = { 0 };
 	rift_listener *l = h_listen(ctx, &srv);
-	struct sockaddr_in sa = { .sin_family = AF_INET };
-	socklen_t len = sizeof(sa);
 	rift_conn *c = NULL, *conns[2];
-	int bh, filler;
+	int silent[2];
 	uint64_t t0;
 	char url[256];
 
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	bh = socket(AF_INET, SOCK_STREAM, 0);
-	CHECK(bh >= 0);
-	CHECK_EQ(bind(bh, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	CHECK_EQ(listen(bh, 0), 0);
-	CHECK_EQ(getsockname(bh, (struct sockaddr *)&sa, &len), 0);
-	/* One connection fills a backlog of 0; later SYNs are dropped. */
-	filler = socket(AF_INET, SOCK_STREAM, 0);
-	CHECK_EQ(connect(filler, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d,127.0.0.1:%d",
-		 ntohs(sa.sin_port), rift_listener_port(l));
+		 h_silent_port(silent), rift_listener_port(l));
 	t0 = h_now_us();
 	CHECK_EQ(rift_connect(ctx, url, &h_callbacks, &cli, &c), 0);
 	cli.conn = c;
@@ -371,8 +360,8 @@ TEST(a_silent_first_address_does_not_hold_up_the_next)
 	conns[0] = c;
 	conns[1] = srv.conn;
 	h_teardown(ctx, l, conns, 2);
-	close(filler);
-	close(bh);
+	close(silent[1]);
+	close(silent[0]);
 }
 
 TEST_T(external_event_loop_integration)
