@@ -263,18 +263,26 @@ static void path_lost(rift_conn *conn, rift__path *p, int err)
 	}
 }
 
-uint64_t rift__conn_attempt_limit(const rift_conn *conn)
+uint64_t rift__conn_setup_bound(const rift_conn *conn, uint64_t floor_ms,
+				unsigned doublings)
 {
 	uint64_t limit = conn->cfg.connect_timeout_ms, rto;
-	unsigned doublings = conn->timeouts < 16 ? conn->timeouts : 16;
 
-	if (conn->state != RIFT_CONN_DETACHED || !conn->setup_srtt_us)
+	if (!conn->setup_srtt_us)
 		return limit;
 	rto = (conn->setup_srtt_us + 4 * conn->setup_var_us) / 1000u;
-	if (rto < RIFT_REATTACH_MIN_MS)
-		rto = RIFT_REATTACH_MIN_MS;
-	rto <<= doublings;
+	if (rto < floor_ms)
+		rto = floor_ms;
+	rto <<= doublings < 16 ? doublings : 16;
 	return rto < limit ? rto : limit;
+}
+
+uint64_t rift__conn_attempt_limit(const rift_conn *conn)
+{
+	if (conn->state != RIFT_CONN_DETACHED)
+		return conn->cfg.connect_timeout_ms;
+	return rift__conn_setup_bound(conn, RIFT_REATTACH_MIN_MS,
+				      conn->timeouts);
 }
 
 void rift__path_handshake_timeout(rift_timer *t, void *user)

@@ -232,24 +232,6 @@ int rift__group_standby_frame(rift__path *p, const struct rift__hdr *h,
 	}
 }
 
-/* The session's measured setup time (its mean plus four deviations, as
- * TCP bounds a retransmission by the round trip), at least floor_ms,
- * doubled doublings times, at most connect_timeout_ms; connect_timeout_ms
- * before anything was measured. */
-static uint64_t setup_bound(const rift_conn *conn, uint64_t floor_ms,
-			    unsigned doublings)
-{
-	uint64_t limit = conn->cfg.connect_timeout_ms, rto;
-
-	if (!conn->setup_srtt_us)
-		return limit;
-	rto = (conn->setup_srtt_us + 4 * conn->setup_var_us) / 1000u;
-	if (rto < floor_ms)
-		rto = floor_ms;
-	rto <<= doublings < 16 ? doublings : 16;
-	return rto < limit ? rto : limit;
-}
-
 /*
  * A standby's setup may begin on a link that drops what it is given (it
  * replaces one lost a moment ago).  One that waited connect_timeout_ms
@@ -260,10 +242,11 @@ static uint64_t setup_bound(const rift_conn *conn, uint64_t floor_ms,
  */
 uint64_t rift__group_standby_limit(const rift_conn *conn, unsigned idx)
 {
-	return setup_bound(conn, RIFT_REATTACH_MIN_MS,
-			   idx < RIFT_ARRAY_SIZE(conn->addr_down)
-				   ? conn->addr_down[idx].standby_timeouts
-				   : 0);
+	return rift__conn_setup_bound(conn, RIFT_REATTACH_MIN_MS,
+				      idx < RIFT_ARRAY_SIZE(conn->addr_down)
+					      ? conn->addr_down[idx]
+							.standby_timeouts
+					      : 0);
 }
 
 /*
@@ -280,7 +263,7 @@ uint64_t rift__group_standby_limit(const rift_conn *conn, unsigned idx)
  */
 uint64_t rift__group_resume_limit(const rift_conn *conn)
 {
-	return setup_bound(conn, RIFT_PROMOTE_MIN_MS, 0);
+	return rift__conn_setup_bound(conn, RIFT_PROMOTE_MIN_MS, 0);
 }
 
 /* A joined standby that answered within two keepalive intervals. */

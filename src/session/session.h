@@ -325,6 +325,13 @@ void rift__conn_attempt_failed(rift_conn *conn, int err);
  */
 #define RIFT_REATTACH_MIN_MS 1000u
 uint64_t rift__conn_attempt_limit(const rift_conn *conn);
+/* The session's measured setup time (its mean plus four deviations),
+ * at least floor_ms, doubled doublings times (16 at most), at most
+ * connect_timeout_ms; connect_timeout_ms before anything was measured.
+ * Re-attach attempts, standby setups and RESUMEs on a standby are bounded
+ * by it (failover.c). */
+uint64_t rift__conn_setup_bound(const rift_conn *conn, uint64_t floor_ms,
+				unsigned doublings);
 /* A standby's setup through the URL's address idx: bounded as a
  * re-attach attempt is (the measured setup time, at least
  * RIFT_REATTACH_MIN_MS), doubled per standby setup through idx that timed
