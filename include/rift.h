@@ -392,6 +392,15 @@ typedef struct rift_config {
 	 * RIFT_EVENT_FAILBACK tells it.  0 = stay on the path that works
 	 * (appended) */
 	uint32_t group_failback_delay_ms; /* 0..3600000, default 2000 */
+	/* auto:// back to RDMA: a client session that fell back to TCP
+	 * (RDMA was not there at connect, or every RDMA path died) tries
+	 * RDMA again after this long, ms: a standby path through RDMA,
+	 * joined to the session, which takes it back as a failback does
+	 * (stayed up group_failback_delay_ms, answered a probe); the wait
+	 * doubles after each try that fails, up to 64 times this.  TCP
+	 * stays its fallback.  Needs group_max_paths >= 2 on the client (the
+	 * JOIN).  0 = stay on TCP (appended) */
+	uint32_t fallback_return_ms;      /* 0..3600000, default 1000 */
 } rift_config;
 
 void rift__config_init(rift_config *cfg, size_t size);
@@ -858,6 +867,9 @@ typedef struct rift_ctx_stats {
 	uint64_t failbacks_deferred;   /* failbacks put off because the
 					  standby did not answer a probe
 					  in time (port groups), count */
+	uint64_t fallback_returns;     /* auto:// client sessions moved
+					  back from TCP to RDMA
+					  (fallback_return_ms), count */
 } rift_ctx_stats;
 
 void rift__ctx_stats_init(rift_ctx_stats *st, size_t size);
@@ -955,7 +967,10 @@ const char *rift_event_name(rift_event_type t);
  *  WRITABLE       a send that returned RIFT_EAGAIN may be retried.
  *  FAILBACK       (client, port groups) the session moved from a working
  *                 path back to one through an earlier address of its URL
- *                 that had come back and stayed up group_failback_delay_ms:
+ *                 that had come back and stayed up group_failback_delay_ms,
+ *                 or (auto://) from TCP back to RDMA once RDMA worked
+ *                 again (fallback_return_ms; the message says "auto:// is
+ *                 on rdma again", the fallback reason is NONE again):
  *                 transport, peer and local address of that path, message
  *                 saying from where.  No PATH_DOWN precedes it; nothing is
  *                 lost, doubled or reordered (the peer sees PATH_CHANGED).

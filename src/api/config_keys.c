@@ -72,6 +72,10 @@ const struct key rift__cfg_keys[] = {
 	  600000, NULL, "pause between attempts, ms" },
 	{ "connect", "fallback", NULL, M(fallback), K_BOOL, 0, 1, NULL,
 	  "auto:// may fall back to TCP" },
+	{ "connect", "fallback_return_ms", NULL, M(fallback_return_ms), K_UINT,
+	  0, 3600000, NULL,
+	  "auto:// on TCP tries RDMA again after this long, doubling per try "
+	  "that fails (up to 64 times); 0 = stays on TCP" },
 	/* [session] */
 	{ "session", "keepalive_interval_ms", NULL, M(keepalive_interval_ms),
 	  K_UINT, 10, 3600000, NULL, "idle time before a ping, ms" },

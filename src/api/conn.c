@@ -44,12 +44,13 @@ static uint64_t attempt_limit(rift_conn *conn)
 }
 
 /*
- * Start the transport's connect to address i, bounded by limit ms, from
- * its URL address's local address (group.local).  A failure leaves its
- * reason in conn->last_error.
+ * Start ops' connect to address i, bounded by limit ms, from its URL
+ * address's local address (group.local).  A failure leaves its reason in
+ * conn->last_error.
  */
-static int attempt_start(rift_conn *conn, unsigned i, uint64_t limit,
-			 bool force_alt, rift__path **out)
+static int attempt_start_via(rift_conn *conn,
+			     const struct rift__transport_ops *ops, unsigned i,
+			     uint64_t limit, bool force_alt, rift__path **out)
 {
 	rift_ctx *ctx = conn->ctx;
 	rift__path *p = NULL;
@@ -58,7 +59,7 @@ static int attempt_start(rift_conn *conn, unsigned i, uint64_t limit,
 	const struct sockaddr *src =
 		k < 0 ? NULL : (const struct sockaddr *)&conn->locals[k];
 	socklen_t src_len = k < 0 ? 0 : conn->local_lens[k];
-	const char *way = rift__conn_alt(conn);
+	const char *way = ops == conn->ops ? rift__conn_alt(conn) : NULL;
 	bool alt = way && (force_alt || (conn->alt_addrs >> i & 1u));
 	struct sockaddr_storage dev_src;
 	char why[RIFT_ERRMSG_LEN];
@@ -74,7 +75,7 @@ static int attempt_start(rift_conn *conn, unsigned i, uint64_t limit,
 		    (unsigned long long)conn->session_id,
 		    conn->state == RIFT_CONN_DETACHED ? "re-attaching"
 						      : "connecting",
-		    conn->ops->name, addr, alt ? " via " : "", alt ? way : "",
+		    ops->name, addr, alt ? " via " : "", alt ? way : "",
 		    (unsigned long long)limit);
 	rift__metrics_connect_attempt(conn);
 	ctx->errmsg[0] = '\0'; /* what a failing connect says, below */
@@ -93,40 +94,48 @@ static int attempt_start(rift_conn *conn, unsigned i, uint64_t limit,
 	if (rc)
 		rift__ctx_fail(ctx, rc, "%s", why);
 	else if (rift__fault_hit(RIFT_FAULT_TCP_CONNECT) &&
-		 conn->ops->kind == RIFT_TRANSPORT_TCP)
+		 ops->kind == RIFT_TRANSPORT_TCP)
 		rc = RIFT_ECONNREFUSED;
 	else if (alt)
-		rc = conn->ops->connect_alt(ctx, &conn->cfg, src, src_len,
-					    (const struct sockaddr *)&conn->addrs[i],
-					    conn->addr_lens[i], &p);
+		rc = ops->connect_alt(ctx, &conn->cfg, src, src_len,
+				      (const struct sockaddr *)&conn->addrs[i],
+				      conn->addr_lens[i], &p);
 	else
-		rc = conn->ops->connect(ctx, &conn->cfg, src, src_len,
-					(const struct sockaddr *)&conn->addrs[i],
-					conn->addr_lens[i], &p);
+		rc = ops->connect(ctx, &conn->cfg, src, src_len,
+				  (const struct sockaddr *)&conn->addrs[i],
+				  conn->addr_lens[i], &p);
 	if (rc) {
-		rift__conn_error(conn, "%s://%s%s%s%s: connect: %s",
-				 conn->ops->name, addr, alt ? " (" : "",
-				 alt ? way : "", alt ? ")" : "",
-				 ctx->errmsg[0] ? ctx->errmsg : rift_strerror(rc));
+		rift__conn_error(
+			conn, "%s://%s%s%s%s: connect: %s", ops->name, addr,
+			alt ? " (" : "", alt ? way : "", alt ? ")" : "",
+			ctx->errmsg[0] ? ctx->errmsg : rift_strerror(rc));
 		if (alt)
 			conn->alt_addrs &= ~(1u << i);
-		rift__conn_addr_failed(conn, i, rc, "connect: %s",
-				       ctx->errmsg[0] ? ctx->errmsg
-						      : rift_strerror(rc));
+		if (ops == conn->ops)
+			rift__conn_addr_failed(conn, i, rc, "connect: %s",
+					       ctx->errmsg[0]
+						       ? ctx->errmsg
+						       : rift_strerror(rc));
 		return rc;
 	}
 	p->alt = alt;
 	if (alt)
 		ctx->stats.connect_alts++;
-	snprintf(p->peer, sizeof(p->peer), "%s://%s%s%s%s", conn->ops->name,
-		 addr, alt ? " (" : "", alt ? way : "",
-		 alt ? ")" : "");
+	snprintf(p->peer, sizeof(p->peer), "%s://%s%s%s%s", ops->name, addr,
+		 alt ? " (" : "", alt ? way : "", alt ? ")" : "");
 	p->conn = conn;
 	p->addr_idx = i;
 	p->limit_ms = (uint32_t)limit;
 	rift_timer_start(&p->timer, limit, 0);
 	*out = p;
 	return 0;
+}
+
+/* An attempt over the session's transport. */
+static int attempt_start(rift_conn *conn, unsigned i, uint64_t limit,
+			 bool force_alt, rift__path **out)
+{
+	return attempt_start_via(conn, conn->ops, i, limit, force_alt, out);
 }
 
 /*
@@ -180,6 +189,58 @@ static void group_timer_cb(rift_timer *t, void *user)
 	}
 	if (again)
 		rift_timer_start(&conn->group_timer, RIFT_STANDBY_RETRY_MS, 0);
+}
+
+/*
+ * auto:// back from its fallback (session/group.c, "returning"): a client
+ * session on TCP tries the transport its scheme prefers again, by a
+ * standby through it to one address at a time in turn.  One try at a
+ * time; its end (rift__group_return_failed, or the session moving there)
+ * decides the next.
+ */
+static void return_timer_cb(rift_timer *t, void *user)
+{
+	rift_conn *conn = user;
+	const struct rift__transport_ops *ops = conn->pref_ops;
+	rift_fallback_reason why;
+	char last[RIFT_ERRMSG_LEN];
+	unsigned j;
+	rift__path *p = NULL;
+
+	RIFT_UNUSED(t);
+	if (!rift__group_may_return(conn))
+		return;
+	for (unsigned i = 0; i < conn->n_standby; i++)
+		if (conn->standby[i]->ops == ops)
+			return; /* one under way, or joined */
+	if (conn->n_standby == RIFT_ARRAY_SIZE(conn->standby)) {
+		rift__group_return_failed(conn, "no room for another path");
+		return;
+	}
+	why = ops->available(conn->ctx);
+	if (why != RIFT_FALLBACK_NONE) {
+		rift__group_return_failed(conn, rift_fallback_reason_str(why));
+		return;
+	}
+	j = conn->return_fails % conn->n_addrs;
+	memcpy(last, conn->last_error, sizeof(last));
+	if (attempt_start_via(conn, ops, j, rift__group_standby_limit(conn, j),
+			      false, &p)) {
+		/* Its own failure: the session's last error stays what
+		 * happened to its data. */
+		snprintf(conn->return_why, sizeof(conn->return_why), "%s",
+			 conn->last_error);
+		memcpy(conn->last_error, last, sizeof(last));
+		rift__group_return_failed(conn, conn->return_why);
+		return;
+	}
+	RIFT_INFO(conn->ctx, "session %016llx: trying %s again: %s",
+		  (unsigned long long)conn->session_id, ops->name, p->peer);
+	conn->return_why[0] = '\0';
+	p->standby = true;
+	conn->next_gid = conn->next_gid % RIFT_PATH_ID_MAX + 1;
+	p->gid = conn->next_gid;
+	conn->standby[conn->n_standby++] = p;
 }
 
 void rift__conn_attempt(rift_conn *conn)
@@ -303,6 +364,7 @@ static int conn_setup_client(rift_ctx *ctx, rift_conn *conn,
 	/* The scheme's transport; auto:// the one it prefers, and the next
 	 * when that one cannot be used here. */
 	ops = rift__transport_by_scheme(url->scheme);
+	conn->pref_ops = ops;
 	conn->auto_scheme = url->scheme == RIFT_SCHEME_AUTO;
 	why = ops->available(ctx);
 	if (why != RIFT_FALLBACK_NONE) {
@@ -429,6 +491,7 @@ int rift_connect(rift_ctx *ctx, const char *url, const rift_conn_callbacks *cbs,
 	conn->retry_timer.cb = retry_timer_cb;
 	conn->race_timer.cb = race_timer_cb;
 	conn->group_timer.cb = group_timer_cb;
+	conn->return_timer.cb = return_timer_cb;
 	/* First attempt from the loop, so failures arrive as events (once
 	 * the names are resolved, if the URL has any). */
 	rc = conn->resolving ? 0 : rift_timer_start(&conn->retry_timer, 0, 0);

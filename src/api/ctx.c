@@ -88,6 +88,7 @@ void rift__config_init(rift_config *cfg, size_t size)
 		.linger_ms = 10000,
 		.group_max_paths = 2,
 		.group_failback_delay_ms = 2000,
+		.fallback_return_ms = 1000,
 	};
 
 	__atomic_store_n(&rift__log_level, (int)level, __ATOMIC_RELAXED);
@@ -191,6 +192,7 @@ static int cfg_check(const rift_config *c)
 	R(linger_ms, 0, 3600000);
 	R(group_max_paths, 1, RIFT_GROUP_MAX);
 	R(group_failback_delay_ms, 0, 3600000);
+	R(fallback_return_ms, 0, 3600000);
 #undef R
 	if (!rc && (c->gid_index < -1 || c->gid_index > 4095)) {
 		rc = rift__ctx_fail(NULL, RIFT_EINVAL,

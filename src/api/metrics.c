@@ -301,6 +301,11 @@ static const struct family_def ctx_counters[] = {
 	  "Failbacks put off because the standby path did not answer a "
 	  "probe in time; its time up starts again (port groups).",
 	  CTX_STAT(failbacks_deferred) },
+	{ "rift_fallback_returns_total",
+	  "auto:// client sessions moved back from TCP, where they had "
+	  "fallen back, to RDMA once it worked again "
+	  "(connect.fallback_return_ms).",
+	  CTX_STAT(fallback_returns) },
 	{ "rift_standby_promotions_total",
 	  "Client failovers that resumed the session on a standby path, "
 	  "with no connection to set up (port groups).",
@@ -856,6 +861,7 @@ int rift_metrics_info(rift_ctx *ctx, char *buf, size_t len)
 
 	out_str(&o, "\r\n# Transport\r\n");
 	kv(&o, "fallbacks", lv.fallbacks);
+	kv(&o, "fallback_returns", st->fallback_returns);
 	for (unsigned r = 1; r < RIFT_FALLBACK__COUNT; r++) {
 		lower(name, sizeof(name), fallback_names[r]);
 		snprintf(key, sizeof(key), "fallback_%s", name);

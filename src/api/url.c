@@ -257,6 +257,7 @@ static const struct {
 	{ "connect", "retries" },
 	{ "connect", "retry_delay_ms" },
 	{ "connect", "fallback" },
+	{ "connect", "fallback_return_ms" },
 	{ "session", "keepalive_interval_ms" },
 	{ "session", "keepalive_timeout_ms" },
 	{ "session", "grace_ms" },

@@ -408,9 +408,15 @@ static void path_failed_v(rift__path *p, rift_path_down_reason why, int err,
 			 p->peer, msg);
 		conn->down_why = (uint8_t)why;
 	}
-	d = rift__conn_addr_failed(conn, p->addr_idx, err, "%s", msg);
+	/* A try of auto://'s preferred transport failing says nothing of
+	 * the address the session runs through. */
+	d = rift__path_returning(p)
+		    ? NULL
+		    : rift__conn_addr_failed(conn, p->addr_idx, err, "%s", msg);
 	if (d)
 		d->reason = (uint8_t)why;
+	else if (rift__path_returning(p))
+		snprintf(conn->return_why, sizeof(conn->return_why), "%s", msg);
 	if (p->fb_reason != RIFT_FALLBACK_NONE)
 		conn->setup_fb = p->fb_reason;
 	path_lost(conn, p, err);

@@ -36,6 +36,9 @@ bool rift__group_negotiated(const rift_conn *conn)
 	return (rift__group_caps(conn) & conn->peer_caps & RIFT_CAP_GROUP) != 0;
 }
 
+static uint64_t return_delay(const rift_conn *conn);
+static void returned(rift_conn *conn);
+
 void rift__group_attached(rift_conn *conn)
 {
 	if (conn->is_client && conn->n_addrs > 1 &&
@@ -43,6 +46,9 @@ void rift__group_attached(rift_conn *conn)
 		rift_timer_start(&conn->group_timer, 0, 0);
 		rift_timer_start(&conn->failback_timer, 0, 0);
 	}
+	if (rift__group_may_return(conn) &&
+	    conn->return_timer.heap_idx == SIZE_MAX)
+		rift_timer_start(&conn->return_timer, return_delay(conn), 0);
 }
 
 bool rift__group_standby_del(rift_conn *conn, rift__path *p)
@@ -62,6 +68,7 @@ void rift__group_end(rift_conn *conn)
 {
 	rift_timer_stop(&conn->group_timer);
 	rift_timer_stop(&conn->failback_timer);
+	rift_timer_stop(&conn->return_timer);
 	conn->failing_back = false;
 	while (conn->n_standby) {
 		rift__path *p = conn->standby[--conn->n_standby];
@@ -73,7 +80,17 @@ void rift__group_end(rift_conn *conn)
 
 void rift__group_standby_lost(rift_conn *conn, rift__path *p, int err)
 {
+	char why[RIFT_ERRMSG_LEN];
+
 	rift__group_standby_del(conn, p);
+	if (rift__path_returning(p)) {
+		snprintf(why, sizeof(why), "%s: %s", p->peer,
+			 conn->return_why[0] ? conn->return_why
+					     : rift_err_name(err));
+		rift__path_release(p);
+		rift__group_return_failed(conn, why);
+		return;
+	}
 	RIFT_INFO(conn->ctx, "session %016llx: standby path %s lost: %s: %s",
 		  (unsigned long long)conn->session_id, p->peer,
 		  rift_err_name(err),
@@ -338,8 +355,17 @@ bool rift__group_promote(rift_conn *conn)
  * failover.
  */
 
-/* The joined standby through the earliest address before the data
- * path's, or NULL. */
+/* How much the client prefers a path: its transport first (auto://'s
+ * preferred one before its fallback), then the earlier URL address. */
+static unsigned rank(const rift_conn *conn, const rift__path *p)
+{
+	return (p->ops == conn->pref_ops ? 0u : 1u) << 8 | p->addr_idx;
+}
+
+/* The joined standby the client prefers most, if it prefers it to the
+ * data path and may move there (a failback to an earlier address with
+ * failback_delay_ms, a return to the preferred transport with
+ * fallback_return_ms), or NULL. */
 static rift__path *preferred_standby(const rift_conn *conn)
 {
 	rift__path *best = NULL;
@@ -348,10 +374,14 @@ static rift__path *preferred_standby(const rift_conn *conn)
 		return NULL;
 	for (unsigned i = 0; i < conn->n_standby; i++) {
 		rift__path *p = conn->standby[i];
+		bool returning = p->ops != conn->path->ops;
 
-		if (p->state == RIFT_PATH_STANDBY &&
-		    p->addr_idx < conn->path->addr_idx &&
-		    (!best || p->addr_idx < best->addr_idx))
+		if (p->state != RIFT_PATH_STANDBY ||
+		    rank(conn, p) >= rank(conn, conn->path) ||
+		    !(returning ? conn->cfg.fallback_return_ms
+				: conn->cfg.group_failback_delay_ms))
+			continue;
+		if (!best || rank(conn, p) < rank(conn, best))
 			best = p;
 	}
 	return best;
@@ -423,7 +453,7 @@ void rift__group_failback_timer(rift_timer *t, void *user)
 	rift__path *p;
 
 	RIFT_UNUSED(t);
-	if (!conn->is_client || !delay_us || conn->closing ||
+	if (!conn->is_client || conn->closing ||
 	    conn->state != RIFT_CONN_ESTABLISHED)
 		return;
 	p = preferred_standby(conn);
@@ -510,7 +540,89 @@ bool rift__group_failback_done(rift_conn *conn)
 		conn->ctx->stats.standby_promotions += !back;
 	conn->ctx->stats.failbacks += back;
 	conn->failing_back = false;
+	/* A failback, or a failover that found only the try joined. */
+	if (conn->path && conn->path->ops != conn->ops)
+		returned(conn);
 	return back;
+}
+
+/*
+ * ---- returning: auto:// back from its fallback ----
+ * An auto:// session runs over TCP when RDMA was not there at connect
+ * (no device, its port down, memlock too low, the peer not answering
+ * over RDMA) or when every RDMA path of the live session died (the
+ * address's re-attach over RDMA failed: failover.c, fall_back).  It does
+ * not stay there: the client tries RDMA again connect.fallback_return_ms
+ * after it attached over TCP, then twice as long after each try that
+ * fails, up to 64 times as long.  A try is a standby path through RDMA
+ * to the URL's addresses in turn (conn.c, return_timer), joined to the
+ * session as any standby (the server's RDMA listener finds a session its
+ * auto:// TCP twin accepted: their sessions share the listener's serial).
+ * Joined, it is preferred to the data path (rank: transport first, then
+ * address), and the failback above moves the session there: it waits
+ * group.failback_delay_ms, answering keepalives, and answers a probe;
+ * then a RESUME over RDMA, one round trip, nothing lost, doubled or
+ * reordered.  The session's transport is RDMA again, conn->fallback
+ * cleared (the RESUME's handshake said so to the server already), and
+ * its TCP standbys go: TCP stays the last resort as it was at first, by
+ * re-attaching there when every RDMA address fails again.  A RESUME that
+ * fails there ends in a PATH_DOWN and a re-attach over TCP, as a
+ * failback's does, and the tries go on.  The application sees FAILBACK,
+ * whose message says so; fallback_returns counts them.
+ */
+static void returned(rift_conn *conn)
+{
+	rift_ctx *ctx = conn->ctx;
+
+	RIFT_WARN(ctx, "session %016llx: auto:// back on %s (it had fallen "
+		       "back to %s: %s)",
+		  (unsigned long long)conn->session_id, conn->path->ops->name,
+		  conn->ops->name, rift_fallback_reason_str(conn->fallback));
+	conn->ops = conn->path->ops;
+	conn->fallback = RIFT_FALLBACK_NONE;
+	conn->return_fails = 0;
+	conn->return_why[0] = '\0';
+	ctx->stats.fallback_returns++;
+	rift_timer_stop(&conn->return_timer);
+	for (unsigned i = conn->n_standby; i-- > 0;) {
+		rift__path *p = conn->standby[i];
+
+		if (p->ops == conn->ops)
+			continue;
+		rift__group_standby_del(conn, p);
+		rift__path_release(p);
+	}
+}
+
+bool rift__group_may_return(const rift_conn *conn)
+{
+	return conn->is_client && conn->auto_scheme && conn->pref_ops &&
+	       conn->ops != conn->pref_ops && conn->cfg.fallback_return_ms &&
+	       conn->state == RIFT_CONN_ESTABLISHED && !conn->closing &&
+	       rift__group_negotiated(conn) && conn->return_timer.cb;
+}
+
+/* The wait before the next try: fallback_return_ms, doubled per try
+ * that failed in a row, up to 64 times. */
+static uint64_t return_delay(const rift_conn *conn)
+{
+	unsigned k = conn->return_fails < 6 ? conn->return_fails : 6;
+	uint64_t d = (uint64_t)conn->cfg.fallback_return_ms << k;
+
+	return d < 3600000u ? d : 3600000u;
+}
+
+void rift__group_return_failed(rift_conn *conn, const char *why)
+{
+	conn->return_fails++;
+	if (!rift__group_may_return(conn))
+		return;
+	RIFT_INFO(conn->ctx,
+		  "session %016llx: %s is not back yet: %s; next try in %llu "
+		  "ms",
+		  (unsigned long long)conn->session_id, conn->pref_ops->name,
+		  why, (unsigned long long)return_delay(conn));
+	rift_timer_start(&conn->return_timer, return_delay(conn), 0);
 }
 
 bool rift__group_failback_failed(rift_conn *conn, int err)

@@ -98,6 +98,7 @@ rift_conn *rift__conn_alloc(rift_ctx *ctx, const rift_conn_callbacks *cbs,
 	rift__timer_init(ctx, &conn->retry_timer, NULL, conn);
 	rift__timer_init(ctx, &conn->race_timer, NULL, conn);
 	rift__timer_init(ctx, &conn->group_timer, NULL, conn);
+	rift__timer_init(ctx, &conn->return_timer, NULL, conn);
 	rift__timer_init(ctx, &conn->failback_timer, rift__group_failback_timer,
 			 conn);
 	rift__timer_init(ctx, &conn->ack_timer, ack_timer_cb, conn);
@@ -365,6 +366,10 @@ static void attach(rift_conn *conn, rift__path *p)
 	ctx->stats.paths_active++;
 	conn->state = RIFT_CONN_ESTABLISHED;
 	conn->transport = p->ops->kind;
+	/* A server's session goes where its client attaches it (an auto://
+	 * session back from TCP to RDMA: group.c, returning). */
+	if (!conn->is_client)
+		conn->ops = p->ops;
 	conn->attempts = conn->total_attempts = 0;
 	rift_timer_stop(&conn->retry_timer);
 	rift__path_keepalive_start(p);
@@ -407,7 +412,11 @@ void rift__hello_fill(rift__path *p, uint8_t type, struct rift__hello *h)
 	h->held_seq = conn->held_seq;
 	h->max_msg_size = conn->ctx->cfg.max_msg_size;
 	h->window = conn->ctx->cfg.send_window;
-	h->flags = ((uint32_t)conn->fallback & RIFT_HELLO_FB_MASK) |
+	/* A client's try of the transport auto:// prefers is off its
+	 * fallback already (group.c, returning). */
+	h->flags = ((uint32_t)(rift__path_returning(p) ? RIFT_FALLBACK_NONE
+						       : conn->fallback) &
+		    RIFT_HELLO_FB_MASK) |
 		   rift__group_caps(conn);
 	if (type == RIFT_FRAME_HELLO_ACK)
 		memcpy(h->auth, conn->key, sizeof(h->auth));
@@ -573,6 +582,7 @@ static int client_handshake(rift__path *p, const struct rift__hdr *h,
 	struct rift__error_frame ef;
 	const char *why = NULL;
 	bool resume = conn->state != RIFT_CONN_CONNECTING;
+	const struct rift__transport_ops *from;
 
 	if (h->type == RIFT_FRAME_ERROR) {
 		if (rift__error_decode(payload, h->len, &ef, &why))
@@ -630,14 +640,23 @@ static int client_handshake(rift__path *p, const struct rift__hdr *h,
 	conn->peer_max_msg = hello.max_msg_size;
 	conn->peer_fallback = hello.flags & RIFT_HELLO_FB_MASK;
 	conn->peer_caps = hello.flags & RIFT_HELLO_CAP_MASK;
+	from = conn->ops;
 	attach(conn, p);
 	log_attached(conn, p, resume ? "re-attached on" : "connected to",
 		     resume);
 	if (resume && rift__group_failback_done(conn)) {
 		char msg[RIFT_ERRMSG_LEN];
 
-		snprintf(msg, sizeof(msg), "failed back to %s, an address "
-			 "preferred to the one left", p->peer);
+		if (from != conn->ops)
+			snprintf(msg, sizeof(msg),
+				 "failed back to %s: auto:// is on %s again, "
+				 "off %s",
+				 p->peer, conn->ops->name, from->name);
+		else
+			snprintf(msg, sizeof(msg),
+				 "failed back to %s, an address preferred to "
+				 "the one left",
+				 p->peer);
 		conn->stats.path_changes++;
 		rift__conn_emit(conn, RIFT_EVENT_FAILBACK, 0, msg);
 	} else if (resume) {

@@ -126,6 +126,14 @@ struct rift_conn {
 	rift_timer failback_timer;
 	bool failing_back;
 	uint64_t probe_seq;
+	/* auto:// back from its fallback (group.c, "returning"): the
+	 * transport the scheme prefers, which a session on its fallback
+	 * tries again by a standby through it (return_timer, conn.c), the
+	 * tries that failed in a row (the wait doubles). */
+	const struct rift__transport_ops *pref_ops;
+	rift_timer return_timer;
+	uint32_t return_fails;
+	char return_why[160];   /* the last try's failure */
 	uint64_t lst_serial;    /* server: serial of the accepting listener */
 	rift_conn *table_next;  /* server: next in its ctx->sessions chain */
 	bool in_table;          /* server: in ctx->sessions */
@@ -460,6 +468,19 @@ bool rift__group_promote(rift_conn *conn);
 bool rift__group_stall_check(rift__path *p);
 /* The session ends: its standbys go. */
 void rift__group_end(rift_conn *conn);
+/*
+ * auto:// back from its fallback (group.c, "returning"): whether conn,
+ * a client session on its fallback transport, may try the one its scheme
+ * prefers again (a standby through it: conn.c, return_timer); a try that
+ * failed, what it says in why (the next waits twice as long).  A path of
+ * a client that is not over the session's transport is such a try.
+ */
+bool rift__group_may_return(const rift_conn *conn);
+void rift__group_return_failed(rift_conn *conn, const char *why);
+static inline bool rift__path_returning(const rift__path *p)
+{
+	return p->conn && p->conn->is_client && p->ops != p->conn->ops;
+}
 /*
  * ---- closing (session/close.c) ----
  * rift_conn_close and rift_conn_abort on a connection marked closing (and

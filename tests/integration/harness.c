@@ -145,6 +145,8 @@ static void on_event(rift_conn *conn, const rift_event *ev)
 		break;
 	case RIFT_EVENT_FAILBACK:
 		s->failback++;
+		snprintf(s->failback_message, sizeof(s->failback_message), "%s",
+			 ev->message);
 		break;
 	case RIFT_EVENT_WRITABLE:
 		s->writable++;

@@ -271,6 +271,65 @@ TEST(log_auto_fallback_says_why)
 	h_teardown(ctx, lst, conns, 2);
 }
 
+/*
+ * An auto:// session on TCP because RDMA is not there (no device here)
+ * tries RDMA again (connect.fallback_return_ms), and waits twice as long
+ * after each try that fails; 0 stays on TCP without trying.  The session
+ * carries messages meanwhile.
+ */
+TEST(auto_on_tcp_tries_rdma_again_with_backoff)
+{
+	static struct lines l;
+	rift_config cfg = log_config(&l, RIFT_LOG_INFO);
+	uint32_t every[] = { 50, 0 };
+
+	for (int k = 0; k < 2; k++) {
+		struct side srv = { .verify = true, .seed = 3, .max_size = 64 };
+		struct side cli = { 0 };
+		rift_listener *lst;
+		rift_conn *c = NULL, *conns[2];
+		rift_ctx *ctx;
+		uint64_t end;
+		char url[128];
+
+		memset(&l, 0, sizeof(l));
+		cfg.fallback_return_ms = every[k];
+		ctx = h_ctx(&cfg);
+		lst = h_listen(ctx, &srv);
+		snprintf(url, sizeof(url), "auto://127.0.0.1:%d,127.0.0.2:%d",
+			 rift_listener_port(lst), rift_listener_port(lst));
+		CHECK_EQ(rift_connect(ctx, url, &h_callbacks, &cli, &c), 0);
+		cli.conn = c;
+		h_connected(ctx, &cli);
+		conns[0] = c;
+		if (rift_conn_fallback_reason(c) == RIFT_FALLBACK_NONE) {
+			conns[1] = srv.conn;
+			h_teardown(ctx, lst, conns, 2);
+			SKIP("RDMA is available here: auto:// did not fall back");
+		}
+		end = h_now_us() + 1200000u;
+		for (uint64_t i = 0; h_now_us() < end; i++) {
+			CHECK_EQ(h_send(c, 3, i, 64), 0);
+			rift_ctx_run(ctx, 5);
+		}
+		show(&l);
+		if (every[k]) {
+			expect(&l, RIFT_LOG_INFO, "rdma is not back yet");
+			expect(&l, RIFT_LOG_INFO, "next try in 100 ms");
+			expect(&l, RIFT_LOG_INFO, "next try in 200 ms");
+			expect(&l, RIFT_LOG_INFO, "next try in 400 ms");
+			CHECK(count(&l, RIFT_LOG_INFO, "next try in") <= 5);
+		} else {
+			CHECK_EQ(count(&l, -1, "next try in"), 0);
+		}
+		CHECK_EQ(rift_conn_transport(c), RIFT_TRANSPORT_TCP);
+		CHECK(srv.recv_count > 0);
+		CHECK_EQ(srv.bad, 0);
+		conns[1] = srv.conn;
+		h_teardown(ctx, lst, conns, 2);
+	}
+}
+
 /* A plain TCP connection to the listener ctx has on port. */
 static int raw_connect(int port)
 {

@@ -201,11 +201,13 @@ TEST_T(lying_rdma_cm_hello_is_refused_and_counted)
 }
 
 /*
- * Pair topology: a listener on every address and a client whose URL names
- * the server's address on link0, then on link1.  Skips elsewhere.
+ * Pair topology: a listener of scheme on every address (callbacks cbs,
+ * user srv) and a client whose URL names the server's address on link0,
+ * then on link1, connected.  Skips elsewhere.
  */
-static rift_conn *pair_session(rift_ctx *ctx, struct side *srv,
-			       struct side *cli, rift_listener **l)
+static rift_conn *pair_open(rift_ctx *ctx, const char *scheme,
+			    const rift_conn_callbacks *cbs, void *srv,
+			    struct side *cli, rift_listener **l)
 {
 	const char *topo = getenv("RIFT_LAB_TOPO");
 	const char *a0 = getenv("RIFT_LAB_SERVER_ADDR0");
@@ -215,15 +217,20 @@ static rift_conn *pair_session(rift_ctx *ctx, struct side *srv,
 
 	if (!topo || strcmp(topo, "pair") != 0 || !a0 || !a1)
 		SKIP("needs the lab's pair topology (two links)");
-	CHECK_EQ(rift_listen(ctx, "rdma://0.0.0.0:0", &h_callbacks, srv,
-			     h_accept_side, l),
-		 0);
-	snprintf(url, sizeof(url), "rdma://%s:%d,%s:%d", a0,
+	snprintf(url, sizeof(url), "%s://0.0.0.0:0", scheme);
+	CHECK_EQ(rift_listen(ctx, url, cbs, srv, h_accept_side, l), 0);
+	snprintf(url, sizeof(url), "%s://%s:%d,%s:%d", scheme, a0,
 		 rift_listener_port(*l), a1, rift_listener_port(*l));
 	CHECK_EQ(rift_connect(ctx, url, &h_callbacks, cli, &c), 0);
 	cli->conn = c;
 	h_connected(ctx, cli);
 	return c;
+}
+
+static rift_conn *pair_session(rift_ctx *ctx, struct side *srv,
+			       struct side *cli, rift_listener **l)
+{
+	return pair_open(ctx, "rdma", &h_callbacks, srv, cli, l);
 }
 
 /*
@@ -1480,6 +1487,19 @@ TEST_TIMEOUT(rendezvous_in_flight_is_replayed_over_tcp_after_fallback, 200)
 	h_teardown(ctx, l, conns, 2);
 }
 
+/* pair_open for the big stream: srv receives it, connected too. */
+static rift_conn *big_pair2(rift_ctx *ctx, const char *scheme,
+			    struct big_side *srv, struct side *cli,
+			    rift_listener **l)
+{
+	rift_conn *c;
+
+	srv->ctx = ctx;
+	c = pair_open(ctx, scheme, &big_callbacks, srv, cli, l);
+	CHECK(h_wait(ctx, &srv->s.connected, 10000));
+	return c;
+}
+
 /*
  * Pair topology: the link under a rendezvous stream is cut for real (100%
  * loss) while READs are in flight; the session re-attaches over the other
@@ -1491,18 +1511,14 @@ TEST_TIMEOUT(link_cut_mid_rendezvous_reattaches_over_the_other_port, 240)
 	rift_ctx *ctx;
 	struct big_side srv = { .seed = 21, .size_of = mixed_size };
 	struct side cli = { 0 };
-	const char *topo = getenv("RIFT_LAB_TOPO");
 	const char *a0 = getenv("RIFT_LAB_SERVER_ADDR0");
-	const char *a1 = getenv("RIFT_LAB_SERVER_ADDR1");
 	rift_listener *l = NULL;
 	rift_conn *c = NULL, *conns[2];
 	uint64_t n = 48, sent = 0, end;
-	char url[256], cmd[64];
+	char cmd[64];
 	const char *link = NULL;
 
 	need_rdma();
-	if (!topo || strcmp(topo, "pair") != 0 || !a0 || !a1)
-		SKIP("needs the lab's pair topology (two links)");
 	cfg.keepalive_interval_ms = 100;
 	cfg.keepalive_timeout_ms = 1500;
 	/* The first rdma_cm connect to an address of a freshly booted guest
@@ -1512,16 +1528,7 @@ TEST_TIMEOUT(link_cut_mid_rendezvous_reattaches_over_the_other_port, 240)
 	cfg.connect_timeout_ms = 6000;
 	cfg.session_grace_ms = 20000;
 	ctx = h_ctx(&cfg);
-	srv.ctx = ctx;
-	CHECK_EQ(rift_listen(ctx, "rdma://0.0.0.0:0", &big_callbacks, &srv,
-			     h_accept_side, &l),
-		 0);
-	snprintf(url, sizeof(url), "rdma://%s:%d,%s:%d", a0,
-		 rift_listener_port(l), a1, rift_listener_port(l));
-	CHECK_EQ(rift_connect(ctx, url, &h_callbacks, &cli, &c), 0);
-	cli.conn = c;
-	h_connected(ctx, &cli);
-	CHECK(h_wait(ctx, &srv.s.connected, 5000));
+	c = big_pair2(ctx, "rdma", &srv, &cli, &l);
 	end = h_now_us() + 200000000u;
 	while (srv.s.recv_count < n && h_now_us() < end && !srv.s.disconnected &&
 	       !cli.disconnected) {
@@ -1556,6 +1563,124 @@ TEST_TIMEOUT(link_cut_mid_rendezvous_reattaches_over_the_other_port, 240)
 	CHECK_EQ(srv.s.recv_count, n);
 	CHECK_EQ(srv.s.bad, 0);
 	CHECK(cli.path_changed >= 1);
+	conns[0] = c;
+	conns[1] = srv.s.conn;
+	h_teardown(ctx, l, conns, 2);
+}
+
+/* lab-link ACTION on both of the client's links. */
+static void both_links(const char *action)
+{
+	char cmd[64];
+
+	for (int k = 0; k < 2; k++) {
+		snprintf(cmd, sizeof(cmd), "lab-link %s link%d", action, k);
+		CHECK_EQ(system(cmd), 0);
+	}
+}
+
+/*
+ * Pair topology, auto://: RDMA stops working on both links (RoCE v2
+ * dropped, TCP passing) under a stream of mixed sizes, rendezvous ones
+ * included; the session falls back to TCP and carries on.  RDMA works
+ * again: the session tries it (connect.fallback_return_ms), joins a
+ * standby over it, and moves back there (FAILBACK), its fallback
+ * cleared on both sides.  Every message arrives once, in order, intact.
+ */
+TEST_TIMEOUT(auto_returns_to_rdma_once_it_works_again, 240)
+{
+	rift_config cfg = h_config();
+	rift_ctx *ctx;
+	struct big_side srv = { .seed = 23, .size_of = mixed_size };
+	struct side cli = { 0 };
+	rift_listener *l = NULL;
+	rift_conn *c = NULL, *conns[2];
+	rift_ctx_stats st;
+	uint64_t sent = 0, mark = 0, end, t_off = 0, t_tcp = 0, t_on = 0;
+	uint64_t t_back = 0;
+	rift_fallback_reason fell = RIFT_FALLBACK_NONE;
+	int phase = 0;
+
+	need_rdma();
+	cfg.keepalive_interval_ms = 100;
+	cfg.keepalive_timeout_ms = 1500;
+	cfg.connect_timeout_ms = 6000;
+	cfg.session_grace_ms = 30000;
+	cfg.fallback_return_ms = 500;
+	cfg.group_failback_delay_ms = 500;
+	ctx = h_ctx(&cfg);
+	c = big_pair2(ctx, "auto", &srv, &cli, &l);
+	CHECK_EQ(rift_conn_transport(c), RIFT_TRANSPORT_RDMA);
+	end = h_now_us() + 200000000u;
+	while (h_now_us() < end && !srv.s.disconnected && !cli.disconnected &&
+	       !(phase == 4 && srv.s.recv_count >= mark + 24)) {
+		while (sent < srv.s.recv_count + 24) {
+			int rc = big_send(c, 23, sent, mixed_size(sent));
+
+			if (rc == RIFT_EAGAIN)
+				break;
+			CHECK_EQ(rc, 0);
+			sent++;
+		}
+		if (phase == 0 && srv.s.recv_count >= 24) {
+			both_links("roce-off");
+			t_off = h_now_us();
+			phase = 1;
+		} else if (phase == 1 &&
+			   rift_conn_transport(c) == RIFT_TRANSPORT_TCP) {
+			t_tcp = h_now_us();
+			fell = rift_conn_fallback_reason(c);
+			mark = srv.s.recv_count;
+			phase = 2;
+		} else if (phase == 2 && srv.s.recv_count >= mark + 24) {
+			both_links("roce-on");
+			t_on = h_now_us();
+			phase = 3;
+		} else if (phase == 3 && cli.failback >= 1 &&
+			   rift_conn_transport(c) == RIFT_TRANSPORT_RDMA) {
+			t_back = h_now_us();
+			mark = srv.s.recv_count;
+			phase = 4;
+		} else if ((phase == 1 || phase == 3) &&
+			   h_now_us() - (phase == 1 ? t_off : t_on) >
+				   30000000u) {
+			break; /* never moved */
+		}
+		rift_ctx_run(ctx, 1);
+	}
+	if (phase == 1 || phase == 2)
+		both_links("roce-on");
+	/* The rest of what was sent. */
+	while (srv.s.recv_count < sent && h_now_us() < end &&
+	       !srv.s.disconnected && !cli.disconnected)
+		rift_ctx_run(ctx, 1);
+	rift_ctx_stats_init(&st);
+	rift_ctx_stats_get(ctx, &st);
+	printf("phase %d: on tcp %.2f s after roce-off (fell back: %s); back "
+	       "on rdma %.2f s after roce-on; %llu messages (%llu large), "
+	       "fallback returns %llu, path downs %d, failbacks %d\n",
+	       phase, t_tcp ? (double)(t_tcp - t_off) / 1e6 : -1.0,
+	       rift_fallback_reason_str(fell),
+	       t_back ? (double)(t_back - t_on) / 1e6 : -1.0,
+	       (unsigned long long)srv.s.recv_count,
+	       (unsigned long long)srv.large,
+	       (unsigned long long)st.fallback_returns, cli.path_down,
+	       cli.failback);
+	if (cli.disconnected || srv.s.disconnected)
+		FAIL("session died: %s / %s", cli.last_message,
+		     srv.s.last_message);
+	CHECK_EQ(phase, 4);
+	CHECK_EQ(fell, RIFT_FALLBACK_PATH_LOST);
+	CHECK_EQ(srv.s.recv_count, sent);
+	CHECK_EQ(srv.s.bad, 0);
+	CHECK(srv.large > 0);
+	CHECK_EQ(st.fallback_returns, 1);
+	CHECK_EQ(rift_conn_transport(c), RIFT_TRANSPORT_RDMA);
+	CHECK_EQ(rift_conn_fallback_reason(c), RIFT_FALLBACK_NONE);
+	CHECK(srv.s.conn != NULL);
+	CHECK_EQ(rift_conn_transport(srv.s.conn), RIFT_TRANSPORT_RDMA);
+	CHECK_EQ(rift_conn_fallback_reason(srv.s.conn), RIFT_FALLBACK_NONE);
+	CHECK_CONTAINS(cli.failback_message, "auto:// is on rdma again");
 	conns[0] = c;
 	conns[1] = srv.s.conn;
 	h_teardown(ctx, l, conns, 2);

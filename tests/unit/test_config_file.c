@@ -116,7 +116,8 @@ static bool same_cfg(const rift_config *a, const rift_config *b)
 	       a->linger_ms == b->linger_ms &&
 	       a->group_max_paths == b->group_max_paths &&
 	       a->group_failback_delay_ms == b->group_failback_delay_ms &&
-	       !strcmp(a->group_local, b->group_local);
+	       !strcmp(a->group_local, b->group_local) &&
+	       a->fallback_return_ms == b->fallback_return_ms;
 }
 
 /* The file must be refused with exactly this message, cfg untouched. */
@@ -841,6 +842,7 @@ static const struct {
 	FIELD("linger_ms", linger_ms),
 	FIELD("max_paths", group_max_paths),
 	FIELD("failback_delay_ms", group_failback_delay_ms),
+	FIELD("fallback_return_ms", fallback_return_ms),
 	FIELD("read_buffer", tcp_read_buffer),
 	FIELD("listen_backlog", listen_backlog),
 	FIELD("port", port),
@@ -973,7 +975,7 @@ TEST(config_ranges_agree_with_rift_config_check)
 		}
 		checked++;
 	}
-	CHECK_EQ(checked, 34);
+	CHECK_EQ(checked, 35);
 }
 
 /* ---- the environment ---- */
@@ -1162,6 +1164,7 @@ TEST(config_dump_round_trip)
 	a.linger_ms = 3600000;
 	a.group_max_paths = 8;
 	a.group_failback_delay_ms = 3600000;
+	a.fallback_return_ms = 3600000;
 	a.tcp_read_buffer = 4097;
 	a.listen_backlog = 65535;
 	snprintf(a.device, sizeof(a.device), "we\"ird\\dev\tice");
@@ -1204,7 +1207,7 @@ TEST(config_dump_round_trip)
 	CHECK(same_cfg(&a, &b));
 	CHECK_STR(b.device, "we\"ird\\dev\tice");
 	CHECK_STR(b.group_local, " 10.0.0.2 ,fd00::2");
-	check_origin(dump(&b), "send_window", "5000", "rift.toml:19");
+	check_origin(dump(&b), "send_window", "5000", "rift.toml:20");
 
 	/* and the defaults come back as defaults */
 	rift_config_init(&c);

@@ -290,9 +290,11 @@ rift_fallback_reason rift__rdma_available(rift_ctx *ctx)
 		if (!r)
 			return RIFT_FALLBACK_NO_DEVICE;
 	}
-	if (!r->probe_done) {
+	if (!r->probe_done || (r->probed != RIFT_FALLBACK_NONE &&
+			       rift__clock_us() - r->probe_us >= 1000000u)) {
 		r->probed = rift__vb_probe(r->device, sizeof(r->device));
 		r->probe_done = true;
+		r->probe_us = rift__clock_us();
 	}
 	return r->probed;
 }

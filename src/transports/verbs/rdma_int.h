@@ -206,6 +206,9 @@ struct rift__rdma_ctx {
 	void *sel;                   /* struct dev_sel, or NULL */
 	rift_fallback_reason probed; /* cached device probe */
 	bool probe_done;
+	uint64_t probe_us;           /* when it ran (one that failed runs
+				      * again a second later: a device may
+				      * come, auto:// sessions return) */
 	char device[RIFT_DEVICE_NAME_MAX];
 };
 
