@@ -156,7 +156,7 @@ static void group_timer_cb(rift_timer *t, void *user)
 {
 	rift_conn *conn = user;
 	unsigned cur = conn->addr_idx % conn->n_addrs;
-	bool again = false;
+	uint64_t next = UINT64_MAX, w;
 	char last[RIFT_ERRMSG_LEN];
 
 	RIFT_UNUSED(t);
@@ -171,6 +171,12 @@ static void group_timer_cb(rift_timer *t, void *user)
 
 		if (has_standby(conn, j))
 			continue;
+		/* Backing off there (session/group.c). */
+		w = rift__group_standby_wait(conn, j);
+		if (w) {
+			next = w < next ? w : next;
+			continue;
+		}
 		if (attempt_start(conn, j, rift__group_standby_limit(conn, j),
 				  false, &p)) {
 			/* Its own failure (rift_conn_paths): the session's
@@ -179,7 +185,9 @@ static void group_timer_cb(rift_timer *t, void *user)
 				   (unsigned long long)conn->session_id,
 				   conn->last_error);
 			memcpy(conn->last_error, last, sizeof(last));
-			again = true;
+			rift__group_standby_failed(conn, j, false);
+			w = rift__group_standby_wait(conn, j);
+			next = w < next ? w : next;
 			continue;
 		}
 		p->standby = true;
@@ -187,8 +195,8 @@ static void group_timer_cb(rift_timer *t, void *user)
 		p->gid = conn->next_gid;
 		conn->standby[conn->n_standby++] = p;
 	}
-	if (again)
-		rift_timer_start(&conn->group_timer, RIFT_STANDBY_RETRY_MS, 0);
+	if (next != UINT64_MAX)
+		rift__group_timer_within(conn, next);
 }
 
 /*

@@ -78,9 +78,55 @@ void rift__group_end(rift_conn *conn)
 	}
 }
 
+/*
+ * Standby setups back off per address.  A dead address (its link down,
+ * its host gone, nothing listening) failed every setup, and a new one
+ * started every RIFT_STANDBY_RETRY_MS for as long as that went on: a
+ * connection attempt (over verbs an rdma_cm exchange, a QP and its
+ * buffers) every second, for nothing.  So the wait doubles per setup
+ * that fails there before it joined (the first two wait
+ * RIFT_STANDBY_RETRY_MS), up to RIFT_STANDBY_RETRY_MAX_MS.  A standby
+ * that joined and was lost later (its link flapped) is replaced after
+ * RIFT_STANDBY_RETRY_MS, the count starting again: at most one setup a
+ * second per address, and the failback's own hysteresis
+ * (failback_delay_ms) keeps the data off such a link.  A data path lost
+ * through an address is no standby's failure: a standby opens there at
+ * once, for the failback.
+ */
+void rift__group_standby_failed(rift_conn *conn, unsigned idx, bool joined)
+{
+	struct rift__addr_down *d;
+	uint64_t wait;
+
+	if (idx >= conn->n_addrs)
+		return;
+	d = &conn->addr_down[idx];
+	if (joined)
+		d->standby_fails = 0;
+	if (d->standby_fails < 16)
+		d->standby_fails++;
+	wait = d->standby_fails <= 2
+		       ? RIFT_STANDBY_RETRY_MS
+		       : (uint64_t)RIFT_STANDBY_RETRY_MS << (d->standby_fails - 2);
+	if (wait > RIFT_STANDBY_RETRY_MAX_MS)
+		wait = RIFT_STANDBY_RETRY_MAX_MS;
+	d->standby_next_us = conn->ctx->now_us + wait * 1000u;
+}
+
+uint64_t rift__group_standby_wait(const rift_conn *conn, unsigned idx)
+{
+	uint64_t next, now = conn->ctx->now_us;
+
+	if (idx >= conn->n_addrs)
+		return 0;
+	next = conn->addr_down[idx].standby_next_us;
+	return next > now ? (next - now + 999u) / 1000u : 0;
+}
+
 void rift__group_standby_lost(rift_conn *conn, rift__path *p, int err)
 {
 	char why[RIFT_ERRMSG_LEN];
+	uint64_t wait;
 
 	rift__group_standby_del(conn, p);
 	if (rift__path_returning(p)) {
@@ -91,14 +137,28 @@ void rift__group_standby_lost(rift_conn *conn, rift__path *p, int err)
 		rift__group_return_failed(conn, why);
 		return;
 	}
-	RIFT_INFO(conn->ctx, "session %016llx: standby path %s lost: %s: %s",
+	rift__group_standby_failed(conn, p->addr_idx, p->up_us != 0);
+	wait = rift__group_standby_wait(conn, p->addr_idx);
+	RIFT_INFO(conn->ctx,
+		  "session %016llx: standby path %s lost: %s: %s; another in "
+		  "%llu ms",
 		  (unsigned long long)conn->session_id, p->peer,
 		  rift_err_name(err),
 		  p->addr_idx < conn->n_addrs ? conn->addr_down[p->addr_idx].why
-					      : "");
+					      : "",
+		  (unsigned long long)wait);
 	rift__path_release(p);
 	if (conn->state == RIFT_CONN_ESTABLISHED && conn->group_timer.cb)
-		rift_timer_start(&conn->group_timer, RIFT_STANDBY_RETRY_MS, 0);
+		rift__group_timer_within(conn, wait);
+}
+
+void rift__group_timer_within(rift_conn *conn, uint64_t ms)
+{
+	rift_timer *t = &conn->group_timer;
+
+	if (t->heap_idx == SIZE_MAX ||
+	    t->due_us > conn->ctx->now_us + ms * 1000u)
+		rift_timer_start(t, ms, 0);
 }
 
 /* Refuse a JOIN: an ERROR on its path alone, the session untouched;

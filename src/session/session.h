@@ -89,6 +89,10 @@ struct rift_conn {
 		/* Standby setups through it that timed out since one
 		 * joined (rift__group_standby_limit doubles per each). */
 		uint8_t standby_timeouts;
+		/* Standby setups through it that failed in a row before
+		 * joining, and when the next may start (group.c, backoff). */
+		uint8_t standby_fails;
+		uint64_t standby_next_us;
 		uint64_t at_us;
 		char why[128];
 	} addr_down[RIFT_URL_MAX_ADDRS * 2];
@@ -420,8 +424,18 @@ void rift__hello_fill(rift__path *p, uint8_t type, struct rift__hello *h);
  * a connection) and opens a new standby in the background.
  */
 /* A standby that failed, or could not start, is set up again after this
- * long; the first ones at once (conn.c, group timer). */
+ * long; after twice as long each time its setup fails again before
+ * joining, up to RIFT_STANDBY_RETRY_MAX_MS (a dead address is no storm of
+ * setups); the first ones at once (conn.c, group timer). */
 #define RIFT_STANDBY_RETRY_MS 1000u
+#define RIFT_STANDBY_RETRY_MAX_MS 30000u
+/* The wait before the next standby setup through address idx, ms (0:
+ * now); a standby's failure there (joined: it had joined), counted
+ * (group.c). */
+uint64_t rift__group_standby_wait(const rift_conn *conn, unsigned idx);
+/* The group timer runs within ms (sooner if it was due sooner). */
+void rift__group_timer_within(rift_conn *conn, uint64_t ms);
+void rift__group_standby_failed(rift_conn *conn, unsigned idx, bool joined);
 /* The capabilities our handshake offers; whether both sides offered
  * port groups. */
 uint32_t rift__group_caps(const rift_conn *conn);

@@ -657,7 +657,8 @@ TEST(a_standby_setup_to_a_silent_address_is_bounded_by_the_setup_time)
 	CHECK_EQ(n, 2);
 	CHECK_EQ(pi[1].state, RIFT_PATH_STATE_DOWN);
 	CHECK_CONTAINS(pi[1].last_error, "within 1000 ms (a standby setup's");
-	/* And it goes on trying, a second after each failure. */
+	/* And it goes on trying (a second after the first two failures,
+	 * then backing off: a_dead_address_backs_off_its_standby_setups). */
 	while (h_now_us() < t0 + 4500000u)
 		rift_ctx_run(g.ctx, 5);
 	rift_ctx_stats_get(g.ctx, &st);
@@ -668,6 +669,63 @@ TEST(a_standby_setup_to_a_silent_address_is_bounded_by_the_setup_time)
 	grp_close(&g);
 	close(silent[1]);
 	close(silent[0]);
+}
+
+/* A port of this host that refuses connections (bound, never listening:
+ * the kernel answers RST); the socket to close after. */
+static int refusing_port(int *fd)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sa);
+
+	*fd = socket(AF_INET, SOCK_STREAM, 0);
+	CHECK(*fd >= 0);
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	CHECK_EQ(bind(*fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	CHECK_EQ(getsockname(*fd, (struct sockaddr *)&sa, &len), 0);
+	return ntohs(sa.sin_port);
+}
+
+/*
+ * The URL's second address refuses every connection: its standby setups
+ * back off (1 s after each of the first two failures, then 2, 4, ... up
+ * to 30 s) instead of one a second for as long as the address is dead.
+ * The data path carries on meanwhile.
+ */
+TEST(a_dead_address_backs_off_its_standby_setups)
+{
+	struct grp g;
+	rift_ctx_stats st;
+	uint64_t t0, attempts0, setups;
+	char url[200];
+	int fd;
+
+	grp_open(&g, "", false);
+	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d,127.0.0.1:%d",
+		 rift_listener_port(g.l), refusing_port(&fd));
+	grp_connect(&g, url);
+	rift_ctx_stats_init(&st);
+	rift_ctx_stats_get(g.ctx, &st);
+	attempts0 = st.connect_attempts;
+	t0 = h_now_us();
+	/* The first setup went at the connect; the next ones at about 1,
+	 * 2 and 4 s: three before 7.5 s (one a second made seven). */
+	for (uint64_t i = 0; h_now_us() < t0 + 7500000u;) {
+		if (h_send(g.c, 21, i, 4096) == 0)
+			i++;
+		rift_ctx_run(g.ctx, 5);
+	}
+	rift_ctx_stats_get(g.ctx, &st);
+	setups = st.connect_attempts - attempts0;
+	printf("7.5 s: %llu standby setups to the dead address\n",
+	       (unsigned long long)setups);
+	CHECK(setups >= 3);
+	CHECK(setups <= 5);
+	CHECK_EQ(g.cli.path_down, 0);
+	CHECK(g.srv.recv_count > 0);
+	CHECK_EQ(g.srv.bad, 0);
+	grp_close(&g);
+	close(fd);
 }
 
 /* ---- rift_conn_paths ---- */
