@@ -8,6 +8,8 @@
  */
 #include <arpa/inet.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -1683,6 +1685,122 @@ TEST_TIMEOUT(auto_returns_to_rdma_once_it_works_again, 240)
 	CHECK_CONTAINS(cli.failback_message, "auto:// is on rdma again");
 	conns[0] = c;
 	conns[1] = srv.s.conn;
+	h_teardown(ctx, l, conns, 2);
+}
+
+/* A thread that flaps a link: down for down_ms, up for up_ms, n times;
+ * done is set after the last "up". */
+struct flapper {
+	const char *link;
+	int n;
+	unsigned down_ms, up_ms;
+	atomic_int done, failed;
+};
+
+static void *flap_thread(void *arg)
+{
+	struct flapper *f = arg;
+	char cmd[64];
+
+	for (int k = 0; k < f->n; k++) {
+		snprintf(cmd, sizeof(cmd), "lab-link down %s", f->link);
+		if (system(cmd) != 0)
+			atomic_store(&f->failed, 1);
+		usleep(f->down_ms * 1000u);
+		snprintf(cmd, sizeof(cmd), "lab-link up %s", f->link);
+		if (system(cmd) != 0)
+			atomic_store(&f->failed, 1);
+		usleep(f->up_ms * 1000u);
+	}
+	atomic_store(&f->done, 1);
+	return NULL;
+}
+
+/*
+ * Pair topology: the data path's link flaps (down 300 ms, up 700 ms, six
+ * times) under a stream.  The session fails over to its standby on the
+ * other link once, and stays there while the link flaps: the standby
+ * through the flapping link is set up at most once a second (no storm of
+ * path setups), and the failback waits until that link has stayed up
+ * failback_delay_ms.  Then it fails back, once.  Every message arrives
+ * once and in order.
+ */
+TEST_TIMEOUT(a_flapping_link_neither_storms_nor_takes_the_data_back, 240)
+{
+	rift_config cfg = h_config();
+	rift_ctx *ctx;
+	struct side srv = { .verify = true, .seed = 9, .max_size = 1024 };
+	struct side cli = { 0 };
+	struct flapper f = { .n = 6, .down_ms = 300, .up_ms = 700 };
+	rift_listener *l = NULL;
+	rift_conn *c, *conns[2];
+	rift_ctx_stats st;
+	uint64_t i = 0, t0, t_end = 0, end, setups0, setups = 0;
+	int failbacks_flapping = -1;
+	pthread_t tf;
+
+	need_rdma();
+	cfg.keepalive_interval_ms = 100;
+	cfg.keepalive_timeout_ms = 1500;
+	cfg.connect_timeout_ms = 6000;
+	cfg.session_grace_ms = 20000;
+	cfg.group_failback_delay_ms = 1500;
+	ctx = h_ctx(&cfg);
+	c = pair_session(ctx, &srv, &cli, &l);
+	CHECK(h_wait(ctx, &srv.connected, 10000));
+	/* Its standby joined first. */
+	end = h_now_us() + 10000000u;
+	while (!(c->n_standby && c->standby[0]->state == RIFT_PATH_STANDBY) &&
+	       h_now_us() < end)
+		rift_ctx_run(ctx, 5);
+	CHECK(c->n_standby == 1);
+	f.link = link_of(c);
+	rift_ctx_stats_init(&st);
+	rift_ctx_stats_get(ctx, &st);
+	setups0 = st.connect_attempts;
+	t0 = h_now_us();
+	CHECK_EQ(pthread_create(&tf, NULL, flap_thread, &f), 0);
+	end = t0 + 120000000u;
+	while (h_now_us() < end && !cli.disconnected && !srv.disconnected) {
+		if (h_send(c, 9, i, 1024) == 0)
+			i++;
+		rift_ctx_run(ctx, 1);
+		if (!t_end && atomic_load(&f.done)) {
+			t_end = h_now_us();
+			rift_ctx_stats_get(ctx, &st);
+			setups = st.connect_attempts - setups0;
+			failbacks_flapping = cli.failback;
+		}
+		/* Once it stopped: the failback, and a little more. */
+		if (t_end && cli.failback >= 1 && srv.recv_count >= i &&
+		    h_now_us() > t_end + 500000u)
+			break;
+	}
+	pthread_join(tf, NULL);
+	while (srv.recv_count < i && h_now_us() < end && !cli.disconnected)
+		rift_ctx_run(ctx, 1);
+	printf("flapped %s %d times in %.1f s: %llu path setups meanwhile, "
+	       "path downs %d, failbacks while flapping %d, after %d (%.1f s "
+	       "after the last flap); %llu messages\n",
+	       f.link, f.n, t_end ? (t_end - t0) / 1e6 : -1.0,
+	       (unsigned long long)setups, cli.path_down, failbacks_flapping,
+	       cli.failback,
+	       t_end ? (h_now_us() - t_end) / 1e6 : -1.0,
+	       (unsigned long long)srv.recv_count);
+	if (cli.disconnected || srv.disconnected)
+		FAIL("session died: %s / %s", cli.last_message,
+		     srv.last_message);
+	CHECK_EQ(atomic_load(&f.failed), 0);
+	CHECK(t_end != 0);
+	/* One setup a second at most (plus the one at the failover). */
+	CHECK(setups <= (t_end - t0) / 1000000u + 2);
+	CHECK_EQ(failbacks_flapping, 0);
+	CHECK_EQ(cli.failback, 1);
+	CHECK(cli.path_down >= 1);
+	CHECK_EQ(srv.recv_count, i);
+	CHECK_EQ(srv.bad, 0);
+	conns[0] = c;
+	conns[1] = srv.conn;
 	h_teardown(ctx, l, conns, 2);
 }
 
