@@ -293,7 +293,7 @@ bench: all
 # BENCH_LAT_ROUNDS=41 BENCH_ROUNDS=11 make bench-rdma: more rounds (the lab
 # passes only its own variables into the guest, so they go on the command).
 BENCH_LAT_ROUNDS ?= 25
-BENCH_ROUNDS ?= 7
+BENCH_ROUNDS ?= 11
 bench-rdma: all
 	tests/lab/lab setup
 	tests/lab/lab run --topo loop --timeout 2400 -- \

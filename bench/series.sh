@@ -6,16 +6,25 @@
 # series FILE ROUNDS 'BASELINE CALL' 'CANDIDATE CALL' SCALE [BNAME CNAME]:
 # B C B C ... B; each line of FILE is "baseline-before candidate*SCALE
 # baseline-after"; the progress lines name them BNAME and CNAME (perftest
-# and rift by default).
+# and rift by default).  Calls that print several values (the same
+# measures, in the same order, from each side: a run's median, mean and
+# p99, say) make one file each: FILE for the first, FILE.2, FILE.3 ...
+# for the others (a missing value is nan).
 series() {
 	file=$1 rounds=$2 pcall=$3 rcall=$4 scale=$5 bname=${6:-perftest} cname=${7:-rift}
 	: >"$file"
 	before=$(eval "$pcall")
+	nv=$(echo "$before" | awk '{ print (NF > 1) ? NF : 1 }')
+	for k in $(seq 2 "$nv"); do : >"$file.$k"; done
 	for r in $(seq 1 "$rounds"); do
 		rv=$(eval "$rcall")
 		after=$(eval "$pcall")
-		rs=$(awk -v x="$rv" -v s="$scale" 'BEGIN { if (x == "nan") print "nan"; else printf "%.4f", x * s }')
-		echo "$before $rs $after" >>"$file"
+		rs=$(echo "$rv" | awk -v s="$scale" -v n="$nv" '{ for (k = 1; k <= n; k++) { x = (k <= NF) ? $k : "nan"; printf "%s%s", (k > 1) ? " " : "", (x == "nan") ? "nan" : sprintf("%.4f", x * s) } print "" }')
+		for k in $(seq 1 "$nv"); do
+			f=$file
+			[ "$k" = 1 ] || f=$file.$k
+			echo "$(echo "$before" | awk -v k="$k" '{ print (k <= NF) ? $k : "nan" }') $(echo "$rs" | awk -v k="$k" '{ print $k }') $(echo "$after" | awk -v k="$k" '{ print (k <= NF) ? $k : "nan" }')" >>"$f"
+		done
 		echo "  round $r: $bname $before  $cname $rs  $bname $after" >&2
 		before=$after
 	done
