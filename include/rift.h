@@ -870,6 +870,11 @@ typedef struct rift_ctx_stats {
 	uint64_t fallback_returns;     /* auto:// client sessions moved
 					  back from TCP to RDMA
 					  (fallback_return_ms), count */
+	uint32_t pool_growing;         /* 1 while the registered pool
+					  registers memory ahead of need
+					  (a thread of its own: it competes
+					  for the CPU), or is about to; 0
+					  when settled (gauge) */
 } rift_ctx_stats;
 
 void rift__ctx_stats_init(rift_ctx_stats *st, size_t size);

@@ -637,6 +637,7 @@ void rift__ctx_stats_now(rift_ctx *ctx, rift_ctx_stats *st)
 		return;
 	rift__pool_usage(ctx->pool, &u);
 	st->pool_registered_bytes = u.registered + u.large_bytes;
+	st->pool_growing = u.growing;
 	memcpy(st->pool_blocks_in_use, u.blocks_in_use,
 	       sizeof(st->pool_blocks_in_use));
 }

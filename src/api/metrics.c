@@ -731,6 +731,11 @@ int rift_metrics_prometheus(rift_ctx *ctx, char *buf, size_t len)
 	       "regions and large buffers; shared by the process's "
 	       "contexts).");
 	sample(&o, "rift_pool_registered_bytes", "", st->pool_registered_bytes);
+	family(&o, "rift_pool_growing", "gauge",
+	       "1 while the registered pool registers memory ahead of need, "
+	       "or is about to (a thread of its own, competing for the CPU); "
+	       "0 when settled.");
+	sample(&o, "rift_pool_growing", "", st->pool_growing);
 	family(&o, "rift_pool_blocks_in_use", "gauge",
 	       "Blocks of the registered pool handed out, by block class.");
 	for (int k = 0; k < RIFT_BLOCK_CLASSES; k++) {
@@ -896,6 +901,7 @@ int rift_metrics_info(rift_ctx *ctx, char *buf, size_t len)
 
 	out_str(&o, "\r\n# Pool\r\n");
 	kv(&o, "pool_registered_bytes", st->pool_registered_bytes);
+	kv(&o, "pool_growing", st->pool_growing);
 	for (int k = 0; k < RIFT_BLOCK_CLASSES; k++) {
 		snprintf(key, sizeof(key), "pool_class%d_block_size", k);
 		kv(&o, key, ctx->cfg.block_size[k]);

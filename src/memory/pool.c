@@ -680,6 +680,7 @@ void rift__pool_usage(struct rift__pool *pool, struct rift__pool_usage *u)
 	pthread_mutex_lock(&pool->mu);
 	u->large_bytes = pool->large_bytes[0] + pool->large_bytes[1];
 	u->caller_regs = pool->caller_regs;
+	u->growing = rift__pool_growing(pool);
 	pthread_mutex_unlock(&pool->mu);
 	u->regions = __atomic_load_n(&pool->n_regions, __ATOMIC_ACQUIRE);
 	u->registered = u->regions * pool->region;

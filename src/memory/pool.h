@@ -184,6 +184,8 @@ struct rift__pool_usage {
 	uint64_t blocks_free[RIFT_BLOCK_CLASSES];
 	uint64_t regions;
 	uint64_t large_bytes;           /* large buffers mapped, cached too */
+	bool growing;                   /* registering memory ahead of need,
+					   or about to */
 	uint64_t caller_regs;           /* regions and large buffers an
 					   allocating thread registered itself
 					   (the rest the grower did) */

@@ -178,6 +178,11 @@ static bool grow_needed(const struct rift__pool *pool)
 	       spare_regions(pool) < spare_wanted(pool);
 }
 
+bool rift__pool_growing(const struct rift__pool *pool)
+{
+	return pool->committing || pool->large_want || grow_needed(pool);
+}
+
 /*
  * Quiet while sessions re-attach.  Registering a region pins 16 MiB on
  * every device, and while the grower did so (100-300 ms a region under

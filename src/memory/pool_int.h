@@ -139,6 +139,8 @@ int rift__pool_reg_region(struct rift__pool *pool, struct region *r, int d,
 int rift__pool_commit_region(struct rift__pool *pool, char *err,
 			     size_t errlen);
 void rift__pool_grow_ahead(struct rift__pool *pool);
+/* Whether the pool is registering memory, or wants to (mu held). */
+bool rift__pool_growing(const struct rift__pool *pool);
 /* Start the grower if need be and wake it (mu held). */
 void rift__pool_grower_kick(struct rift__pool *pool);
 

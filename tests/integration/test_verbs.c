@@ -315,6 +315,59 @@ TEST_TIMEOUT(link_cut_mid_stream_reattaches_over_the_other_port, 240)
 	h_teardown(ctx, l, conns, 2);
 }
 
+/*
+ * rift_ctx_stats.pool_growing says when the registered pool registers
+ * memory ahead of need (its own thread, competing for the CPU: rift-perf
+ * waits for it before it times): 1 soon after blocks carve new regions,
+ * 0 once the regions ahead are there.
+ */
+TEST_T(pool_growing_says_when_the_pool_registers_ahead)
+{
+	rift_ctx *ctx = h_ctx(NULL);
+	struct side srv = { 0 }, cli = { 0 };
+	rift_listener *l = h_listen(ctx, &srv);
+	rift_conn *c = NULL, *conns[2];
+	rift_ctx_stats st;
+	void *b[640];
+	uint64_t end, settled_us = 0;
+	int seen = 0;
+
+	need_rdma();
+	CHECK_EQ(rift_connect(ctx, rt_url(rift_listener_port(l)), &h_callbacks,
+			      &cli, &c),
+		 0);
+	cli.conn = c;
+	h_connected(ctx, &cli);
+	rift_ctx_stats_init(&st);
+	/* 40 MiB of 64 KiB blocks: regions carved, more wanted ahead. */
+	for (int k = 0; k < 640; k++) {
+		b[k] = rift_buf_alloc(ctx, 64u << 10);
+		CHECK(b[k] != NULL);
+		rift_ctx_stats_get(ctx, &st);
+		seen |= st.pool_growing != 0;
+	}
+	end = h_now_us() + 20000000u;
+	while (h_now_us() < end) {
+		rift_ctx_stats_get(ctx, &st);
+		seen |= st.pool_growing != 0;
+		if (!st.pool_growing) {
+			settled_us = h_now_us();
+			break;
+		}
+		rift_ctx_run(ctx, 1);
+	}
+	printf("growing seen %d, settled after %.2f s, %llu MiB registered\n",
+	       seen, settled_us ? (settled_us + 20000000u - end) / 1e6 : -1.0,
+	       (unsigned long long)(st.pool_registered_bytes >> 20));
+	for (int k = 0; k < 640; k++)
+		rift_buf_free(ctx, b[k]);
+	CHECK(seen);
+	CHECK(settled_us != 0);
+	conns[0] = c;
+	conns[1] = srv.conn;
+	h_teardown(ctx, l, conns, 2);
+}
+
 /* Messages from rift_buf_alloc that fit a receive buffer leave straight
  * from their registered pool block, are delivered from the receive buffer
  * they landed in, and arrive intact. */

@@ -224,6 +224,7 @@ struct client {
 	const struct opts *o;
 	rift_ctx *ctx;
 	struct loop lp;
+	uint64_t settle_until; /* cl_begin: waiting for the pools, ns */
 	char url[300];
 	struct cconn ctl;
 	struct cconn *data;

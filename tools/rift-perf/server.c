@@ -246,16 +246,25 @@ static void srv_ctl(struct sconn *sc, rift_msg *msg)
 		return;
 	}
 	switch (m.type) {
-	case CTL_BEGIN:
+	case CTL_BEGIN: {
+		rift_ctx_stats st;
+		uint64_t v[1];
+
 		s->rmsgs = s->rbytes = 0;
 		s->end_pending = false;
 		s->t_begin = now_ns();
 		rusage_split(&s->u_begin, &s->s_begin);
-		rc = ctl_send(sc->conn, CTL_BEGIN_OK, NULL, 0, NULL);
+		/* Whether this side's pool still registers memory ahead
+		 * (measure.c, cl_begin: the client waits for it). */
+		rift_ctx_stats_init(&st);
+		rift_ctx_stats_get(s->ctx, &st);
+		v[0] = st.pool_growing;
+		rc = ctl_send(sc->conn, CTL_BEGIN_OK, v, 1, NULL);
 		if (rc)
 			srv_session_fail(s, "send BEGIN_OK: %s",
 					 rift_strerror(rc));
 		break;
+	}
 	case CTL_END:
 		s->want_msgs = m.v[0];
 		s->end_pending = true;
