@@ -84,8 +84,10 @@ void rift__group_end(rift_conn *conn)
  * started every RIFT_STANDBY_RETRY_MS for as long as that went on: a
  * connection attempt (over verbs an rdma_cm exchange, a QP and its
  * buffers) every second, for nothing.  So the wait doubles per setup
- * that fails there before it joined (the first two wait
- * RIFT_STANDBY_RETRY_MS), up to RIFT_STANDBY_RETRY_MAX_MS.  A standby
+ * that fails there before it joined, once RIFT_STANDBY_QUICK_TRIES failed
+ * in a row (those wait RIFT_STANDBY_RETRY_MS: an outage of a few seconds,
+ * the lab soaks' faults, must not leave the session without a standby
+ * for longer), up to RIFT_STANDBY_RETRY_MAX_MS.  A standby
  * that joined and was lost later (its link flapped) is replaced after
  * RIFT_STANDBY_RETRY_MS, the count starting again: at most one setup a
  * second per address, and the failback's own hysteresis
@@ -105,9 +107,10 @@ void rift__group_standby_failed(rift_conn *conn, unsigned idx, bool joined)
 		d->standby_fails = 0;
 	if (d->standby_fails < 16)
 		d->standby_fails++;
-	wait = d->standby_fails <= 2
+	wait = d->standby_fails <= RIFT_STANDBY_QUICK_TRIES
 		       ? RIFT_STANDBY_RETRY_MS
-		       : (uint64_t)RIFT_STANDBY_RETRY_MS << (d->standby_fails - 2);
+		       : (uint64_t)RIFT_STANDBY_RETRY_MS
+				 << (d->standby_fails - RIFT_STANDBY_QUICK_TRIES);
 	if (wait > RIFT_STANDBY_RETRY_MAX_MS)
 		wait = RIFT_STANDBY_RETRY_MAX_MS;
 	d->standby_next_us = conn->ctx->now_us + wait * 1000u;

@@ -424,10 +424,12 @@ void rift__hello_fill(rift__path *p, uint8_t type, struct rift__hello *h);
  * a connection) and opens a new standby in the background.
  */
 /* A standby that failed, or could not start, is set up again after this
- * long; after twice as long each time its setup fails again before
- * joining, up to RIFT_STANDBY_RETRY_MAX_MS (a dead address is no storm of
- * setups); the first ones at once (conn.c, group timer). */
+ * long; after RIFT_STANDBY_QUICK_TRIES setups failed in a row before
+ * joining, twice as long each time, up to RIFT_STANDBY_RETRY_MAX_MS (a dead
+ * address is no storm of setups); the first ones at once (conn.c, group
+ * timer). */
 #define RIFT_STANDBY_RETRY_MS 1000u
+#define RIFT_STANDBY_QUICK_TRIES 4u
 #define RIFT_STANDBY_RETRY_MAX_MS 30000u
 /* The wait before the next standby setup through address idx, ms (0:
  * now); a standby's failure there (joined: it had joined), counted
