@@ -144,9 +144,10 @@ static void on_event(rift_conn *conn, const rift_event *ev)
 		s->path_changed++;
 		break;
 	case RIFT_EVENT_FAILBACK:
-		s->failback++;
-		snprintf(s->failback_message, sizeof(s->failback_message), "%s",
-			 ev->message);
+		if (!s->failback++)
+			snprintf(s->failback_message,
+				 sizeof(s->failback_message), "%s",
+				 ev->message);
 		break;
 	case RIFT_EVENT_WRITABLE:
 		s->writable++;

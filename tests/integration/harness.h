@@ -30,7 +30,7 @@ struct side {
 	uint64_t echo_stalls;    /* times the echo stopped receiving */
 	bool verify;             /* check contents against the stream */
 	char last_message[256];
-	char failback_message[256]; /* the last FAILBACK's */
+	char failback_message[256]; /* the first FAILBACK's */
 	char last_local[64];     /* the last event's local address */
 };
 
