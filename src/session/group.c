@@ -47,7 +47,7 @@ void rift__group_attached(rift_conn *conn)
 		rift_timer_start(&conn->failback_timer, 0, 0);
 	}
 	if (rift__group_may_return(conn) &&
-	    conn->return_timer.heap_idx == SIZE_MAX)
+	    !rift__timer_active(&conn->return_timer))
 		rift_timer_start(&conn->return_timer, return_delay(conn), 0);
 }
 
@@ -159,7 +159,7 @@ void rift__group_timer_within(rift_conn *conn, uint64_t ms)
 {
 	rift_timer *t = &conn->group_timer;
 
-	if (t->heap_idx == SIZE_MAX ||
+	if (!rift__timer_active(t) ||
 	    t->due_us > conn->ctx->now_us + ms * 1000u)
 		rift_timer_start(t, ms, 0);
 }
