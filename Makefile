@@ -243,13 +243,16 @@ CM_TCP_TESTS := path_cut echo_ single_64mib zero_byte close_tells \
 # through the listener's side channel.  Then, in each cm mode, 60 s of
 # the same traffic with each fault aimed at the link the session runs
 # on, the other link working: one re-attach per fault, whose times it
-# prints (p50/p99, and those after the pool's first growth).
+# prints (p50/p99, and those after the pool's first growth); then 60 s
+# of random faults with group.policy = active-active (both links carry
+# data both ways, the receiver reorders).
 # RIFT_SOAK_SECONDS and RIFT_SOAK_SEED (printed) replay one.  A boot of
 # its own: a client whose rdma_cm gets no answer attaches and re-attaches
 # through the side channel (it makes rdma_cm silent on purpose).
 PAIR_TESTS := link_cut port_down loop_never connect_over tcp_path_break \
   failover_finds configured_device_chooses standby_path standby_that one_path_with \
-  local_address_picks local_device_picks conn_paths failback a_failback a_standby_begun a_resumed a_ping a_server_whose silent_loss auto_returns a_flapping soak_healthy
+  local_address_picks local_device_picks conn_paths failback a_failback a_standby_begun a_resumed a_ping a_server_whose silent_loss auto_returns a_flapping \
+  active_active soak_healthy
 test-lab: $(BUILD)/tst/rift-tests
 	tests/lab/lab setup
 	tests/lab/lab smoke
@@ -259,8 +262,8 @@ test-lab: $(BUILD)/tst/rift-tests
 	tests/lab/lab run --topo pair --timeout 2700 -- \
 	  sh -c 'build/tst/rift-tests --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 $(PAIR_TESTS) && \
 	    build/tst/rift-tests --transport rdma --cm tcp --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 $(PAIR_TESTS) && \
-	    build/tst/rift-tests -v --transport rdma --cm tcp --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 soak_link_faults soak_aimed && \
-	    build/tst/rift-tests -v --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 soak_link_faults soak_aimed'
+	    build/tst/rift-tests -v --transport rdma --cm tcp --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 soak_link_faults soak_aimed soak_active_active && \
+	    build/tst/rift-tests -v --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 soak_link_faults soak_aimed soak_active_active'
 	tests/lab/lab run --topo pair --timeout 600 -- \
 	  sh -c 'build/tst/rift-tests --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 silent_rdma_cm'
 

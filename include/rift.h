@@ -293,6 +293,19 @@ typedef enum rift_cm {
 	RIFT_CM_TCP = 1,    /* TCP side channel that shares fate with the QP */
 } rift_cm;
 
+/* How a port group uses its joined paths (group_policy). */
+typedef enum rift_group_policy {
+	/* One path carries the data; the others stand by, warm, and take
+	 * over when it fails (the default). */
+	RIFT_POLICY_ACTIVE_BACKUP = 0,
+	/* Every joined path carries data: messages go to the path with room
+	 * (each gets a share of the window by the rate the peer acknowledges
+	 * what it sent), the receiver restores their order.  Needs a peer
+	 * that takes data out of order (this version does); otherwise the
+	 * connection runs active-backup. */
+	RIFT_POLICY_ACTIVE_ACTIVE = 1,
+} rift_group_policy;
+
 #define RIFT_DEVICE_NAME_MAX 64
 #define RIFT_BLOCK_CLASSES 5
 /* group_local with its NUL: eight IPv6 addresses and their commas fit */
@@ -401,6 +414,10 @@ typedef struct rift_config {
 	 * stays its fallback.  Needs group_max_paths >= 2 on the client (the
 	 * JOIN).  0 = stay on TCP (appended) */
 	uint32_t fallback_return_ms;      /* 0..3600000, default 1000 */
+	/* Port groups: whether a client's joined standbys carry data too
+	 * (RIFT_POLICY_ACTIVE_ACTIVE) or only take over (the default); the
+	 * client's choice is the connection's (appended) */
+	rift_group_policy group_policy;
 } rift_config;
 
 void rift__config_init(rift_config *cfg, size_t size);
@@ -1241,6 +1258,9 @@ typedef struct rift_conn_stats {
 				      transport placed them: frames split
 				      across reads (tcp.read_buffer), held
 				      messages; bytes */
+	/* active-active: messages that arrived before an earlier one (on
+	 * another path) and waited for it, count (appended) */
+	uint64_t msgs_reordered;
 } rift_conn_stats;
 
 void rift__conn_stats_init(rift_conn_stats *st, size_t size);
@@ -1259,7 +1279,9 @@ typedef enum rift_path_state {
 				     says why */
 	RIFT_PATH_STATE_SETUP,    /* connecting, or hand-shaking (HELLO,
 				     RESUME, JOIN) */
-	RIFT_PATH_STATE_ACTIVE,   /* carries the session's data */
+	RIFT_PATH_STATE_ACTIVE,   /* carries the session's data (with
+				     group_policy active-active, every
+				     joined path of its transport does) */
 	RIFT_PATH_STATE_STANDBY,  /* joined to the session, keepalives only:
 				     a failover resumes on it */
 } rift_path_state;

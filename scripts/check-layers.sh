@@ -31,17 +31,20 @@ cd "$(dirname "$0")/.."
 UPCALLS='
 rift__path_connected rift__path_failed rift__path_failed_why rift__path_on_frame
 rift__sess_control rift__sess_error_frame
+rift__spread_next rift__spread_written rift__spread_peek rift__spread_release
 rift__path_init rift__path_destroy
 rift__stream_*
 rift__hdr_encode rift__hdr_decode rift__error_encode rift__frame_name
 rift__conn_emit rift__conn_confirm rift__buf_release_slow rift__spare_put
-rift__metrics_acked
-rift__metrics_recv
+rift__metrics_acked rift__spread_acked rift__spread_kick
+rift__metrics_recv rift__spread_ooo_has
 rift__metrics_wc_error rift__metrics_credit_stall
 '
 # Line by line, the groups above are:
 #  - the upcalls of internal.h: a path connected, failed, or brought a frame
 #  - the data pull: control frames owed (rift__sess_next/written: inline)
+#  - and its out-of-line half with active-active (session/spread.c), which
+#    those inline calls and rift__sess_peek, rift__sess_after_flush reach
 #  - the paths' generic life cycle (internal.h), which backends embed
 #  - the frame parser of byte-stream transports (session/stream.h): bytes
 #    in, rift__path_on_frame out
@@ -50,7 +53,8 @@ rift__metrics_wc_error rift__metrics_credit_stall
 #  - (three lines) what the session's per-message half, inline in
 #    session/session.h (rift__path_on_data, rift__conn_ack_apply,
 #    rift__conn_deliver), calls out of line when a transport delivers a
-#    frame
+#    frame; and whether a message waits in the reorder buffer already
+#    (verbs drops a rendezvous descriptor seen before, with no READ)
 #  - counters of transport events (session/stats.c): failed completions,
 #    credit stalls
 

@@ -505,6 +505,9 @@ struct rift__path {
 	 * goes to. */
 	bool standby, promoted;
 	uint8_t gid;
+	/* active-active (session/spread.c): its carrier slot in its
+	 * session, 1..RIFT_GROUP_MAX (it carries data); 0: none */
+	uint8_t slot;
 	unsigned addr_idx;
 	/* The attach counter of the JOIN or RESUME it carries (client: the
 	 * one it sent; server: the one it took), which the answer on this
@@ -589,6 +592,11 @@ struct rift__omsg {
 	uint64_t len;
 	void *data;        /* payload */
 	bool user_buf;     /* data came from rift_buf_alloc (freed apart) */
+	/* active-active (session/spread.c): the carrier slot of the path
+	 * it was given to (0: none yet, or that path died), and whether
+	 * that path took it and has not written all of it yet */
+	uint8_t slot;
+	bool busy;
 	void (*cb)(rift_conn *conn, void *user, int status); /* or NULL */
 	void *cb_user;
 	uint64_t enq_us;   /* loop time when enqueued (ack latency), us */

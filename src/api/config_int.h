@@ -42,7 +42,7 @@ struct key {
 	int (*check)(const char *s, char *m, size_t len);
 };
 
-#define N_KEYS 44    /* rows of rift__cfg_keys (config_keys.c checks it) */
+#define N_KEYS 45    /* rows of rift__cfg_keys (config_keys.c checks it) */
 #define N_SECTIONS 9 /* entries of rift__cfg_sections */
 /* Bytes of the widest K_STRING member (group.local's). */
 #define STRING_MAX RIFT_GROUP_LOCAL_MAX

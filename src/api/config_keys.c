@@ -22,6 +22,8 @@
 static const char *const polling_names[] = { "event", "busy", "adaptive",
 					     NULL };
 static const char *const cm_names[] = { "rdmacm", "tcp", NULL };
+static const char *const policy_names[] = { "active-backup", "active-active",
+					    NULL };
 
 /* The enum values above are the indexes of these names. */
 _Static_assert(RIFT_POLL_EVENT == 0 && RIFT_POLL_BUSY == 1 &&
@@ -166,6 +168,9 @@ const struct key rift__cfg_keys[] = {
 	  K_UINT, 0, 3600000, NULL,
 	  "a client moves its session back to a standby through an earlier "
 	  "URL address once that standby stayed up this long, ms; 0 = never" },
+	{ "group", "policy", NULL, M(group_policy), K_ENUM, 0, 1, policy_names,
+	  "what a client's joined paths do: active-backup (one carries the "
+	  "data, the others take over) or active-active (all carry it)" },
 	{ "group", "local", NULL, M(group_local), K_STRING, 0, 0, NULL,
 	  "local addresses a client's paths leave from, by URL address, "
 	  "\"\" = routing's choice",

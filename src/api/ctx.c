@@ -193,6 +193,7 @@ static int cfg_check(const rift_config *c)
 	R(group_max_paths, 1, RIFT_GROUP_MAX);
 	R(group_failback_delay_ms, 0, 3600000);
 	R(fallback_return_ms, 0, 3600000);
+	R(group_policy, RIFT_POLICY_ACTIVE_BACKUP, RIFT_POLICY_ACTIVE_ACTIVE);
 #undef R
 	if (!rc && (c->gid_index < -1 || c->gid_index > 4095)) {
 		rc = rift__ctx_fail(NULL, RIFT_EINVAL,

@@ -383,6 +383,10 @@ static const struct family_def conn_counters[] = {
 	  "Messages received while receiving was stopped, held for later "
 	  "delivery.",
 	  CONN_STAT(msgs_held) },
+	{ "rift_conn_reordered_messages_total",
+	  "Messages that arrived before an earlier one (active-active: on "
+	  "another path) and waited for it in the reorder buffer.",
+	  CONN_STAT(msgs_reordered) },
 	{ "rift_conn_acks_sent_total", "Explicit ack frames sent.",
 	  CONN_STAT(acks_sent) },
 	{ "rift_conn_rx_copied_bytes_total",

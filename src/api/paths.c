@@ -56,7 +56,9 @@ static void put_path(struct paths_out *o, const rift_conn *conn,
 	if (!p || p->state == RIFT_PATH_DEAD)
 		return;
 	memset(&pi, 0, sizeof(pi));
-	if (p->state == RIFT_PATH_ATTACHED)
+	/* active-active: a joined path that carries data is active too */
+	if (p->state == RIFT_PATH_ATTACHED ||
+	    (p->state == RIFT_PATH_STANDBY && p->slot))
 		pi.state = RIFT_PATH_STATE_ACTIVE;
 	else if (p->state == RIFT_PATH_STANDBY)
 		pi.state = RIFT_PATH_STATE_STANDBY;

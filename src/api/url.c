@@ -263,6 +263,7 @@ static const struct {
 	{ "session", "grace_ms" },
 	{ "rdma", "cm" },
 	{ "group", "max_paths" },
+	{ "group", "policy" },
 	{ "group", "local" },
 	{ "group", "failback_delay_ms" },
 };

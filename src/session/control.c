@@ -117,7 +117,7 @@ size_t rift__sess_control(rift__path *p, uint8_t *buf, size_t cap)
 				rift__hello_seal(payload, order[i].type,
 						 RIFT_HELLO_AUTH_AT, conn->key);
 		}
-		if (conn && p->state == RIFT_PATH_ATTACHED) {
+		if (conn && rift__path_takes_data(p)) {
 			h.ack = conn->recv_seq;
 			conn->ack_sent = conn->recv_seq;
 			conn->rx_unacked = 0;

@@ -26,9 +26,16 @@ uint32_t rift__group_caps(const rift_conn *conn)
 {
 	/* A server takes JOINs for any session; a client asks for them
 	 * when it keeps more than one path. */
-	return !conn->is_client || conn->cfg.group_max_paths > 1
-		       ? RIFT_CAP_GROUP
-		       : 0;
+	/* Both take data out of order on joined paths; a client asks its
+	 * server to spread its data over them as it does (active-active:
+	 * session/spread.c). */
+	if (conn->is_client && conn->cfg.group_max_paths < 2)
+		return 0;
+	return RIFT_CAP_GROUP | RIFT_CAP_REORDER |
+	       (conn->is_client &&
+				conn->cfg.group_policy == RIFT_POLICY_ACTIVE_ACTIVE
+			? RIFT_CAP_SPREAD
+			: 0);
 }
 
 bool rift__group_negotiated(const rift_conn *conn)
@@ -208,6 +215,8 @@ int rift__group_join(rift__path *p, const struct rift__hdr *h,
 	p->state = RIFT_PATH_STANDBY;
 	p->up_us = p->ctx->now_us;
 	conn->standby[conn->n_standby++] = p;
+	if (p->ops == conn->ops)
+		rift__spread_carrier_add(conn, p);
 	rift__path_keepalive_start(p);
 	/* The data path now has somewhere to go: it watches its sends. */
 	if (conn->path && conn->path->state == RIFT_PATH_ATTACHED)
@@ -261,6 +270,8 @@ int rift__group_handshake(rift__path *p, const struct rift__hdr *h,
 					 "JOIN_ACK without the session's proof");
 	p->state = RIFT_PATH_STANDBY;
 	p->up_us = p->ctx->now_us;
+	if (p->ops == conn->ops)
+		rift__spread_carrier_add(conn, p);
 	if (p->addr_idx < conn->n_addrs) {
 		conn->addr_down[p->addr_idx].status = 0;
 		conn->addr_down[p->addr_idx].standby_timeouts = 0;
@@ -439,7 +450,10 @@ static rift__path *preferred_standby(const rift_conn *conn)
 		rift__path *p = conn->standby[i];
 		bool returning = p->ops != conn->path->ops;
 
+		/* active-active: a standby of the session's transport
+		 * carries data already (session/spread.c). */
 		if (p->state != RIFT_PATH_STANDBY ||
+		    (conn->spread && !returning) ||
 		    rank(conn, p) >= rank(conn, conn->path) ||
 		    !(returning ? conn->cfg.fallback_return_ms
 				: conn->cfg.group_failback_delay_ms))
@@ -560,8 +574,11 @@ bool rift__group_stall_check(rift__path *p)
 	rift__path *sb = NULL;
 	uint64_t stalled;
 
-	if (!conn || conn->path != p || p->state != RIFT_PATH_ATTACHED ||
-	    !p->ops->tx_stalled_us)
+	/* The data path; with active-active, any carrier (what it holds
+	 * holds up the delivery of everything after it). */
+	if (!conn || !p->ops->tx_stalled_us ||
+	    !(conn->path == p ? p->state == RIFT_PATH_ATTACHED
+			      : p->slot && rift__path_carries(p)))
 		return false;
 	/* A side that only receives has nothing in flight when its link
 	 * goes quiet: once per silence after DATA, a PING for the
@@ -581,17 +598,24 @@ bool rift__group_stall_check(rift__path *p)
 		return false;
 	}
 	for (unsigned i = 0; i < conn->n_standby && !sb; i++)
-		if (standby_alive(conn, conn->standby[i]))
+		if (conn->standby[i] != p && standby_alive(conn, conn->standby[i]))
 			sb = conn->standby[i];
+	if (!sb && conn->path && conn->path != p &&
+	    conn->path->state == RIFT_PATH_ATTACHED &&
+	    conn->ctx->now_us - conn->path->last_rx_us <=
+		    (uint64_t)conn->cfg.keepalive_interval_ms * 2000u)
+		sb = conn->path;
 	if (!sb || ++p->stall_ticks < 2)
 		return false;
 	rift__path_failed_why(p, RIFT_PATH_DOWN_STALL, RIFT_ETIMEDOUT,
 			      "sends unacknowledged for %llu ms, past the "
-			      "transport's retransmission time, while standby "
+			      "transport's retransmission time, while %s "
 			      "path %s answers: failing over%s",
-			      (unsigned long long)(stalled / 1000u), sb->peer,
-			      conn->is_client ? ""
-					      : " (the client resumes there)");
+			      (unsigned long long)(stalled / 1000u),
+			      sb == conn->path ? "data" : "standby", sb->peer,
+			      conn->path != p	 ? ""
+			      : conn->is_client ? ""
+						 : " (the client resumes there)");
 	return true;
 }
 

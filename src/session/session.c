@@ -47,6 +47,8 @@ void rift__path_kill(rift__path *p)
 {
 	if (p->state == RIFT_PATH_DEAD)
 		return;
+	if (p->slot && p->conn)
+		rift__spread_carrier_gone(p->conn, p);
 	if (p->state == RIFT_PATH_ATTACHED)
 		p->ctx->stats.paths_active--;
 	p->state = RIFT_PATH_DEAD;
@@ -61,6 +63,8 @@ void rift__path_release(rift__path *p)
 {
 	if (!p)
 		return;
+	if (p->slot && p->conn)
+		rift__spread_carrier_gone(p->conn, p);
 	p->conn = NULL;
 	rift__path_kill(p);
 }
@@ -254,6 +258,7 @@ void rift__conn_drop_held(rift_conn *conn)
 	}
 	conn->held_head = conn->held_tail = NULL;
 	conn->held_bytes = 0;
+	rift__spread_drop_ooo(conn);
 	rift__list_del(&conn->drain_node);
 }
 
@@ -290,6 +295,8 @@ static void conn_rewind(rift_conn *conn, const struct rift__hello *peer)
 	conn->cursor = conn->head;
 	while (conn->cursor && conn->cursor->seq <= peer->held_seq)
 		conn->cursor = conn->cursor->next;
+	if (conn->spread)
+		rift__spread_rewound(conn);
 }
 
 /*
@@ -341,7 +348,8 @@ void rift__path_keepalive_retick(rift__path *p)
 	/* A data path that may have standbys (a client's of several
 	 * addresses, a server's that has one): its sends' progress too,
 	 * more often (rift__group_stall_check). */
-	if (conn && conn->path == p && rift__group_negotiated(conn) &&
+	if (conn && (conn->path == p || p->slot) &&
+	    rift__group_negotiated(conn) &&
 	    (conn->is_client ? conn->n_addrs > 1 : conn->n_standby > 0) &&
 	    tick > RIFT_STALL_TICK_MS)
 		tick = RIFT_STALL_TICK_MS;
@@ -360,6 +368,8 @@ static void attach(rift_conn *conn, rift__path *p)
 	conn->path = p;
 	p->conn = conn;
 	p->state = RIFT_PATH_ATTACHED;
+	conn->spread = rift__spread_negotiated(conn);
+	rift__spread_carrier_add(conn, p);
 	p->up_us = p->ctx->now_us;
 	if (conn->is_client && p->addr_idx < conn->n_addrs)
 		conn->addr_down[p->addr_idx].status = 0;
@@ -685,17 +695,20 @@ static int client_handshake(rift__path *p, const struct rift__hdr *h,
  * cannot have sent more than the connection's window beyond what was
  * delivered (one message alone may exceed it): more is a protocol error,
  * and this bounds the memory a stopped receiver spends by our own
- * send_window, whatever the peer advertised.
+ * send_window, whatever the peer advertised (the reorder buffer's
+ * messages count too: none of them is acknowledged either).
+ * rift__held_new makes the copy (0, or the path failed); hold() keeps
+ * it in order.
  */
-static int hold(rift__path *p, const struct rift__hdr *h, void *payload,
-		void *owned)
+int rift__held_new(rift__path *p, const struct rift__hdr *h, void *payload,
+		   void *owned, struct rift__held **out)
 {
 	rift_conn *conn = p->conn;
 	uint64_t cost = (uint64_t)h->len + RIFT_HDR_SIZE;
+	uint64_t undelivered = conn->held_bytes + conn->ooo_bytes;
 	struct rift__held *m;
 
-	if (conn->held_bytes &&
-	    conn->held_bytes + cost > rift__conn_window(conn)) {
+	if (undelivered && undelivered + cost > rift__conn_window(conn)) {
 		char why[128];
 
 		free(owned);
@@ -726,12 +739,25 @@ static int hold(rift__path *p, const struct rift__hdr *h, void *payload,
 	m->seq = h->seq;
 	m->len = h->len;
 	m->owned = owned;
+	*out = m;
+	return 0;
+}
+
+static int hold(rift__path *p, const struct rift__hdr *h, void *payload,
+		void *owned)
+{
+	rift_conn *conn = p->conn;
+	struct rift__held *m;
+	int rc = rift__held_new(p, h, payload, owned, &m);
+
+	if (rc)
+		return rc;
 	if (conn->held_tail)
 		conn->held_tail->next = m;
 	else
 		conn->held_head = m;
 	conn->held_tail = m;
-	conn->held_bytes += cost;
+	conn->held_bytes += (uint64_t)h->len + RIFT_HDR_SIZE;
 	conn->held_seq = h->seq;
 	conn->stats.msgs_held++;
 	return 0;
@@ -771,9 +797,71 @@ void rift__conn_drain(rift_conn *conn)
 			conn->held_tail = NULL;
 		conn->held_bytes -= (uint64_t)m->len + RIFT_HDR_SIZE;
 		/* An empty message still gets a valid pointer. */
-		rift__conn_deliver(conn, &h, m->owned ? m->owned : (void *)&empty, m->owned);
+		rift__conn_deliver(conn, NULL, &h,
+				   m->owned ? m->owned : (void *)&empty, m->owned);
 		free(m);
 	}
+}
+
+/*
+ * DATA, ACK or PING on a path that takes data (the data path; with
+ * active-active, a carrier too): the ack it carries, then the message in
+ * order: delivered, held (receiving stopped, or earlier ones wait), kept
+ * ahead of its turn (active-active: it came on another path than the
+ * ones before it), or dropped as a duplicate.
+ */
+static int data_frame(rift__path *p, const struct rift__hdr *h, void *payload,
+		      void *owned)
+{
+	rift_conn *conn = p->conn;
+	const char *why = NULL;
+	int rc;
+
+	if (h->type == RIFT_FRAME_DATA) {
+		p->rx_data_seq = h->seq;
+		p->rx_data_ack = h->ack;
+		p->rx_msgs++;
+		p->rx_bytes += h->len;
+	}
+	if (rift__conn_ack(conn, h->ack, &why)) {
+		free(owned);
+		return rift__path_reject(p, RIFT_EPROTO, why);
+	}
+	/* Closing: the last acknowledgement may make CLOSE due (or
+	 * end the close); no callback runs, so this is the one
+	 * place (the inline delivery is off: recv_stopped). */
+	if (conn->lingering && !conn->head)
+		rift__conn_linger_check(conn);
+	if (p->state == RIFT_PATH_DEAD) {
+		free(owned);
+		return RIFT_ECLOSED; /* closed from WRITABLE, or ended */
+	}
+	if (h->type != RIFT_FRAME_DATA)
+		return 0;
+	if (h->seq <= conn->held_seq) {
+		conn->stats.dups_dropped++;
+		free(owned);
+		return 0;
+	}
+	if (h->seq != conn->held_seq + 1) {
+		if (conn->spread)
+			return rift__spread_hold_ahead(p, h, payload, owned);
+		free(owned);
+		return rift__path_reject(p, RIFT_EPROTO,
+					 "gap in message sequence");
+	}
+	if (conn->closing)
+		rc = discard(p, h, owned);
+	else if (conn->recv_stopped || conn->held_head)
+		rc = hold(p, h, payload, owned);
+	else {
+		rift__conn_deliver(conn, p, h, payload, owned);
+		rc = p->state == RIFT_PATH_DEAD ? RIFT_ECLOSED : 0;
+	}
+	/* What waited for it follows (delivered by deferred work). */
+	if (!rc && conn->ooo_head && conn->state != RIFT_CONN_DEAD)
+		rift__spread_ooo_advance(conn);
+	return rc;
 }
 
 /* A frame of RIFT_CAP_GROUP's (session/wire.h) on the data path: of a
@@ -808,6 +896,16 @@ int rift__path_on_frame(rift__path *p, const struct rift__hdr *h,
 	if (p->state == RIFT_PATH_HANDSHAKE) {
 		int rc;
 
+		/* active-active: DATA the server sent on this carrier
+		 * before our RESUME reached it.  Dropped: the RESUME says
+		 * what we hold, and the server sends the rest again.  A
+		 * bare frame after it still counts from it (verbs). */
+		if (h->type == RIFT_FRAME_DATA && rift__path_takes_data(p)) {
+			p->rx_data_seq = h->seq;
+			p->rx_data_ack = h->ack;
+			free(owned);
+			return 0;
+		}
 		if (h->type == RIFT_FRAME_DATA) {
 			free(owned);
 			return rift__path_reject(p, RIFT_EPROTO,
@@ -821,6 +919,7 @@ int rift__path_on_frame(rift__path *p, const struct rift__hdr *h,
 		if (p->promoted && (h->type == RIFT_FRAME_PING ||
 				    h->type == RIFT_FRAME_PROBE_ACK))
 			return 0;
+
 		rc = p->is_client ? client_handshake(p, h, payload)
 				  : server_handshake(p, h, payload);
 		return rc;
@@ -834,12 +933,18 @@ int rift__path_on_frame(rift__path *p, const struct rift__hdr *h,
 			free(owned);
 			return 0;
 		}
+		if (p->slot && conn &&
+		    (h->type == RIFT_FRAME_DATA || h->type == RIFT_FRAME_ACK ||
+		     h->type == RIFT_FRAME_PING))
+			return data_frame(p, h, payload, owned);
 		if (h->type == RIFT_FRAME_RESUME && !p->is_client) {
 			/* The client resumes its session on this standby:
 			 * checked as a RESUME on a new path is.  A standby
 			 * no more: if it fails from now on, it fails as the
 			 * data path (failover.c, path_lost). */
 			rift__group_standby_del(conn, p);
+			if (p->slot)
+				rift__spread_carrier_gone(conn, p);
 			p->conn = NULL;
 			p->standby = false;
 			p->state = RIFT_PATH_HANDSHAKE;
@@ -858,43 +963,7 @@ int rift__path_on_frame(rift__path *p, const struct rift__hdr *h,
 	case RIFT_FRAME_DATA:
 	case RIFT_FRAME_ACK:
 	case RIFT_FRAME_PING:
-		if (h->type == RIFT_FRAME_DATA) {
-			p->rx_data_seq = h->seq;
-			p->rx_data_ack = h->ack;
-			p->rx_msgs++;
-			p->rx_bytes += h->len;
-		}
-		if (rift__conn_ack(conn, h->ack, &why)) {
-			free(owned);
-			return rift__path_reject(p, RIFT_EPROTO, why);
-		}
-		/* Closing: the last acknowledgement may make CLOSE due (or
-		 * end the close); no callback runs, so this is the one
-		 * place (the inline delivery is off: recv_stopped). */
-		if (conn->lingering && !conn->head)
-			rift__conn_linger_check(conn);
-		if (p->state == RIFT_PATH_DEAD) {
-			free(owned);
-			return RIFT_ECLOSED; /* closed from WRITABLE, or ended */
-		}
-		if (h->type != RIFT_FRAME_DATA)
-			return 0;
-		if (h->seq <= conn->held_seq) {
-			conn->stats.dups_dropped++;
-			free(owned);
-			return 0;
-		}
-		if (h->seq != conn->held_seq + 1) {
-			free(owned);
-			return rift__path_reject(p, RIFT_EPROTO,
-					   "gap in message sequence");
-		}
-		if (conn->closing)
-			return discard(p, h, owned);
-		if (conn->recv_stopped || conn->held_head)
-			return hold(p, h, payload, owned);
-		rift__conn_deliver(conn, h, payload, owned);
-		return p->state == RIFT_PATH_DEAD ? RIFT_ECLOSED : 0;
+		return data_frame(p, h, payload, owned);
 	case RIFT_FRAME_CLOSE:
 		/* Its ack is the peer's last word on ours (close.c). */
 		if (rift__conn_ack(conn, h->ack, &why))

@@ -157,7 +157,11 @@ struct rift_conn {
 	uint64_t recv_seq;      /* highest seq delivered in order */
 	uint64_t held_seq;      /* highest seq received in order (>= recv_seq) */
 	struct rift__held *held_head, *held_tail; /* received, not delivered */
+	/* active-active: received ahead of held_seq + 1, in seq order
+	 * (session/spread.c, the reorder buffer) */
+	struct rift__held *ooo_head, *ooo_tail;
 	uint64_t held_bytes;    /* their frame bytes (payload + headers) */
+	uint64_t ooo_bytes;     /* the reorder buffer's, the same way */
 	struct rift__list drain_node; /* ctx->drainq: held to deliver */
 	uint64_t ack_sent;      /* last ack value put on the wire */
 	uint64_t rx_unacked;    /* bytes received since ack_sent */
@@ -176,6 +180,18 @@ struct rift_conn {
 	uint8_t down_why;       /* rift_path_down_reason of the data path's
 				 * last failure (PATH_DOWN's) */
 	bool credit_stalled;    /* rdma: last flush stopped for credits */
+	/* active-active (session/spread.c): negotiated; the paths carrying
+	 * data by slot (rift__path.slot - 1), what each has in flight (given,
+	 * not acknowledged, bytes), what the peer acknowledged of each
+	 * since rate_us and the rate that makes (bytes/s, smoothed); an ack
+	 * covered messages a path was still writing (freed once written) */
+	bool spread;
+	bool release_due;
+	rift__path *carrier[RIFT_GROUP_MAX];
+	uint64_t inflight[RIFT_GROUP_MAX];
+	uint64_t acked_by[RIFT_GROUP_MAX];
+	uint64_t rate[RIFT_GROUP_MAX];
+	uint64_t rate_us;
 	/* Its settings: the context's, and a client's URL options over
 	 * them (rift_connect); its paths point here (rift__path.cfg).  Last:
 	 * the fields the data path reads stay together above. */
@@ -528,6 +544,10 @@ void rift__conn_close_lost(rift_conn *conn);
  * close ends in order.  Or during an abort: it ends as it began. */
 void rift__conn_close_hangup(rift_conn *conn);
 
+/* A copy of a DATA frame to keep undelivered, within the window (0; or
+ * the path failed, owned freed): session.c, hold. */
+int rift__held_new(rift__path *p, const struct rift__hdr *h, void *payload,
+		   void *owned, struct rift__held **out);
 /* Deliver held messages (receiving restarted); from deferred work. */
 void rift__conn_drain(rift_conn *conn);
 /* Free the held messages (the session is over). */
@@ -562,12 +582,75 @@ void rift__sessions_free(rift_ctx *ctx);
 /* Tests: the length of the longest chain. */
 size_t rift__sessions_longest(const rift_ctx *ctx);
 
+/*
+ * ---- active-active (session/spread.c) ----
+ * With group.policy = active-active on the client and a peer that takes
+ * data out of order (RIFT_CAP_REORDER), every joined path of the
+ * session's transport carries data: each is a carrier with a slot.  The
+ * data pull below goes out of line for such a session.
+ */
+/* Whether conn runs active-active (set at attach); p carries data now. */
+bool rift__spread_negotiated(const rift_conn *conn);
+static inline bool rift__path_carries(const rift__path *p)
+{
+	return p->state == RIFT_PATH_ATTACHED ||
+	       (p->state == RIFT_PATH_STANDBY && p->slot && p->conn &&
+		p->conn->state == RIFT_CONN_ESTABLISHED);
+}
+/* Whether DATA may arrive on p: its session's data path, a carrier, or
+ * a carrier the client resumes on (the server's DATA sent before the
+ * RESUME reached it: dropped, session.c). */
+static inline bool rift__path_takes_data(const rift__path *p)
+{
+	return p->state == RIFT_PATH_ATTACHED ||
+	       (p->state == RIFT_PATH_STANDBY && p->slot) ||
+	       (p->state == RIFT_PATH_HANDSHAKE && p->promoted && p->conn &&
+		p->conn->spread);
+}
+/* p carries data from now (a slot; no-op with one, or without spread). */
+void rift__spread_carrier_add(rift_conn *conn, rift__path *p);
+/* p carries no more (failed, released, resumed on): what it was given
+ * and had not seen acknowledged goes to the others. */
+void rift__spread_carrier_gone(rift_conn *conn, rift__path *p);
+struct rift__omsg *rift__spread_next(rift__path *p, struct rift__omsg *after);
+struct rift__omsg *rift__spread_peek(rift__path *p);
+void rift__spread_written(rift__path *p, struct rift__omsg *m);
+/* Flush every carrier of conn with something to take. */
+void rift__spread_kick(rift_conn *conn);
+/* The ack freed m, given to carrier m->slot. */
+void rift__spread_acked(rift_conn *conn, const struct rift__omsg *m);
+/* Acknowledged messages a path was still writing: freed now. */
+void rift__spread_release(rift_conn *conn);
+/* A RESUME rewound the session: what dead paths held is given again. */
+void rift__spread_rewound(rift_conn *conn);
+/* The reorder buffer: a DATA frame beyond held_seq + 1 (kept, or a
+ * duplicate dropped; 0, or the path failed); the run that follows
+ * held_seq moved to the held list (delivery: ctx->drainq). */
+int rift__spread_hold_ahead(rift__path *p, const struct rift__hdr *h,
+			    void *payload, void *owned);
+void rift__spread_ooo_advance(rift_conn *conn);
+/* Whether seq waits in the reorder buffer already. */
+bool rift__spread_ooo_has(const rift_conn *conn, uint64_t seq);
+void rift__spread_drop_ooo(rift_conn *conn);
+
 /* True when the path owes control frames or has unsent data (asked for
  * every SEND a transport builds: inline). */
 static inline bool rift__sess_has_output(const rift__path *p)
 {
 	return p->pending ||
-	       (p->state == RIFT_PATH_ATTACHED && p->conn && p->conn->cursor);
+	       (p->conn && p->conn->cursor && rift__path_carries(p));
+}
+
+/* The message rift__sess_next(p, NULL) would return, not taken. */
+static inline struct rift__omsg *rift__sess_peek(rift__path *p)
+{
+	rift_conn *conn = p->conn;
+
+	if (!conn)
+		return NULL;
+	if (__builtin_expect(conn->spread, 0))
+		return rift__spread_peek(p);
+	return p->state == RIFT_PATH_ATTACHED ? conn->cursor : NULL;
 }
 
 /*
@@ -586,7 +669,11 @@ static RIFT_HOT_INLINE struct rift__omsg *rift__sess_next(rift__path *p,
 
 	/* A closing conn still sends (it lingers); an abort clears the
 	 * cursor first. */
-	if (p->state != RIFT_PATH_ATTACHED || !conn)
+	if (!conn)
+		return NULL;
+	if (__builtin_expect(conn->spread, 0))
+		return rift__spread_next(p, after);
+	if (p->state != RIFT_PATH_ATTACHED)
 		return NULL;
 	m = after ? after->next : conn->cursor;
 	if (!m)
@@ -609,6 +696,10 @@ static RIFT_HOT_INLINE void rift__sess_written(rift__path *p,
 {
 	rift_conn *conn = p->conn;
 
+	if (conn && __builtin_expect(conn->spread, 0)) {
+		rift__spread_written(p, m);
+		return;
+	}
 	if (!conn || p->state != RIFT_PATH_ATTACHED)
 		return;
 	if (m->seq <= conn->max_written)
@@ -658,6 +749,8 @@ static RIFT_HOT_INLINE void rift__conn_enqueue(rift_conn *conn,
 	m->len = len;
 	m->data = b->data;
 	m->cb = NULL;
+	m->slot = 0;
+	m->busy = false;
 	if (conn->tail)
 		conn->tail->next = m;
 	else
@@ -683,6 +776,8 @@ static RIFT_HOT_INLINE void rift__conn_enqueue(rift_conn *conn,
 		}
 		rift__path_kick(p);
 	}
+	if (__builtin_expect(conn->spread, 0))
+		rift__spread_kick(conn);
 }
 
 /*
@@ -695,6 +790,10 @@ static RIFT_HOT_INLINE int rift__conn_ack_check(const rift_conn *conn,
 						uint64_t ack, const char **why)
 {
 	if (ack < conn->acked_seq) {
+		/* active-active: a frame that left before the last one
+		 * applied, on a slower path; nothing to take from it. */
+		if (conn->spread)
+			return 0;
 		*why = "cumulative ack went backwards";
 		return RIFT_EPROTO;
 	}
@@ -705,16 +804,22 @@ static RIFT_HOT_INLINE int rift__conn_ack_check(const rift_conn *conn,
 	return 0;
 }
 
-/* Drop the messages a checked ack covers (may emit WRITABLE). */
-static RIFT_HOT_INLINE void rift__conn_ack_apply(rift_conn *conn, uint64_t ack)
+/* Drop the messages up to ack, which is checked and not below acked_seq
+ * (may emit WRITABLE).  A message a path is still writing stops it
+ * (active-active: the peer had it from a path that died), and what
+ * follows waits with it until rift__spread_written frees them. */
+static RIFT_HOT_INLINE void rift__conn_ack_release(rift_conn *conn,
+						  uint64_t ack)
 {
 	struct rift__omsg *confirmed = NULL, **conf_tail = &confirmed;
 
-	if (ack <= conn->acked_seq)
-		return;
 	while (conn->head && conn->head->seq <= ack) {
 		struct rift__omsg *m = conn->head;
 
+		if (__builtin_expect(m->busy, 0))
+			break;
+		if (__builtin_expect(m->slot != 0, 0))
+			rift__spread_acked(conn, m);
 		conn->head = m->next;
 		if (conn->cursor == m)
 			conn->cursor = m->next;
@@ -737,10 +842,21 @@ static RIFT_HOT_INLINE void rift__conn_ack_apply(rift_conn *conn, uint64_t ack)
 	conn->acked_seq = ack;
 	if (__builtin_expect(confirmed != NULL, 0))
 		rift__conn_confirm(conn, confirmed);
+	/* Room for the carriers again (their shares of the window). */
+	if (__builtin_expect(conn->spread, 0) && conn->cursor)
+		rift__spread_kick(conn);
 	if (conn->want_writable && conn->window_used < rift__conn_window(conn)) {
 		conn->want_writable = false;
 		rift__conn_emit(conn, RIFT_EVENT_WRITABLE, 0, "send window open");
 	}
+}
+
+/* Drop the messages a checked ack covers (may emit WRITABLE). */
+static RIFT_HOT_INLINE void rift__conn_ack_apply(rift_conn *conn, uint64_t ack)
+{
+	if (ack <= conn->acked_seq)
+		return;
+	rift__conn_ack_release(conn, ack);
 }
 
 /* Check and apply an ack: 0, or RIFT_EPROTO with *why set and nothing
@@ -755,9 +871,11 @@ static RIFT_HOT_INLINE int rift__conn_ack(rift_conn *conn, uint64_t ack,
 	return rc;
 }
 
-/* Hand the next DATA frame in order to the application. */
-static inline void rift__conn_deliver(rift_conn *conn, const struct rift__hdr *h,
-				      void *payload, void *owned)
+/* Hand the next DATA frame in order to the application, from where path
+ * from placed it (NULL: a held copy). */
+static inline void rift__conn_deliver(rift_conn *conn, const rift__path *from,
+				      const struct rift__hdr *h, void *payload,
+				      void *owned)
 {
 	rift_msg msg = {
 		.seq = h->seq,
@@ -766,7 +884,7 @@ static inline void rift__conn_deliver(rift_conn *conn, const struct rift__hdr *h
 		.owned = owned,
 		/* Set by the transport only while it delivers from memory it
 		 * can lend (never for held messages, which are copies). */
-		.lend = conn->path ? conn->path->lend : NULL,
+		.lend = from ? from->lend : NULL,
 	};
 	uint64_t threshold;
 
@@ -815,7 +933,8 @@ static RIFT_HOT_INLINE int rift__path_on_data(rift__path *p,
 
 	if (h->type != RIFT_FRAME_DATA || p->state != RIFT_PATH_ATTACHED ||
 	    !conn || h->seq != conn->held_seq + 1 || conn->recv_stopped ||
-	    conn->held_head || rift__conn_ack_check(conn, h->ack, &why))
+	    conn->held_head || conn->ooo_head ||
+	    rift__conn_ack_check(conn, h->ack, &why))
 		return rift__path_on_frame(p, h, payload, NULL);
 	p->rx_data_seq = h->seq;
 	p->rx_data_ack = h->ack;
@@ -837,7 +956,7 @@ static RIFT_HOT_INLINE int rift__path_on_data(rift__path *p,
 		    conn->recv_stopped)
 			return rift__path_on_frame(p, h, payload, NULL);
 	}
-	rift__conn_deliver(conn, h, payload, NULL);
+	rift__conn_deliver(conn, p, h, payload, NULL);
 	if (ack_late)
 		rift__conn_ack_apply(conn, h->ack);
 	return p->state == RIFT_PATH_DEAD ? RIFT_ECLOSED : 0;
@@ -848,6 +967,8 @@ static inline void rift__sess_after_flush(rift__path *p)
 {
 	rift_conn *conn = p->conn;
 
+	if (conn && __builtin_expect(conn->release_due, 0))
+		rift__spread_release(conn);
 	if (conn && p->state == RIFT_PATH_ATTACHED &&
 	    conn->ack_sent != conn->recv_seq &&
 	    !rift__timer_active(&conn->ack_timer))

@@ -141,6 +141,9 @@ struct rift__hdr {
 #define RIFT_HELLO_CAP_MASK 0xffffff00u /* flags: its capabilities, RIFT_CAP_* */
 #define RIFT_CAP_GROUP (1u << 8)   /* port groups: frames JOIN .. ADDRS */
 #define RIFT_CAP_REORDER (1u << 9) /* takes DATA out of order within the window */
+/* client: spreads its data over the joined paths and asks the server to
+ * (active-active; both need RIFT_CAP_REORDER) */
+#define RIFT_CAP_SPREAD (1u << 10)
 #define RIFT_HELLO_AUTH_AT 56u   /* the auth field: the tag covers what is before */
 #define RIFT_SESSION_KEY_LEN 16u /* the session key, and a tag, bytes */
 struct rift__hello {
@@ -148,7 +151,7 @@ struct rift__hello {
 	/* Bits 0-7: the sender's fallback reason (rift_fallback_reason:
 	 * why its side of the session is not on the transport it preferred;
 	 * 0 none).  Bits 8-31 (RIFT_HELLO_CAP_MASK): its capabilities,
-	 * RIFT_CAP_*, none advertised yet; the other bits are sent as 0,
+	 * RIFT_CAP_* (GROUP, REORDER, SPREAD); the other bits are sent as 0,
 	 * ignored when received. */
 	uint32_t flags;
 	uint64_t session_id;   /* chosen by the client, never 0 */

@@ -163,6 +163,96 @@ TEST_T(standby_path_takes_over_without_a_new_connection)
 	grp_close(&g);
 }
 
+/* Messages from..n-1 of seed 21 both ways at once: a to b and b to a. */
+static void stream_both(rift_ctx *ctx, rift_conn *a, rift_conn *b,
+			uint64_t from, uint64_t n)
+{
+	for (uint64_t i = from; i < n; i++) {
+		rift_conn *both[2] = { a, b };
+
+		for (int k = 0; k < 2; k++) {
+			int rc;
+
+			while ((rc = h_send(both[k], 21, i, 4096)) == RIFT_EAGAIN)
+				rift_ctx_run(ctx, 1);
+			CHECK_EQ(rc, 0);
+		}
+	}
+}
+
+/*
+ * group.policy = active-active (session/spread.c): the client's data
+ * path and its joined standby both carry messages, each way; when the
+ * standby dies mid-stream, what it carried goes over the data path at
+ * once (no re-attach, no PATH_DOWN: the session did not lose its data
+ * path), and when the data path dies later, the session resumes on the
+ * new standby.  Every message arrives once, in order, intact, both ways.
+ */
+TEST_T(active_active_carries_on_every_path_and_loses_nothing_when_one_dies)
+{
+	struct grp g;
+	rift_ctx *ctx;
+	rift_conn *c, *s;
+	rift__path *standby;
+	rift_conn_stats cs, ss;
+
+	grp_open(&g, "?policy=active-active", false);
+	grp_connect_verified(&g);
+	ctx = g.ctx;
+	c = g.c;
+	standby = joined_standby(ctx, c, &g.srv.conn);
+	CHECK(standby != NULL);
+	s = g.srv.conn;
+	CHECK(c->spread && s->spread);
+	CHECK(c->path->slot != 0 && standby->slot != 0);
+	CHECK(s->path->slot != 0 && s->standby[0]->slot != 0);
+
+	stream_both(ctx, c, s, 0, 3000);
+	CHECK(h_wait_u64(ctx, &g.srv.recv_count, 3000, 10000));
+	CHECK(h_wait_u64(ctx, &g.cli.recv_count, 3000, 10000));
+	printf("client sent %llu + %llu messages, server %llu + %llu "
+	       "(data path + standby)\n",
+	       (unsigned long long)c->path->tx_msgs,
+	       (unsigned long long)standby->tx_msgs,
+	       (unsigned long long)s->path->tx_msgs,
+	       (unsigned long long)s->standby[0]->tx_msgs);
+	CHECK(c->path->tx_msgs > 0 && standby->tx_msgs > 0);
+	CHECK(s->path->tx_msgs > 0 && s->standby[0]->tx_msgs > 0);
+
+	/* The standby dies with messages on it. */
+	stream_both(ctx, c, s, 3000, 3200);
+	standby->ops->cut(standby);
+	stream_both(ctx, c, s, 3200, 6000);
+	CHECK(h_wait_u64(ctx, &g.srv.recv_count, 6000, 10000));
+	CHECK(h_wait_u64(ctx, &g.cli.recv_count, 6000, 10000));
+	CHECK_EQ(g.cli.path_down, 0);
+	CHECK_EQ(g.srv.path_down, 0);
+
+	/* Then the data path, once a standby carries again. */
+	standby = joined_standby(ctx, c, &g.srv.conn);
+	CHECK(standby != NULL && standby->slot != 0);
+	stream_both(ctx, c, s, 6000, 6200);
+	CHECK_EQ(rift__conn_cut(c), 0);
+	stream_both(ctx, c, s, 6200, 9000);
+	CHECK(h_wait_u64(ctx, &g.srv.recv_count, 9000, 15000));
+	CHECK(h_wait_u64(ctx, &g.cli.recv_count, 9000, 15000));
+	CHECK(h_wait(ctx, &g.cli.path_changed, 10000));
+	CHECK_EQ(g.srv.bad, 0);
+	CHECK_EQ(g.cli.bad, 0);
+
+	rift_conn_stats_init(&cs);
+	rift_conn_stats_init(&ss);
+	CHECK_EQ(rift_conn_stats_get(c, &cs), 0);
+	CHECK_EQ(rift_conn_stats_get(s, &ss), 0);
+	printf("reordered: client %llu, server %llu; duplicates dropped: "
+	       "client %llu, server %llu\n",
+	       (unsigned long long)cs.msgs_reordered,
+	       (unsigned long long)ss.msgs_reordered,
+	       (unsigned long long)cs.dups_dropped,
+	       (unsigned long long)ss.dups_dropped);
+	grp_close(&g);
+}
+
 /*
  * The server's side of a standby the client resumed on is the data path
  * from then on: when it fails there, the server says PATH_DOWN and waits

@@ -274,6 +274,135 @@ TEST(held_bytes_are_bounded_by_our_window_not_the_peers_claim)
 	h_teardown(ctx, l, conns, 3);
 }
 
+/* A HELLO asking for active-active (session/spread.c): port groups,
+ * data out of order, spread by the client. */
+static size_t hello_spread(uint8_t *out, uint64_t session, uint64_t window)
+{
+	struct rift__hello m = { .proto = RIFT_WIRE_VERSION,
+				 .session_id = session,
+				 .max_msg_size = 1u << 20,
+				 .window = window,
+				 .flags = RIFT_CAP_GROUP | RIFT_CAP_REORDER |
+					  RIFT_CAP_SPREAD };
+	size_t n = frame(out, RIFT_FRAME_HELLO, RIFT_HELLO_SIZE, 0, 0);
+
+	return n + rift__hello_encode(out + n, &m);
+}
+
+/*
+ * active-active: the reorder buffer is bounded by our own send_window
+ * too.  A peer that negotiated it, claims an endless window, and sends
+ * 40 messages of 2000 bytes without the first: what waits ahead of its
+ * turn past 64 KiB is refused, as held messages are.
+ */
+TEST(reordered_bytes_are_bounded_by_our_window_not_the_peers_claim)
+{
+	rift_config cfg = h_config();
+	rift_ctx *ctx;
+	struct side srv = { .echo = true }, cli = { 0 };
+	rift_listener *l, *hl = NULL;
+	rift_conn *conns[3];
+	static uint8_t b[RIFT_HDR_SIZE + RIFT_HELLO_SIZE + 40 * 2024];
+	size_t n;
+	int fd;
+
+	cfg.send_window = 64 << 10;
+	ctx = h_ctx(&cfg);
+	l = h_listen(ctx, &srv);
+	n_hostile = 0;
+	CHECK_EQ(rift_listen(ctx, "tcp://127.0.0.1:0", &h_callbacks, NULL,
+			     hostile_accept, &hl), 0);
+	h_connect(ctx, rift_listener_port(l), &cli);
+	h_connected(ctx, &cli);
+	n = hello_spread(b, 108, UINT64_MAX);
+	for (uint64_t seq = 2; seq <= 41; seq++) {
+		n += frame(b + n, RIFT_FRAME_DATA, 2000, seq, 0);
+		memset(b + n, 'x', 2000);
+		n += 2000;
+	}
+	fd = raw_connect(rift_listener_port(hl));
+	CHECK_EQ(send(fd, b, n, MSG_NOSIGNAL), (ssize_t)n);
+	if (!closed_by_server(ctx, fd))
+		FAIL("the reorder buffer held %llu bytes for a peer claiming "
+		     "an endless window", n_hostile ? (unsigned long long)
+		     hostile_conns[0]->ooo_bytes : 0ull);
+	close(fd);
+	CHECK_EQ(n_hostile, 1);
+	CHECK(hostile_conns[0]->spread);
+	CHECK_CONTAINS(rift_conn_last_error(hostile_conns[0]),
+		       "beyond the window (65536 bytes");
+	CHECK_EQ(hostile_sides[0].last_status, RIFT_EPROTO);
+	neighbour_ok(ctx, &cli);
+	conns[0] = hostile_conns[0];
+	conns[1] = cli.conn;
+	conns[2] = srv.conn;
+	rift_listener_close(hl, NULL);
+	h_teardown(ctx, l, conns, 3);
+}
+
+/*
+ * active-active: a message ahead of its turn waits for the ones before
+ * it, a second copy of one waiting is dropped, and they are delivered in
+ * order once the first arrives (3, 2, 3 again, 1: delivered 1, 2, 3).  A
+ * peer that did not negotiate it gets the old answer to a gap.
+ */
+TEST(messages_ahead_of_their_turn_wait_and_copies_go)
+{
+	rift_ctx *ctx = h_ctx(NULL);
+	struct side srv = { 0 }, cli = { 0 };
+	rift_listener *l = h_listen(ctx, &srv), *hl = NULL;
+	const uint64_t order[] = { 3, 2, 3, 1 };
+	rift_conn_stats st;
+	rift_conn *conns[4];
+	uint8_t b[RIFT_HDR_SIZE + RIFT_HELLO_SIZE + 4 * (RIFT_HDR_SIZE + 8)];
+	size_t n;
+	int fd, fd2;
+
+	n_hostile = 0;
+	CHECK_EQ(rift_listen(ctx, "tcp://127.0.0.1:0", &h_callbacks, NULL,
+			     hostile_accept, &hl), 0);
+	h_connect(ctx, rift_listener_port(l), &cli);
+	h_connected(ctx, &cli);
+	memset(&hostile_sides[0], 0, sizeof(hostile_sides[0]));
+	n = hello_spread(b, 109, 1u << 20);
+	for (size_t i = 0; i < RIFT_ARRAY_SIZE(order); i++) {
+		n += frame(b + n, RIFT_FRAME_DATA, 8, order[i], 0);
+		memset(b + n, (int)order[i], 8);
+		n += 8;
+	}
+	fd = raw_connect(rift_listener_port(hl));
+	CHECK_EQ(send(fd, b, n, MSG_NOSIGNAL), (ssize_t)n);
+	CHECK(h_wait_u64(ctx, &hostile_sides[0].recv_count, 3, 5000));
+	CHECK_EQ(hostile_sides[0].bad, 0);
+	CHECK_EQ(n_hostile, 1);
+	rift_conn_stats_init(&st);
+	CHECK_EQ(rift_conn_stats_get(hostile_conns[0], &st), 0);
+	CHECK_EQ(st.msgs_reordered, 2);
+	CHECK_EQ(st.dups_dropped, 1);
+	CHECK_EQ(hostile_conns[0]->ooo_bytes, 0);
+
+	/* Without it: a gap is a protocol error, as before. */
+	n = hello(b, RIFT_FRAME_HELLO, 110);
+	n += frame(b + n, RIFT_FRAME_DATA, 8, 2, 0);
+	memset(b + n, 2, 8);
+	n += 8;
+	fd2 = raw_connect(rift_listener_port(hl));
+	CHECK_EQ(send(fd2, b, n, MSG_NOSIGNAL), (ssize_t)n);
+	CHECK(closed_by_server(ctx, fd2));
+	close(fd2);
+	CHECK_EQ(n_hostile, 2);
+	CHECK(!hostile_conns[1]->spread);
+	CHECK_CONTAINS(rift_conn_last_error(hostile_conns[1]),
+		       "gap in message sequence");
+	close(fd);
+	conns[0] = hostile_conns[0];
+	conns[1] = hostile_conns[1];
+	conns[2] = cli.conn;
+	conns[3] = srv.conn;
+	rift_listener_close(hl, NULL);
+	h_teardown(ctx, l, conns, 4);
+}
+
 /*
  * The other half: an honest sender whose send_window is larger than its
  * peer's keeps to the peer's, so a peer that stopped receiving is never
@@ -464,7 +593,7 @@ TEST(group_frames_are_refused_until_negotiated)
 	CHECK_EQ(rift__hdr_decode(b, RIFT_HDR_SIZE, 1u << 20, &h, &why), 0);
 	CHECK_EQ(h.type, RIFT_FRAME_HELLO_ACK);
 	CHECK_EQ(rift__hello_decode(b + RIFT_HDR_SIZE, h.len, &ack, &why), 0);
-	CHECK_EQ(ack.flags & RIFT_HELLO_CAP_MASK, RIFT_CAP_GROUP);
+	CHECK_EQ(ack.flags & RIFT_HELLO_CAP_MASK, RIFT_CAP_GROUP | RIFT_CAP_REORDER);
 	/* ... so a JOIN there is refused. */
 	n = frame(b, RIFT_FRAME_JOIN, RIFT_JOIN_SIZE, 0, 0);
 	memset(b + n, 0, RIFT_JOIN_SIZE);

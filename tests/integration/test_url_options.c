@@ -46,7 +46,8 @@ TEST(url_options_refused_say_why)
 		"unknown option 'colour' (options: connect_timeout_ms, "
 		"retries, retry_delay_ms, fallback, fallback_return_ms, "
 		"keepalive_interval_ms, "
-		"keepalive_timeout_ms, grace_ms, cm, max_paths, local, failback_delay_ms)");
+		"keepalive_timeout_ms, grace_ms, cm, max_paths, policy, local, "
+		"failback_delay_ms)");
 	refused(ctx, "sq_depth=64",
 		"option 'sq_depth' is not a setting of one connection: set "
 		"rdma.sq_depth in the context's configuration");

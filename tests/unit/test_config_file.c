@@ -117,7 +117,8 @@ static bool same_cfg(const rift_config *a, const rift_config *b)
 	       a->group_max_paths == b->group_max_paths &&
 	       a->group_failback_delay_ms == b->group_failback_delay_ms &&
 	       !strcmp(a->group_local, b->group_local) &&
-	       a->fallback_return_ms == b->fallback_return_ms;
+	       a->fallback_return_ms == b->fallback_return_ms &&
+	       a->group_policy == b->group_policy;
 }
 
 /* The file must be refused with exactly this message, cfg untouched. */
@@ -1165,6 +1166,7 @@ TEST(config_dump_round_trip)
 	a.group_max_paths = 8;
 	a.group_failback_delay_ms = 3600000;
 	a.fallback_return_ms = 3600000;
+	a.group_policy = RIFT_POLICY_ACTIVE_ACTIVE;
 	a.tcp_read_buffer = 4097;
 	a.listen_backlog = 65535;
 	snprintf(a.device, sizeof(a.device), "we\"ird\\dev\tice");

@@ -335,6 +335,8 @@ static const struct effect {
 	  "conn->cfg.group_failback_delay_ms" },
 	{ "connect", "fallback_return_ms", "700", 700, 0, "src/session/group.c",
 	  "conn->cfg.fallback_return_ms" },
+	{ "group", "policy", "\"active-active\"", RIFT_POLICY_ACTIVE_ACTIVE, 0,
+	  "src/session/group.c", "conn->cfg.group_policy" },
 	{ "group", "local", "\"127.0.0.2\"", 0, 0, "src/api/conn.c",
 	  "conn->cfg.group_local" },
 };

@@ -263,8 +263,8 @@ bool rift__rdma_rndv_desc(struct rdma_path *rp, uint8_t *buf,
 	    !rp->peer_rndv || !p->conn)
 		return false;
 	/* Look before encoding: small messages pay nothing here. */
-	m = p->conn->cursor;
-	if (!m || p->state != RIFT_PATH_ATTACHED ||
+	m = rift__sess_peek(p);
+	if (!m || !rift__path_carries(p) ||
 	    !rift__rdma_rndv_wanted(rp, m, &region_rkey, &mr) ||
 	    !rndv_bind(rp, m, mr, bind, &rkey))
 		return false;
@@ -463,6 +463,15 @@ void rift__rdma_rndv_dst_timer_cb(rift_timer *t, void *user)
  * Returns 0 (taken: the buffer may be re-posted), 1 (too many in flight:
  * try again after a delivery) or -1 (the path died).
  */
+/* Whether the descriptor of message seq is being fetched on rp. */
+static bool rndv_queued(const struct rdma_path *rp, uint64_t seq)
+{
+	for (uint32_t k = 0; k < rp->rndv_n; k++)
+		if (rp->rndv[(rp->rndv_head + k) % RNDV_MAX].h.seq == seq)
+			return true;
+	return false;
+}
+
 int rift__rdma_rndv_start(struct rdma_path *rp, uint32_t i, uint32_t len)
 {
 	rift__path *p = &rp->base;
@@ -481,7 +490,7 @@ int rift__rdma_rndv_start(struct rdma_path *rp, uint32_t i, uint32_t len)
 		return 1;
 	/* Before the handshake, a path reads handshake frames only
 	 * (session/stream.c): no block is given for a peer's length. */
-	if (p->state != RIFT_PATH_ATTACHED) {
+	if (!rift__path_takes_data(p)) {
 		rndv_refuse(rp, "descriptor before the handshake");
 		return -1;
 	}
@@ -524,17 +533,26 @@ int rift__rdma_rndv_start(struct rdma_path *rp, uint32_t i, uint32_t len)
 	expect = (rp->rndv_n ? rp->rndv[(rp->rndv_head + rp->rndv_n - 1) %
 					RNDV_MAX].h.seq
 			     : p->conn->held_seq) + 1;
-	if (h.seq < expect) {
+	/* active-active: any message the session lacks, once (a path
+	 * carries messages out of order: another path's, given again when
+	 * it died, come after its own later ones). */
+	if (p->conn->spread &&
+	    (h.seq <= p->conn->held_seq || rndv_queued(rp, h.seq) ||
+	     rift__spread_ooo_has(p->conn, h.seq))) {
 		p->conn->stats.dups_dropped++;
 		return 0;
 	}
-	if (h.seq != expect) {
+	if (!p->conn->spread && h.seq < expect) {
+		p->conn->stats.dups_dropped++;
+		return 0;
+	}
+	if (!p->conn->spread && h.seq != expect) {
 		rndv_refuse(rp, "descriptor of message %llu where %llu was due",
 			    (unsigned long long)h.seq,
 			    (unsigned long long)expect);
 		return -1;
 	}
-	undelivered = p->conn->held_bytes;
+	undelivered = p->conn->held_bytes + p->conn->ooo_bytes;
 	for (uint32_t k = 0; k < rp->rndv_n; k++)
 		undelivered += (uint64_t)rp->rndv[(rp->rndv_head + k) %
 						  RNDV_MAX].h.len + RIFT_HDR_SIZE;

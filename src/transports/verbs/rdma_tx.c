@@ -24,8 +24,12 @@ static inline bool rndv_maybe(const struct rdma_path *rp)
 	const rift__path *p = &rp->base;
 	uint32_t thr = p->ctx->cfg.rndv_threshold;
 
-	return thr && rp->peer_rndv && p->conn && p->conn->cursor &&
-	       p->conn->cursor->len >= thr;
+	const struct rift__omsg *m;
+
+	if (!thr || !rp->peer_rndv || !p->conn || !p->conn->cursor)
+		return false;
+	m = rift__sess_peek((rift__path *)p);
+	return m && m->len >= thr;
 }
 
 /*
@@ -147,8 +151,8 @@ static uint32_t direct(struct rdma_path *rp, struct ibv_sge *sge, uint32_t cap,
 	bool bare;
 
 	if (rp->cur || rp->ctrl_off < rp->ctrl_len || p->pending ||
-	    p->ctx->cfg.max_send_sge < 2 || p->state != RIFT_PATH_ATTACHED ||
-	    !p->conn || !(m = p->conn->cursor) ||
+	    p->ctx->cfg.max_send_sge < 2 || !rift__path_carries(p) ||
+	    !p->conn || !(m = rift__sess_peek(p)) ||
 	    RIFT_HDR_SIZE + m->len > cap)
 		return 0;
 	len = (uint32_t)(RIFT_HDR_SIZE + m->len);
@@ -381,7 +385,7 @@ static RIFT_HOT_INLINE bool post_one(struct rdma_path *rp, bool late)
 
 	if (rp->cur || rp->ctrl_off < rp->ctrl_len || p->pending ||
 	    rp->credits < 2 || rp->slots_free < 2 || !conn ||
-	    !(m = conn->cursor) || m->next ||
+	    !(m = rift__sess_peek(p)) || m->next ||
 	    (uint8_t *)m->data != m->hdr + RIFT_HDR_SIZE)
 		return false;
 	len = (uint32_t)(RIFT_HDR_SIZE + m->len);

@@ -1,0 +1,379 @@
+/*
+ * spread.c - port groups, active-active (docs/design/port-groups.md, 3.2
+ * and 4.2): every joined path of the session's transport carries data,
+ * and the receiver puts the messages back in order.
+ *
+ * Negotiated: the client asks with RIFT_CAP_SPREAD (group.policy =
+ * active-active), and both sides take DATA out of order
+ * (RIFT_CAP_REORDER); a peer without them gets active-backup.  The data
+ * path and each joined standby of the session's transport are then
+ * carriers, each with a slot (rift__path.slot).
+ *
+ * Sending.  The queue and its sequence numbers stay the session's; a
+ * message is given to one carrier when that carrier pulls it
+ * (rift__sess_next: m->slot, busy until written), so a path takes
+ * messages as fast as its transport sends them (TCP: its socket takes
+ * them; verbs: its credits and send slots).  Each carrier may have at
+ * most its share of the window in flight: the window split by the rate
+ * the peer acknowledges what each sent (re-measured every
+ * RATE_PERIOD_US), never less than a quarter of an even split; an idle
+ * carrier may always take one.  The data path is flushed first
+ * (rift__conn_enqueue kicks it before the others), so a lone
+ * request goes the way it went with one path.
+ *
+ * Acks stay cumulative, per session, on any path; an ack older than one
+ * applied already (it left on a slower path) is stale, not a lie.  The
+ * cursor is the first message no live carrier took or is still
+ * writing.
+ *
+ * A carrier that dies (rift__spread_carrier_gone, from rift__path_kill
+ * and rift__path_release: every way a path ends) gives back what it was
+ * given and not acknowledged, at once: those messages go to the others,
+ * with no round trip first (SMC-R rewinds the same way, to what the peer
+ * confirmed).  The peer may have had some of them: it drops duplicates
+ * by sequence number.  An ack may then cover a message another carrier
+ * is still writing (TCP's half-written batch, verbs' message being
+ * copied into slots): it stays queued until written (m->busy), then
+ * goes (release_due, after the flush).  When the data path dies, the
+ * session re-attaches as in active-backup (a client RESUMEs on a
+ * standby: one round trip), and the rewind gives everything not being
+ * written to the carriers again.
+ *
+ * Receiving.  DATA on any carrier: the next in order is delivered (from
+ * where it lies); one beyond it goes into the reorder buffer (a copy,
+ * in seq order), counted with the held messages against our own window
+ * (nothing there is acknowledged, so an honest sender cannot exceed it;
+ * more is a protocol error).  When its turn comes, the run moves to the
+ * held list and is delivered at the end of the round (ctx->drainq).
+ */
+#include <stdlib.h>
+
+#include "session/session.h"
+
+/* Carriers' rates are measured over at least this long, us. */
+#define RATE_PERIOD_US 20000u
+
+bool rift__spread_negotiated(const rift_conn *conn)
+{
+	const uint32_t need = RIFT_CAP_GROUP | RIFT_CAP_REORDER;
+	uint32_t own = rift__group_caps(conn), peer = conn->peer_caps;
+	uint32_t client = conn->is_client ? own : peer;
+
+	return (own & peer & need) == need && (client & RIFT_CAP_SPREAD);
+}
+
+void rift__spread_carrier_add(rift_conn *conn, rift__path *p)
+{
+	if (!conn->spread || p->slot)
+		return;
+	for (unsigned i = 0; i < RIFT_GROUP_MAX; i++) {
+		if (conn->carrier[i])
+			continue;
+		conn->carrier[i] = p;
+		conn->inflight[i] = conn->acked_by[i] = conn->rate[i] = 0;
+		p->slot = (uint8_t)(i + 1);
+		if (conn->cursor)
+			rift__path_kick(p);
+		return;
+	}
+}
+
+void rift__spread_carrier_gone(rift_conn *conn, rift__path *p)
+{
+	unsigned s = p->slot;
+	struct rift__omsg *first = NULL;
+	uint64_t n = 0;
+
+	p->slot = 0;
+	if (!s || conn->carrier[s - 1] != p)
+		return;
+	conn->carrier[s - 1] = NULL;
+	conn->inflight[s - 1] = 0;
+	for (struct rift__omsg *m = conn->head; m; m = m->next) {
+		if (m->slot != s)
+			continue;
+		m->slot = 0;
+		m->busy = false;
+		if (m->seq > conn->acked_seq) {
+			if (!first)
+				first = m;
+			n++;
+		}
+	}
+	if (first && (!conn->cursor || first->seq < conn->cursor->seq))
+		conn->cursor = first;
+	if (n)
+		RIFT_INFO(conn->ctx,
+			  "session %016llx: %llu messages %s carried go to "
+			  "the other paths",
+			  (unsigned long long)conn->session_id,
+			  (unsigned long long)n, p->peer);
+	/* Acknowledged while it wrote them: theirs to free now. */
+	conn->release_due = true;
+	rift__spread_kick(conn);
+}
+
+/* How many carriers of conn carry now; their rates' sum. */
+static unsigned carriers(rift_conn *conn, uint64_t *sum)
+{
+	unsigned n = 0;
+
+	*sum = 0;
+	for (unsigned i = 0; i < RIFT_GROUP_MAX; i++)
+		if (conn->carrier[i] && rift__path_carries(conn->carrier[i])) {
+			n++;
+			*sum += conn->rate[i];
+		}
+	return n;
+}
+
+/* The rates each carrier's acknowledged bytes make, smoothed. */
+static void rates_update(rift_conn *conn)
+{
+	uint64_t now = conn->ctx->now_us, dt = now - conn->rate_us;
+
+	if (dt < RATE_PERIOD_US)
+		return;
+	conn->rate_us = now;
+	for (unsigned i = 0; i < RIFT_GROUP_MAX; i++) {
+		uint64_t inst = conn->acked_by[i] * 1000000u / dt;
+
+		conn->rate[i] = conn->rate[i] ? (3 * conn->rate[i] + inst) / 4
+					      : inst;
+		conn->acked_by[i] = 0;
+	}
+}
+
+/* Whether carrier p may take m: within its share of the window. */
+static bool may_take(rift_conn *conn, const rift__path *p,
+		     const struct rift__omsg *m)
+{
+	unsigned s = p->slot - 1, n;
+	uint64_t sum, w = rift__conn_window(conn), share, floor;
+
+	if (!conn->inflight[s])
+		return true;
+	rates_update(conn);
+	n = carriers(conn, &sum);
+	if (n <= 1)
+		return true;
+	floor = w / (4 * n);
+	share = sum ? (uint64_t)((unsigned __int128)w * conn->rate[s] / sum)
+		    : w / n;
+	if (share < floor)
+		share = floor;
+	return conn->inflight[s] + m->len <= share;
+}
+
+/* The message p takes after `after` (NULL: from the cursor): the first
+ * no carrier took, or one p took and gave back (verbs: a rendezvous's
+ * descriptor goes next); taken when take says so. */
+static struct rift__omsg *find(rift__path *p, struct rift__omsg *after,
+			       bool take)
+{
+	rift_conn *conn = p->conn;
+	struct rift__omsg *m;
+
+	if (!p->slot || !rift__path_carries(p))
+		return NULL;
+	for (m = after ? after->next : conn->cursor; m; m = m->next) {
+		if (!m->slot || (!after && m->slot == p->slot && m->busy))
+			break;
+	}
+	if (!m || m->slot)
+		return m;
+	if (!may_take(conn, p, m))
+		return NULL;
+	if (take) {
+		m->slot = p->slot;
+		m->busy = true;
+		conn->inflight[p->slot - 1] += m->len;
+	}
+	return m;
+}
+
+struct rift__omsg *rift__spread_peek(rift__path *p)
+{
+	return find(p, NULL, false);
+}
+
+struct rift__omsg *rift__spread_next(rift__path *p, struct rift__omsg *after)
+{
+	rift_conn *conn = p->conn;
+	struct rift__omsg *m = find(p, after, true);
+	struct rift__hdr h = { .type = RIFT_FRAME_DATA };
+
+	if (!m)
+		return NULL;
+	h.len = (uint32_t)m->len;
+	h.seq = m->seq;
+	h.ack = conn->recv_seq;
+	conn->ack_sent = conn->recv_seq;
+	conn->rx_unacked = 0;
+	p->tx_data_seq = m->seq;
+	p->tx_data_ack = h.ack;
+	p->tx_msgs++;
+	p->tx_bytes += m->len;
+	rift__hdr_encode(m->hdr, &h);
+	return m;
+}
+
+void rift__spread_written(rift__path *p, struct rift__omsg *m)
+{
+	rift_conn *conn = p->conn;
+
+	/* Given back when p died (or the session rewound): not p's now. */
+	if (!m->busy || m->slot != p->slot || !p->slot)
+		return;
+	m->busy = false;
+	if (m->seq <= conn->max_written)
+		conn->stats.msgs_replayed++;
+	else
+		conn->max_written = m->seq;
+	if (m->seq > conn->written_seq)
+		conn->written_seq = m->seq;
+	p->last_tx_us = p->ctx->now_us;
+	while (conn->cursor && conn->cursor->slot && !conn->cursor->busy)
+		conn->cursor = conn->cursor->next;
+	/* Acknowledged while p wrote it: freed after the flush (the
+	 * transport may still read it until it returns). */
+	if (m->seq <= conn->acked_seq) {
+		conn->release_due = true;
+		rift__path_kick(p);
+	}
+}
+
+void rift__spread_kick(rift_conn *conn)
+{
+	if (!conn->cursor)
+		return;
+	for (unsigned i = 0; i < RIFT_GROUP_MAX; i++) {
+		rift__path *p = conn->carrier[i];
+
+		if (p && rift__path_carries(p))
+			rift__path_kick(p);
+	}
+}
+
+void rift__spread_acked(rift_conn *conn, const struct rift__omsg *m)
+{
+	unsigned s = m->slot - 1;
+
+	conn->inflight[s] -= m->len < conn->inflight[s] ? m->len
+							 : conn->inflight[s];
+	conn->acked_by[s] += m->len;
+}
+
+void rift__spread_release(rift_conn *conn)
+{
+	conn->release_due = false;
+	rift__conn_ack_release(conn, conn->acked_seq);
+	if (conn->lingering && !conn->head)
+		rift__conn_linger_check(conn);
+}
+
+void rift__spread_rewound(rift_conn *conn)
+{
+	/* The peer may acknowledge what carriers wrote before the rewind
+	 * and it gets after: written_seq stays the highest ever written
+	 * (m->busy keeps what a path still writes from being freed). */
+	conn->written_seq = conn->max_written;
+	for (unsigned i = 0; i < RIFT_GROUP_MAX; i++)
+		conn->inflight[i] = 0;
+	for (struct rift__omsg *m = conn->head; m; m = m->next) {
+		if (m->busy && m->slot && conn->carrier[m->slot - 1])
+			conn->inflight[m->slot - 1] += m->len;
+		else
+			m->slot = 0, m->busy = false;
+	}
+	conn->release_due = true;
+	rift__spread_kick(conn);
+}
+
+/* ---- the reorder buffer ---- */
+
+bool rift__spread_ooo_has(const rift_conn *conn, uint64_t seq)
+{
+	if (!conn->ooo_tail || seq > conn->ooo_tail->seq)
+		return false;
+	for (const struct rift__held *m = conn->ooo_head; m && m->seq <= seq;
+	     m = m->next)
+		if (m->seq == seq)
+			return true;
+	return false;
+}
+
+int rift__spread_hold_ahead(rift__path *p, const struct rift__hdr *h,
+			    void *payload, void *owned)
+{
+	rift_conn *conn = p->conn;
+	struct rift__held *m, **at;
+	int rc;
+
+	if (rift__spread_ooo_has(conn, h->seq)) {
+		conn->stats.dups_dropped++;
+		free(owned);
+		return 0;
+	}
+	rc = rift__held_new(p, h, payload, owned, &m);
+	if (rc)
+		return rc;
+	/* Most arrive after everything waiting: at the tail. */
+	if (!conn->ooo_tail || conn->ooo_tail->seq < m->seq) {
+		at = conn->ooo_tail ? &conn->ooo_tail->next : &conn->ooo_head;
+		conn->ooo_tail = m;
+	} else {
+		at = &conn->ooo_head;
+		while ((*at)->seq < m->seq)
+			at = &(*at)->next;
+	}
+	m->next = *at;
+	*at = m;
+	conn->ooo_bytes += (uint64_t)m->len + RIFT_HDR_SIZE;
+	conn->stats.msgs_reordered++;
+	return 0;
+}
+
+void rift__spread_ooo_advance(rift_conn *conn)
+{
+	while (conn->ooo_head && conn->ooo_head->seq <= conn->held_seq + 1) {
+		struct rift__held *m = conn->ooo_head;
+		uint64_t cost = (uint64_t)m->len + RIFT_HDR_SIZE;
+
+		conn->ooo_head = m->next;
+		if (!conn->ooo_head)
+			conn->ooo_tail = NULL;
+		conn->ooo_bytes -= cost;
+		if (m->seq <= conn->held_seq) {
+			/* It came again, in its turn, on another path. */
+			conn->stats.dups_dropped++;
+			rift__spare_put(conn->ctx, m->owned);
+			free(m);
+			continue;
+		}
+		m->next = NULL;
+		if (conn->held_tail)
+			conn->held_tail->next = m;
+		else
+			conn->held_head = m;
+		conn->held_tail = m;
+		conn->held_bytes += cost;
+		conn->held_seq = m->seq;
+	}
+	if (conn->held_head && !conn->recv_stopped &&
+	    rift__list_empty(&conn->drain_node))
+		rift__list_add_tail(&conn->ctx->drainq, &conn->drain_node);
+}
+
+void rift__spread_drop_ooo(rift_conn *conn)
+{
+	while (conn->ooo_head) {
+		struct rift__held *m = conn->ooo_head;
+
+		conn->ooo_head = m->next;
+		free(m->owned);
+		free(m);
+	}
+	conn->ooo_tail = NULL;
+	conn->ooo_bytes = 0;
+}
