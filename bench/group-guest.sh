@@ -11,6 +11,12 @@
 # path's 100 ms progress check while a standby is joined).
 # Judged: p50 and mean of 32-byte round trips, each as the median of the
 # rounds' paired ratios (bench/series.sh); goal <= 1.02x (issue 16).
+#
+# Then active-active bandwidth: rift-perf --test bw, 64 KiB, to both
+# addresses with group.policy = active-active (RIFT_GROUP_POLICY), both
+# links carrying the data, against two ib_send_bw runs at once, one per
+# link (each on its own pair of devices), their BW averages summed.
+# Judged: the median of the rounds' paired ratios; goal >= 0.9x.
 set -u
 A0=${RIFT_LAB_SERVER_ADDR0:?run inside the lab (make bench-failover)}
 A1=${RIFT_LAB_SERVER_ADDR1:?run inside the lab, pair topology}
@@ -29,6 +35,74 @@ if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
 fi
 
 v() { case $1 in '' | inf | -inf | nan) echo nan ;; *) echo "$1" ;; esac; }
+
+# The RoCE v2 GID index of address $2 on device $1 (perftest -x).
+gid_index() {
+	# shellcheck disable=SC2046,SC2183 # the address split into its bytes
+	want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' $(echo "$2" | tr . ' '))
+	for f in /sys/class/infiniband/"$1"/ports/1/gids/*; do
+		[ "$(cat "$f")" = "$want" ] || continue
+		[ "$(cat "/sys/class/infiniband/$1/ports/1/gid_attrs/types/${f##*/}" 2>/dev/null)" = "RoCE v2" ] || continue
+		echo "${f##*/}"
+		return 0
+	done
+	echo "bench: no RoCE v2 GID for $2 on $1" >&2
+	return 1
+}
+SD0=${RIFT_LAB_SERVER_DEV0:?} SD1=${RIFT_LAB_SERVER_DEV1:?}
+CD0=${RIFT_LAB_CLIENT_DEV0:?} CD1=${RIFT_LAB_CLIENT_DEV1:?}
+C0=${RIFT_LAB_CLIENT_ADDR0:?} C1=${RIFT_LAB_CLIENT_ADDR1:?}
+SG0=$(gid_index "$SD0" "$A0") && SG1=$(gid_index "$SD1" "$A1") &&
+	CG0=$(gid_index "$CD0" "$C0") && CG1=$(gid_index "$CD1" "$C1") || exit 1
+BW_N=${BENCH_GROUP_BW_ITERS:-20000}
+
+# Two ib_send_bw at once, link0 and link1, 64 KiB: the sum of their BW
+# average (MB/s), nan if either gave none.  -z: one rdma_cm rendezvous.
+# link L: its server device, GID and address, the client's (sd sg sa cd cg ca).
+link() {
+	case $1 in
+	0) sd=$SD0 sg=$SG0 sa=$A0 cd=$CD0 cg=$CG0 ca=$C0 ;;
+	*) sd=$SD1 sg=$SG1 sa=$A1 cd=$CD1 cg=$CG1 ca=$C1 ;;
+	esac
+}
+pt2() {
+	for L in 0 1; do
+		link $L
+		timeout 120 ib_send_bw -z -s 65536 -n "$BW_N" -p $((18720 + L)) \
+			-d "$sd" -x "$sg" --source_ip "$sa" >"$T/ps$L" 2>&1 &
+	done
+	sleep 0.5
+	for L in 0 1; do
+		link $L
+		timeout 120 ib_send_bw -z -s 65536 -n "$BW_N" -p $((18720 + L)) \
+			-d "$cd" -x "$cg" --source_ip "$ca" "$sa" >"$T/pc$L" 2>&1 &
+	done
+	wait
+	for L in 0 1; do
+		awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ { x = $4 } END { print (x == "") ? "nan" : x }' "$T/pc$L"
+	done | awk '{ if ($1 == "nan") bad = 1; s += $1 } END { print bad ? "nan" : s }'
+}
+
+# rift-perf bw, 64 KiB, to both addresses, active-active: MB/s (2^20),
+# nan unless both paths carried data.
+rbw() {
+	# shellcheck disable=SC2086 # PIN1: a command and its arguments, or none
+	timeout 120 $PIN1 "$PERF" -S --transport rdma -p 18611 0.0.0.0 >"$T/rs" 2>&1 &
+	sp=$!
+	sleep 0.5
+	# shellcheck disable=SC2086 # PIN0: as PIN1
+	RIFT_GROUP_POLICY=active-active timeout 120 $PIN0 "$PERF" --transport rdma \
+		-p 18611 --json --test bw --poll busy -s 65536 -n "$BW_N" \
+		"$A0,$A1" >"$T/rc" 2>"$T/re"
+	wait "$sp" 2>/dev/null
+	val=$(python3 -c 'import json,sys
+d = json.load(open(sys.argv[1]))
+if d.get("active_paths") != 2:
+    print("nan"); sys.exit()
+print(d["results"][0]["bw"]["gbytes_per_s"] * 953.67431640625)' "$T/rc" 2>/dev/null)
+	[ "$(v "$val")" = nan ] && echo "(rift-perf active-active gave no result: $(tail -1 "$T/re"))" >&2
+	v "$val"
+}
 
 # rp KEY HOST: a rift-perf latency run to HOST (one address or a list);
 # prints the client's lat_us KEY, or nan.  A list whose standby did not
@@ -71,3 +145,12 @@ for k in p50 mean; do
 		    k, b, c, x, q1, q3, n, m, (x != "nan" && x <= 1.02) ? "PASS" : "MISS"
 	}'
 done
+
+echo "bandwidth, 64 KiB, $ROUNDS rounds of $BW_N messages (MB/s): two ib_send_bw at once, one per link, then rift active-active over both" >&2
+series "$T/aa" "$ROUNDS" pt2 rbw 1 'ib_send_bw x2' active-active
+# shellcheck disable=SC2046 # its seven fields
+set -- $(stats "$T/aa")
+awk -v x="$1" -v q1="$2" -v q3="$3" -v n="$4" -v m="$5" -v b="$6" -v c="$7" 'BEGIN {
+	printf "  bandwidth 64K  two ib_send_bw %8.1f MB/s  active-active %8.1f MB/s  %5.3fx [%.3f-%.3f, %d rounds] (%.3fx)  goal >= 0.90x  %s\n",
+	    b, c, x, q1, q3, n, m, (x != "nan" && x >= 0.90) ? "PASS" : "MISS"
+}'

@@ -892,6 +892,9 @@ typedef struct rift_ctx_stats {
 					  (a thread of its own: it competes
 					  for the CPU), or is about to; 0
 					  when settled (gauge) */
+	uint64_t peer_path_downs;      /* active-active: paths failed at
+					  once because the peer said its
+					  end had failed, count (appended) */
 } rift_ctx_stats;
 
 void rift__ctx_stats_init(rift_ctx_stats *st, size_t size);

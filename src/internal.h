@@ -452,6 +452,7 @@ enum rift__path_pending {
 	RIFT_PEND_JOIN_ACK = 1u << 9,
 	RIFT_PEND_PROBE = 1u << 10,
 	RIFT_PEND_PROBE_ACK = 1u << 11,
+	RIFT_PEND_PATH_CTL = 1u << 12, /* PATH_CTL DOWN: ctl_gid, ctl_why */
 };
 
 /* Paths a connection keeps at most (cfg.group_max_paths): path ids and
@@ -506,8 +507,14 @@ struct rift__path {
 	bool standby, promoted;
 	uint8_t gid;
 	/* active-active (session/spread.c): its carrier slot in its
-	 * session, 1..RIFT_GROUP_MAX (it carries data); 0: none */
+	 * session, 1..RIFT_GROUP_MAX (it carries data); 0: none.  Why it
+	 * failed (rift_path_down_reason, failover.c); the PATH_CTL DOWN it
+	 * owes the peer for another path of its session: that path's id
+	 * and why. */
 	uint8_t slot;
+	uint8_t down_why;
+	uint8_t ctl_gid, ctl_why;
+	bool peer_down; /* failed by the peer's PATH_CTL: not echoed */
 	unsigned addr_idx;
 	/* The attach counter of the JOIN or RESUME it carries (client: the
 	 * one it sent; server: the one it took), which the answer on this

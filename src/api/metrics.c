@@ -301,6 +301,10 @@ static const struct family_def ctx_counters[] = {
 	  "Failbacks put off because the standby path did not answer a "
 	  "probe in time; its time up starts again (port groups).",
 	  CTX_STAT(failbacks_deferred) },
+	{ "rift_peer_path_downs_total",
+	  "Paths failed at once because the peer said its end had failed "
+	  "(active-active: PATH_CTL).",
+	  CTX_STAT(peer_path_downs) },
 	{ "rift_fallback_returns_total",
 	  "auto:// client sessions moved back from TCP, where they had "
 	  "fallen back, to RDMA once it worked again "
@@ -871,6 +875,7 @@ int rift_metrics_info(rift_ctx *ctx, char *buf, size_t len)
 	out_str(&o, "\r\n# Transport\r\n");
 	kv(&o, "fallbacks", lv.fallbacks);
 	kv(&o, "fallback_returns", st->fallback_returns);
+	kv(&o, "peer_path_downs", st->peer_path_downs);
 	for (unsigned r = 1; r < RIFT_FALLBACK__COUNT; r++) {
 		lower(name, sizeof(name), fallback_names[r]);
 		snprintf(key, sizeof(key), "fallback_%s", name);

@@ -52,6 +52,7 @@ size_t rift__sess_control(rift__path *p, uint8_t *buf, size_t cap)
 		{ RIFT_PEND_PING, RIFT_FRAME_PING },
 		{ RIFT_PEND_PROBE, RIFT_FRAME_PROBE },
 		{ RIFT_PEND_PROBE_ACK, RIFT_FRAME_PROBE_ACK },
+		{ RIFT_PEND_PATH_CTL, RIFT_FRAME_PATH_CTL },
 		{ RIFT_PEND_CLOSE, RIFT_FRAME_CLOSE },
 	};
 	rift_conn *conn = p->conn;
@@ -99,7 +100,15 @@ size_t rift__sess_control(rift__path *p, uint8_t *buf, size_t cap)
 					? p->probe_nonce
 					: p->probe_echo;
 		}
-		if (order[i].type == RIFT_FRAME_ERROR) {
+		if (order[i].type == RIFT_FRAME_PATH_CTL) {
+			/* active-active: "path ctl_gid is dead on my side"
+			 * (session/spread.c) */
+			memset(payload, 0, RIFT_PATH_CTL_SIZE);
+			payload[0] = RIFT_PATH_CTL_DOWN;
+			payload[1] = p->ctl_gid;
+			payload[3] = p->ctl_why;
+			h.len = RIFT_PATH_CTL_SIZE;
+		} else if (order[i].type == RIFT_FRAME_ERROR) {
 			h.len = error_payload(p, payload);
 		} else if (order[i].type == RIFT_FRAME_JOIN ||
 			   order[i].type == RIFT_FRAME_JOIN_ACK) {

@@ -381,6 +381,7 @@ static void path_failed_v(rift__path *p, rift_path_down_reason why, int err,
 		return;
 	if (why == RIFT_PATH_DOWN_NONE)
 		why = down_reason_of(err);
+	p->down_why = (uint8_t)why;
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	RIFT_DEBUG(p->ctx, "%s: path failed: %s: %s", p->peer,
 		   rift_err_name(err), msg);

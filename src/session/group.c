@@ -147,6 +147,8 @@ void rift__group_standby_lost(rift_conn *conn, rift__path *p, int err)
 		rift__group_return_failed(conn, why);
 		return;
 	}
+	if (p->slot)
+		rift__spread_tell_down(conn, p);
 	rift__group_standby_failed(conn, p->addr_idx, p->up_us != 0);
 	wait = rift__group_standby_wait(conn, p->addr_idx);
 	RIFT_INFO(conn->ctx,

@@ -937,6 +937,12 @@ int rift__path_on_frame(rift__path *p, const struct rift__hdr *h,
 		    (h->type == RIFT_FRAME_DATA || h->type == RIFT_FRAME_ACK ||
 		     h->type == RIFT_FRAME_PING))
 			return data_frame(p, h, payload, owned);
+		if (p->slot && conn && conn->spread &&
+		    h->type == RIFT_FRAME_PATH_CTL) {
+			rc = rift__spread_path_ctl(p, h, payload);
+			free(owned);
+			return rc;
+		}
 		if (h->type == RIFT_FRAME_RESUME && !p->is_client) {
 			/* The client resumes its session on this standby:
 			 * checked as a RESUME on a new path is.  A standby
@@ -985,11 +991,19 @@ int rift__path_on_frame(rift__path *p, const struct rift__hdr *h,
 				       ? ef.code
 				       : RIFT_EPROTO);
 		return RIFT_ECLOSED;
+	case RIFT_FRAME_PATH_CTL:
+		if (conn->spread) {
+			int rc = rift__spread_path_ctl(p, h, payload);
+
+			free(owned);
+			return rc;
+		}
+		free(owned);
+		return not_negotiated(p, h);
 	case RIFT_FRAME_JOIN:
 	case RIFT_FRAME_JOIN_ACK:
 	case RIFT_FRAME_PROBE:
 	case RIFT_FRAME_PROBE_ACK:
-	case RIFT_FRAME_PATH_CTL:
 	case RIFT_FRAME_ADDRS:
 		free(owned);
 		return not_negotiated(p, h);

@@ -632,6 +632,12 @@ void rift__spread_ooo_advance(rift_conn *conn);
 /* Whether seq waits in the reorder buffer already. */
 bool rift__spread_ooo_has(const rift_conn *conn, uint64_t seq);
 void rift__spread_drop_ooo(rift_conn *conn);
+/* The carrier standby p failed here: the peer is told (PATH_CTL DOWN on
+ * the data path), so its end fails now, not at its own detection. */
+void rift__spread_tell_down(rift_conn *conn, const rift__path *p);
+/* PATH_CTL on p (0, or p failed). */
+int rift__spread_path_ctl(rift__path *p, const struct rift__hdr *h,
+			  const uint8_t *payload);
 
 /* True when the path owes control frames or has unsent data (asked for
  * every SEND a transport builds: inline). */

@@ -377,3 +377,59 @@ void rift__spread_drop_ooo(rift_conn *conn)
 	conn->ooo_tail = NULL;
 	conn->ooo_bytes = 0;
 }
+
+/* ---- a carrier's death, told ---- */
+
+/*
+ * A carrier's two ends may learn of its death far apart: a port lost on
+ * one side only, a device removed there, tell that side at once, while
+ * the other waits for its own detection (its stall check, the
+ * transport's retries), and what it sends there meanwhile goes nowhere:
+ * the receiver's reorder buffer waits for it.  So the side that knows
+ * says so on the data path (PATH_CTL DOWN with the path's id: SMC-R's
+ * DELETE_LINK), and the other fails its end at once.  One owed at a
+ * time per data path; a second death while one is owed is left to the
+ * peer's own detection.
+ */
+void rift__spread_tell_down(rift_conn *conn, const rift__path *p)
+{
+	rift__path *d = conn->path;
+
+	if (!conn->spread || !p->gid || p->peer_down || !p->up_us || !d ||
+	    d->state != RIFT_PATH_ATTACHED || (d->pending & RIFT_PEND_PATH_CTL))
+		return;
+	d->ctl_gid = p->gid;
+	d->ctl_why = p->down_why;
+	d->pending |= RIFT_PEND_PATH_CTL;
+	rift__path_kick(d);
+}
+
+int rift__spread_path_ctl(rift__path *p, const struct rift__hdr *h,
+			  const uint8_t *payload)
+{
+	rift_conn *conn = p->conn;
+	uint8_t why = payload[3];
+
+	RIFT_UNUSED(h);
+	/* Other operations (docs/design/port-groups.md) are not sent by
+	 * this version: a later peer's, ignored. */
+	if (payload[0] != RIFT_PATH_CTL_DOWN)
+		return 0;
+	for (unsigned i = 0; i < conn->n_standby; i++) {
+		rift__path *sb = conn->standby[i];
+
+		if (sb == p || sb->gid != payload[1] ||
+		    sb->state == RIFT_PATH_DEAD)
+			continue;
+		sb->peer_down = true;
+		conn->ctx->stats.peer_path_downs++;
+		rift__path_failed_why(sb, RIFT_PATH_DOWN_PEER, RIFT_ECONNRESET,
+				      "the peer's end of it failed (%s)",
+				      rift_path_down_reason_str(
+					      why < RIFT_PATH_DOWN__COUNT
+						      ? (rift_path_down_reason)why
+						      : RIFT_PATH_DOWN_NONE));
+		break;
+	}
+	return p->state == RIFT_PATH_DEAD ? RIFT_ECLOSED : 0;
+}

@@ -123,6 +123,7 @@ enum rift__frame_type {
  * u16 reason, u32 0.  ADDRS: u8 n, u8[3] 0, then n entries of u8 family,
  * u8 transports, u16 port, u8 addr[16]. */
 #define RIFT_PATH_CTL_SIZE 8u
+#define RIFT_PATH_CTL_DOWN 1u /* op: the path is dead on the sender's side */
 #define RIFT_ADDRS_HEAD 4u /* ADDRS: bytes before the entries */
 #define RIFT_ADDR_SIZE 20u /* ADDRS: bytes per entry */
 #define RIFT_ADDRS_MAX 8u  /* ADDRS: entries at most */

@@ -1181,3 +1181,69 @@ TEST(a_join_between_a_resume_and_its_answer_voids_neither)
 		h_teardown2(cctx, NULL, cc, 1, sctx, l, sc, 1);
 	}
 }
+
+/*
+ * active-active: a carrier's death, told.  The server's end of a joined
+ * carrier fails at once when the client says (PATH_CTL DOWN on the data
+ * path) that its end failed, while the standby's own connection is still
+ * open: a port lost on one side only, a device removed there, would
+ * otherwise leave the server sending into it until its own detection.
+ * A PATH_CTL for a path the server does not have changes nothing.
+ */
+TEST(a_carrier_dead_on_one_side_fails_on_the_other_when_told)
+{
+	struct side srv = { .verify = true, .seed = 21, .max_size = 512 };
+	struct side cli = { 0 };
+	rift_ctx *ctx = h_ctx(NULL);
+	rift_listener *l = NULL;
+	rift_conn *c = NULL, *conns[2];
+	rift_ctx_stats st;
+	char url[128];
+	int fd;
+
+	/* One address: the client opens no standby of its own; the raw
+	 * JOIN below is its second path (id 1). */
+	CHECK_EQ(rift_listen(ctx, "tcp://127.0.0.1:0", &h_callbacks, &srv,
+			     h_accept_side, &l),
+		 0);
+	snprintf(url, sizeof(url),
+		 "tcp://127.0.0.1:%d?max_paths=2&policy=active-active",
+		 rift_listener_port(l));
+	CHECK_EQ(rift_connect(ctx, url, &h_callbacks, &cli, &c), 0);
+	cli.conn = c;
+	h_connected(ctx, &cli);
+	CHECK(h_wait(ctx, &srv.connected, 5000));
+	fd = raw_join(rift_listener_port(l), c->session_id, c->key, 7, 0);
+	CHECK(standbys(ctx, &srv.conn, 1));
+	CHECK(srv.conn->spread && srv.conn->standby[0]->slot != 0);
+
+	/* An id it does not have: nothing. */
+	c->path->ctl_gid = 9;
+	c->path->ctl_why = RIFT_PATH_DOWN_PORT;
+	c->path->pending |= RIFT_PEND_PATH_CTL;
+	rift__path_kick(c->path);
+	for (int i = 0; i < 20; i++)
+		rift_ctx_run(ctx, 2);
+	CHECK_EQ(srv.conn->n_standby, 1);
+
+	/* Its own: the server's end goes, the connection still open. */
+	c->path->ctl_gid = 1;
+	c->path->pending |= RIFT_PEND_PATH_CTL;
+	rift__path_kick(c->path);
+	CHECK(standbys(ctx, &srv.conn, 0));
+	rift_ctx_stats_init(&st);
+	rift_ctx_stats_get(ctx, &st);
+	CHECK_EQ(st.peer_path_downs, 1);
+
+	/* The session carries on. */
+	for (uint64_t i = 0; i < 50; i++)
+		CHECK_EQ(h_send(c, 21, i, 512), 0);
+	CHECK(h_wait_u64(ctx, &srv.recv_count, 50, 5000));
+	CHECK_EQ(srv.bad, 0);
+	CHECK_EQ(cli.path_down, 0);
+	close(fd);
+	conns[0] = c;
+	conns[1] = srv.conn;
+	h_teardown(ctx, l, conns, 2);
+}
+

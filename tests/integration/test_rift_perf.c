@@ -289,6 +289,31 @@ TEST(rift_perf_client_of_several_addresses_keeps_a_standby)
 		 port);
 	CHECK_CONTAINS(r->out, url);
 	CHECK_CONTAINS(r->out, "\"standby_paths\": 1");
+	CHECK_CONTAINS(r->out, "\"active_paths\": 1");
+	CHECK_EQ(perf_wait(srv), 0);
+	free(r);
+}
+
+/* With group.policy = active-active (from the environment) both paths
+ * carry the bandwidth test's data, and the report says so. */
+TEST(rift_perf_active_active_reports_its_paths)
+{
+	struct run *r = new_run();
+	char port[16];
+	const char *srv_args[] = {"-S", "--transport", "tcp", "-p",
+				  port, "0.0.0.0",     NULL};
+	const char *cli_args[] = {
+		"--transport", "tcp", "-p", port, "--test", "bw", "-D", "1",
+		"127.0.0.1,127.0.0.2", NULL};
+	int out = tmpfile_fd(), err = tmpfile_fd();
+	pid_t srv;
+
+	snprintf(port, sizeof(port), "%d", h_free_port());
+	srv = perf_start(srv_args, NULL, out, err);
+	perf_run(r, "RIFT_GROUP_POLICY=active-active", cli_args);
+	printf("%s%s", r->out, r->err);
+	CHECK_EQ(r->status, 0);
+	CHECK_CONTAINS(r->out, "data on 2 paths at once (active-active)");
 	CHECK_EQ(perf_wait(srv), 0);
 	free(r);
 }

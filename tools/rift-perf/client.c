@@ -342,14 +342,21 @@ int client_run(const struct opts *o, int port, struct metrics_src *msrc,
 		rift_path_info pi[16];
 		int n = rift_conn_paths(cl->data[0].conn, pi, 16);
 
-		for (int i = 0; i < n && i < 16; i++)
+		for (int i = 0; i < n && i < 16; i++) {
 			cl->standby_paths +=
 				pi[i].state == RIFT_PATH_STATE_STANDBY;
+			cl->active_paths +=
+				pi[i].state == RIFT_PATH_STATE_ACTIVE;
+		}
 	}
 	if (!o->json && !step_rc && cl->standby_paths)
 		printf(" port group: each connection's data path and %u "
 		       "standby path(s), joined ahead\n",
 		       cl->standby_paths);
+	if (!o->json && !step_rc && cl->active_paths > 1)
+		printf(" port group: each connection's data on %u paths at "
+		       "once (active-active)\n",
+		       cl->active_paths);
 	if (!o->json && !step_rc)
 		print_rule();
 	check_stable(cl);

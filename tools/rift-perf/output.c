@@ -431,9 +431,10 @@ void print_json(const struct client *cl, bool was_interrupted)
 	}
 	fprintf(f,
 		"%s],\n  \"path_changes\": %" PRIu64
-		",\n  \"standby_paths\": %u"
+		",\n  \"standby_paths\": %u,\n  \"active_paths\": %u"
 		",\n  \"interrupted\": %s,\n  \"error\": ",
 		cl->n_warn ? "\n  " : "", cl->path_changes, cl->standby_paths,
+		cl->active_paths,
 		was_interrupted ? "true" : "false");
 	json_error(f, cl->failed ? cl->err : NULL, cl->err_rc);
 	fputs("\n}\n", f);

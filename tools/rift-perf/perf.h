@@ -243,6 +243,9 @@ struct client {
 	/* Standby paths of the first data connection once the steps ran
 	 * (a port group: HOST listed several addresses). */
 	uint32_t standby_paths;
+	/* ... and its paths carrying data: 1, or each joined one with
+	 * group.policy = active-active. */
+	uint32_t active_paths;
 	/* the step */
 	bool in_step;
 	bool warming; /* bw: the unmeasured phase in front of a step */
