@@ -307,8 +307,9 @@ bench-rdma: all
 # carrier loss, 100% loss); per kind of fault, when the port said it was
 # down, PATH_DOWN, and the stall per failover on each side, against the
 # port's detection (tests/integration/test_soak.c, bench_failover_stalls).
-# Then the steady state: latency with a standby path against one path
-# (bench/group-guest.sh; BENCH_GROUP_ROUNDS=21 for more rounds).
+# Then the steady state: latency with a standby path against one path,
+# and active-active bandwidth over both links against two ib_send_bw at
+# once (bench/group-guest.sh; BENCH_GROUP_ROUNDS=21 for more rounds).
 BENCH_GROUP_ROUNDS ?= 11
 bench-failover: all $(BUILD)/tst/rift-tests
 	tests/lab/lab setup

@@ -666,12 +666,31 @@ static inline struct rift__omsg *rift__sess_peek(rift__path *p)
  * messages up to and including m are written.  Once per message on every
  * transport: inline.
  */
+/* m goes on p now: its header encoded with the current ack, counted. */
+static RIFT_HOT_INLINE struct rift__omsg *rift__sess_take(rift__path *p,
+							  struct rift__omsg *m)
+{
+	rift_conn *conn = p->conn;
+	struct rift__hdr h = { .type = RIFT_FRAME_DATA };
+
+	h.len = (uint32_t)m->len;
+	h.seq = m->seq;
+	h.ack = conn->recv_seq;
+	conn->ack_sent = conn->recv_seq;
+	conn->rx_unacked = 0;
+	p->tx_data_seq = m->seq;
+	p->tx_data_ack = h.ack;
+	p->tx_msgs++;
+	p->tx_bytes += m->len;
+	rift__hdr_encode(m->hdr, &h);
+	return m;
+}
+
 static RIFT_HOT_INLINE struct rift__omsg *rift__sess_next(rift__path *p,
 							  struct rift__omsg *after)
 {
 	rift_conn *conn = p->conn;
 	struct rift__omsg *m;
-	struct rift__hdr h = { .type = RIFT_FRAME_DATA };
 
 	/* A closing conn still sends (it lingers); an abort clears the
 	 * cursor first. */
@@ -684,17 +703,7 @@ static RIFT_HOT_INLINE struct rift__omsg *rift__sess_next(rift__path *p,
 	m = after ? after->next : conn->cursor;
 	if (!m)
 		return NULL;
-	h.len = (uint32_t)m->len;
-	h.seq = m->seq;
-	h.ack = conn->recv_seq;
-	conn->ack_sent = conn->recv_seq;
-	conn->rx_unacked = 0;
-	p->tx_data_seq = m->seq;
-	p->tx_data_ack = h.ack;
-	p->tx_msgs++;
-	p->tx_bytes += m->len;
-	rift__hdr_encode(m->hdr, &h);
-	return m;
+	return rift__sess_take(p, m);
 }
 
 static RIFT_HOT_INLINE void rift__sess_written(rift__path *p,

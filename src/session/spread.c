@@ -199,23 +199,9 @@ struct rift__omsg *rift__spread_peek(rift__path *p)
 
 struct rift__omsg *rift__spread_next(rift__path *p, struct rift__omsg *after)
 {
-	rift_conn *conn = p->conn;
 	struct rift__omsg *m = find(p, after, true);
-	struct rift__hdr h = { .type = RIFT_FRAME_DATA };
 
-	if (!m)
-		return NULL;
-	h.len = (uint32_t)m->len;
-	h.seq = m->seq;
-	h.ack = conn->recv_seq;
-	conn->ack_sent = conn->recv_seq;
-	conn->rx_unacked = 0;
-	p->tx_data_seq = m->seq;
-	p->tx_data_ack = h.ack;
-	p->tx_msgs++;
-	p->tx_bytes += m->len;
-	rift__hdr_encode(m->hdr, &h);
-	return m;
+	return m ? rift__sess_take(p, m) : NULL;
 }
 
 void rift__spread_written(rift__path *p, struct rift__omsg *m)
