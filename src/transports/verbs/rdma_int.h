@@ -232,6 +232,10 @@ struct rndv_op {
 	uint32_t rkey;        /* the peer's buffer */
 	uint64_t raddr;
 	uint64_t posted, done; /* bytes requested, bytes arrived */
+	/* A duplicate descriptor dropped behind it (active-active): the
+	 * path's last DATA frame once this one is delivered, its seq and
+	 * ack (a bare frame after it counts from it); 0: none. */
+	uint64_t then_seq, then_ack;
 };
 
 struct rdma_path {

@@ -463,6 +463,34 @@ void rift__rdma_rndv_dst_timer_cb(rift_timer *t, void *user)
  * Returns 0 (taken: the buffer may be re-posted), 1 (too many in flight:
  * try again after a delivery) or -1 (the path died).
  */
+/*
+ * A descriptor the session has already (a duplicate, as the session drops
+ * them) is dropped without a READ.  It was a DATA frame on the path all
+ * the same, and a bare frame after it counts its seq from it
+ * (rdma_rx.c, bare_frame): the path's last DATA frame is this one, from
+ * now when nothing is being fetched, else once the fetches before it are
+ * delivered (stream bytes wait for them; their delivery sets the last
+ * DATA frame too).  Forgetting that gave a bare frame after it the seq of
+ * the duplicate, which the session took for a message it lacked, with
+ * the wrong payload (an active-active soak: one message in 30 000).
+ */
+static void rndv_dup(struct rdma_path *rp, const struct rift__hdr *h)
+{
+	rift__path *p = &rp->base;
+
+	p->conn->stats.dups_dropped++;
+	if (rp->rndv_n) {
+		struct rndv_op *last =
+			&rp->rndv[(rp->rndv_head + rp->rndv_n - 1) % RNDV_MAX];
+
+		last->then_seq = h->seq;
+		last->then_ack = h->ack;
+	} else {
+		p->rx_data_seq = h->seq;
+		p->rx_data_ack = h->ack;
+	}
+}
+
 /* Whether the descriptor of message seq is being fetched on rp. */
 static bool rndv_queued(const struct rdma_path *rp, uint64_t seq)
 {
@@ -539,11 +567,11 @@ int rift__rdma_rndv_start(struct rdma_path *rp, uint32_t i, uint32_t len)
 	if (p->conn->spread &&
 	    (h.seq <= p->conn->held_seq || rndv_queued(rp, h.seq) ||
 	     rift__spread_ooo_has(p->conn, h.seq))) {
-		p->conn->stats.dups_dropped++;
+		rndv_dup(rp, &h);
 		return 0;
 	}
 	if (!p->conn->spread && h.seq < expect) {
-		p->conn->stats.dups_dropped++;
+		rndv_dup(rp, &h);
 		return 0;
 	}
 	if (!p->conn->spread && h.seq != expect) {
@@ -613,6 +641,10 @@ int rift__rdma_rndv_deliver(struct rdma_path *rp)
 		lend_begin(rp, 0, op);
 		rc = rift__path_on_frame(p, &op->h, op->dst, NULL);
 		lend_end(rp);
+		if (op->then_seq && p->state != RIFT_PATH_DEAD) {
+			p->rx_data_seq = op->then_seq;
+			p->rx_data_ack = op->then_ack;
+		}
 		rp->rndv_recvd++;
 		p->ctx->stats.rndv_recvs++;
 		rift__rdma_rndv_dst_free(rp, op);
