@@ -103,11 +103,11 @@ size_t rift__sess_control(rift__path *p, uint8_t *buf, size_t cap)
 		if (order[i].type == RIFT_FRAME_PATH_CTL) {
 			/* active-active: "path ctl_gid is dead on my side"
 			 * (session/spread.c) */
-			memset(payload, 0, RIFT_PATH_CTL_SIZE);
-			payload[0] = RIFT_PATH_CTL_DOWN;
-			payload[1] = p->ctl_gid;
-			payload[3] = p->ctl_why;
-			h.len = RIFT_PATH_CTL_SIZE;
+			struct rift__path_ctl pc = { .op = RIFT_PATH_CTL_DOWN,
+						     .path_id = p->ctl_gid,
+						     .reason = p->ctl_why };
+
+			h.len = (uint32_t)rift__path_ctl_encode(payload, &pc);
 		} else if (order[i].type == RIFT_FRAME_ERROR) {
 			h.len = error_payload(p, payload);
 		} else if (order[i].type == RIFT_FRAME_JOIN ||

@@ -359,12 +359,17 @@ uint64_t rift__group_resume_limit(const rift_conn *conn)
 	return rift__conn_setup_bound(conn, RIFT_PROMOTE_MIN_MS, 0);
 }
 
-/* A joined standby that answered within two keepalive intervals. */
+/* p answered within two keepalive intervals. */
+static bool answering(const rift_conn *conn, const rift__path *p)
+{
+	return conn->ctx->now_us - p->last_rx_us <=
+	       (uint64_t)conn->cfg.keepalive_interval_ms * 2000u;
+}
+
+/* A joined standby that answers. */
 static bool standby_alive(const rift_conn *conn, const rift__path *p)
 {
-	return p->state == RIFT_PATH_STANDBY &&
-	       conn->ctx->now_us - p->last_rx_us <=
-		       (uint64_t)conn->cfg.keepalive_interval_ms * 2000u;
+	return p->state == RIFT_PATH_STANDBY && answering(conn, p);
 }
 
 /* The client resumes its session on the joined standby p: a RESUME, one
@@ -604,8 +609,7 @@ bool rift__group_stall_check(rift__path *p)
 			sb = conn->standby[i];
 	if (!sb && conn->path && conn->path != p &&
 	    conn->path->state == RIFT_PATH_ATTACHED &&
-	    conn->ctx->now_us - conn->path->last_rx_us <=
-		    (uint64_t)conn->cfg.keepalive_interval_ms * 2000u)
+	    answering(conn, conn->path))
 		sb = conn->path;
 	if (!sb || ++p->stall_ticks < 2)
 		return false;
@@ -615,9 +619,9 @@ bool rift__group_stall_check(rift__path *p)
 			      "path %s answers: failing over%s",
 			      (unsigned long long)(stalled / 1000u),
 			      sb == conn->path ? "data" : "standby", sb->peer,
-			      conn->path != p	 ? ""
-			      : conn->is_client ? ""
-						 : " (the client resumes there)");
+			      conn->path == p && !conn->is_client
+				      ? " (the client resumes there)"
+				      : "");
 	return true;
 }
 

@@ -63,10 +63,8 @@ void rift__path_release(rift__path *p)
 {
 	if (!p)
 		return;
-	if (p->slot && p->conn)
-		rift__spread_carrier_gone(p->conn, p);
+	rift__path_kill(p); /* while it still names its conn (a carrier) */
 	p->conn = NULL;
-	rift__path_kill(p);
 }
 
 /* ---- connection helpers ---- */
@@ -919,7 +917,6 @@ int rift__path_on_frame(rift__path *p, const struct rift__hdr *h,
 		if (p->promoted && (h->type == RIFT_FRAME_PING ||
 				    h->type == RIFT_FRAME_PROBE_ACK))
 			return 0;
-
 		rc = p->is_client ? client_handshake(p, h, payload)
 				  : server_handshake(p, h, payload);
 		return rc;

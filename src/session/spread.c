@@ -394,17 +394,18 @@ int rift__spread_path_ctl(rift__path *p, const struct rift__hdr *h,
 			  const uint8_t *payload)
 {
 	rift_conn *conn = p->conn;
-	uint8_t why = payload[3];
+	struct rift__path_ctl pc;
 
 	RIFT_UNUSED(h);
+	rift__path_ctl_decode(payload, &pc);
 	/* Other operations (docs/design/port-groups.md) are not sent by
 	 * this version: a later peer's, ignored. */
-	if (payload[0] != RIFT_PATH_CTL_DOWN)
+	if (pc.op != RIFT_PATH_CTL_DOWN)
 		return 0;
 	for (unsigned i = 0; i < conn->n_standby; i++) {
 		rift__path *sb = conn->standby[i];
 
-		if (sb == p || sb->gid != payload[1] ||
+		if (sb == p || sb->gid != pc.path_id ||
 		    sb->state == RIFT_PATH_DEAD)
 			continue;
 		sb->peer_down = true;
@@ -412,8 +413,8 @@ int rift__spread_path_ctl(rift__path *p, const struct rift__hdr *h,
 		rift__path_failed_why(sb, RIFT_PATH_DOWN_PEER, RIFT_ECONNRESET,
 				      "the peer's end of it failed (%s)",
 				      rift_path_down_reason_str(
-					      why < RIFT_PATH_DOWN__COUNT
-						      ? (rift_path_down_reason)why
+					      pc.reason < RIFT_PATH_DOWN__COUNT
+						      ? (rift_path_down_reason)pc.reason
 						      : RIFT_PATH_DOWN_NONE));
 		break;
 	}

@@ -351,6 +351,22 @@ bool rift__replay_check_and_set(struct rift__replay_win *w, uint64_t c,
 	return true;
 }
 
+size_t rift__path_ctl_encode(uint8_t *out, const struct rift__path_ctl *m)
+{
+	out[0] = m->op;
+	out[1] = m->path_id;
+	put16(out + 2, m->reason);
+	put32(out + 4, 0);
+	return RIFT_PATH_CTL_SIZE;
+}
+
+void rift__path_ctl_decode(const uint8_t *in, struct rift__path_ctl *m)
+{
+	m->op = in[0];
+	m->path_id = in[1];
+	m->reason = get16(in + 2);
+}
+
 size_t rift__error_encode(uint8_t *out, int32_t code, const char *text)
 {
 	size_t tl = strlen(text);

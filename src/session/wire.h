@@ -288,6 +288,16 @@ bool rift__replay_check(const struct rift__replay_win *w, uint64_t c);
 bool rift__replay_check_and_set(struct rift__replay_win *w, uint64_t c,
 				const char **why);
 
+/* PATH_CTL's payload (RIFT_PATH_CTL_SIZE bytes; rift__hdr_decode checks
+ * the length). */
+struct rift__path_ctl {
+	uint8_t op;       /* RIFT_PATH_CTL_DOWN; other values: a later peer's */
+	uint8_t path_id;  /* the path it is about */
+	uint16_t reason;  /* rift_path_down_reason, as the sender knows it */
+};
+size_t rift__path_ctl_encode(uint8_t *out, const struct rift__path_ctl *m);
+void rift__path_ctl_decode(const uint8_t *in, struct rift__path_ctl *m);
+
 /* Encodes code and text (cut at RIFT_ERROR_TEXT_MAX); returns bytes. */
 size_t rift__error_encode(uint8_t *out, int32_t code, const char *text);
 int rift__error_decode(const uint8_t *in, size_t n,

@@ -458,12 +458,6 @@ void rift__rdma_rndv_dst_timer_cb(rift_timer *t, void *user)
 }
 
 /*
- * Receiver: descriptor in receive buffer i (len bytes).  Checks it all
- * before any READ, takes a registered destination and starts fetching.
- * Returns 0 (taken: the buffer may be re-posted), 1 (too many in flight:
- * try again after a delivery) or -1 (the path died).
- */
-/*
  * A descriptor the session has already (a duplicate, as the session drops
  * them) is dropped without a READ.  It was a DATA frame on the path all
  * the same, and a bare frame after it counts its seq from it
@@ -500,6 +494,12 @@ static bool rndv_queued(const struct rdma_path *rp, uint64_t seq)
 	return false;
 }
 
+/*
+ * Receiver: descriptor in receive buffer i (len bytes).  Checks it all
+ * before any READ, takes a registered destination and starts fetching.
+ * Returns 0 (taken: the buffer may be re-posted), 1 (too many in flight:
+ * try again after a delivery) or -1 (the path died).
+ */
 int rift__rdma_rndv_start(struct rdma_path *rp, uint32_t i, uint32_t len)
 {
 	rift__path *p = &rp->base;
