@@ -375,6 +375,124 @@ TEST(messages_ahead_of_their_turn_wait_and_copies_go)
 	h_teardown(ctx, l, conns, 4);
 }
 
+/* xorshift64: the fixed-seed order of the tests below. */
+static uint64_t shuffle_next(uint64_t *x)
+{
+	*x ^= *x << 13, *x ^= *x >> 7, *x ^= *x << 17;
+	return *x;
+}
+
+/*
+ * active-active: 400 messages in an order of their own (the first 200
+ * shuffled over all of them, the next 200 within runs of 10, so the
+ * reorder buffer both grows and turns over many times), one in ten
+ * followed by a copy of one sent before (some still waiting, some
+ * delivered already).  Each is delivered once, in order, with its own
+ * bytes; msgs_reordered counts the messages that waited, dups_dropped
+ * the copies, as a model of the receiver computes them.
+ */
+TEST(shuffled_messages_arrive_once_in_order)
+{
+	enum { N = 400, MAX_SIZE = 200, COPIES_MAX = N };
+	const uint64_t seed = 0x5eed;
+	rift_ctx *ctx = h_ctx(NULL);
+	struct side srv = { 0 }, cli = { 0 };
+	rift_listener *l = h_listen(ctx, &srv), *hl = NULL;
+	static uint64_t order[N], wire[N + COPIES_MAX];
+	static bool waiting[N + 2];
+	static uint8_t b[RIFT_HDR_SIZE + RIFT_HELLO_SIZE +
+			 (N + COPIES_MAX) * (RIFT_HDR_SIZE + MAX_SIZE)];
+	uint64_t x = 0x243f6a8885a308d3ull, held = 0, reordered = 0;
+	uint64_t late = 0, twice = 0; /* copies of delivered, of waiting */
+	rift_conn_stats st;
+	rift_conn *conns[3];
+	size_t n, nw = 0;
+	int fd;
+
+	for (uint64_t i = 0; i < N; i++)
+		order[i] = i + 1;
+	for (size_t i = N / 2 - 1; i > 0; i--) {
+		size_t j = shuffle_next(&x) % (i + 1);
+		uint64_t t = order[i];
+
+		order[i] = order[j], order[j] = t;
+	}
+	for (size_t run = N / 2; run < N; run += 10)
+		for (size_t i = 9; i > 0; i--) {
+			size_t j = shuffle_next(&x) % (i + 1);
+			uint64_t t = order[run + i];
+
+			order[run + i] = order[run + j], order[run + j] = t;
+		}
+	for (size_t i = 0; i < N; i++) {
+		wire[nw++] = order[i];
+		if (shuffle_next(&x) % 10 == 0)
+			wire[nw++] = order[shuffle_next(&x) % (i + 1)];
+	}
+	/* The receiver, as a model: in order, waiting, or a copy. */
+	for (size_t i = 0; i < nw; i++) {
+		uint64_t seq = wire[i];
+
+		if (seq <= held) {
+			late++;
+		} else if (waiting[seq]) {
+			twice++;
+		} else if (seq == held + 1) {
+			for (held++; waiting[held + 1]; held++)
+				waiting[held + 1] = false;
+		} else {
+			waiting[seq] = true;
+			reordered++;
+		}
+	}
+	CHECK_EQ(held, N);
+	printf("%zu frames: %llu waited, copies %llu late + %llu twice\n", nw,
+	       (unsigned long long)reordered, (unsigned long long)late,
+	       (unsigned long long)twice);
+	/* Both kinds of copy, and the buffer beyond its first size. */
+	CHECK(late > 0 && twice > 0 && reordered > 100);
+
+	n_hostile = 0;
+	memset(&hostile_sides[0], 0, sizeof(hostile_sides[0]));
+	hostile_sides[0].verify = true;
+	hostile_sides[0].seed = seed;
+	hostile_sides[0].max_size = MAX_SIZE;
+	CHECK_EQ(rift_listen(ctx, "tcp://127.0.0.1:0", &h_callbacks, NULL,
+			     hostile_accept, &hl), 0);
+	h_connect(ctx, rift_listener_port(l), &cli);
+	h_connected(ctx, &cli);
+	n = hello_spread(b, 114, 1u << 20);
+	for (size_t i = 0; i < nw; i++) {
+		/* Message seq is the stream's message seq - 1 (harness.c). */
+		size_t len = h_size(seed, wire[i] - 1, MAX_SIZE);
+
+		n += frame(b + n, RIFT_FRAME_DATA, (uint32_t)len, wire[i], 0);
+		h_fill(b + n, len, seed, wire[i] - 1);
+		n += len;
+	}
+	fd = raw_connect(rift_listener_port(hl));
+	CHECK_EQ(send(fd, b, n, MSG_NOSIGNAL), (ssize_t)n);
+	CHECK(h_wait_u64(ctx, &hostile_sides[0].recv_count, N, 5000));
+	rift_ctx_run(ctx, 20); /* nothing more comes */
+	CHECK_EQ(n_hostile, 1);
+	CHECK(hostile_conns[0]->spread);
+	CHECK_EQ(hostile_sides[0].recv_count, N);
+	CHECK_EQ(hostile_sides[0].bad, 0);
+	CHECK_EQ(hostile_sides[0].disconnected, 0);
+	rift_conn_stats_init(&st);
+	CHECK_EQ(rift_conn_stats_get(hostile_conns[0], &st), 0);
+	CHECK_EQ(st.msgs_recv, N);
+	CHECK_EQ(st.msgs_reordered, reordered);
+	CHECK_EQ(st.dups_dropped, late + twice);
+	CHECK_EQ(hostile_conns[0]->ooo_bytes, 0);
+	close(fd);
+	conns[0] = hostile_conns[0];
+	conns[1] = cli.conn;
+	conns[2] = srv.conn;
+	rift_listener_close(hl, NULL);
+	h_teardown(ctx, l, conns, 3);
+}
+
 /*
  * The other half: an honest sender whose send_window is larger than its
  * peer's keeps to the peer's, so a peer that stopped receiving is never
