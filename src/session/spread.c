@@ -46,6 +46,7 @@
  * more is a protocol error).  When its turn comes, the run moves to the
  * held list and is delivered at the end of the round (ctx->drainq).
  */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "session/session.h"
@@ -293,6 +294,7 @@ int rift__spread_hold_ahead(rift__path *p, const struct rift__hdr *h,
 			    void *payload, void *owned)
 {
 	rift_conn *conn = p->conn;
+	uint64_t most = rift__conn_window(conn) / RIFT_HDR_SIZE;
 	struct rift__held *m, **at;
 	int rc;
 
@@ -300,6 +302,25 @@ int rift__spread_hold_ahead(rift__path *p, const struct rift__hdr *h,
 		conn->stats.dups_dropped++;
 		free(owned);
 		return 0;
+	}
+	/* Message held_seq + k follows k - 1 that an honest peer sent and
+	 * we have not acknowledged, each at least a header against the
+	 * window: the window bounds how far ahead a message can be, as it
+	 * bounds the bytes, and what waits here is never sized by the
+	 * seq a peer claims. */
+	if (h->seq - conn->held_seq > most) {
+		char why[160];
+
+		free(owned);
+		snprintf(why, sizeof(why),
+			 "peer sent message %llu, %llu ahead of the last in "
+			 "order: beyond the window (%llu bytes hold at most "
+			 "%llu messages)",
+			 (unsigned long long)h->seq,
+			 (unsigned long long)(h->seq - conn->held_seq),
+			 (unsigned long long)rift__conn_window(conn),
+			 (unsigned long long)most);
+		return rift__path_reject(p, RIFT_EPROTO, why);
 	}
 	rc = rift__held_new(p, h, payload, owned, &m);
 	if (rc)

@@ -375,6 +375,92 @@ TEST(messages_ahead_of_their_turn_wait_and_copies_go)
 	h_teardown(ctx, l, conns, 4);
 }
 
+/*
+ * active-active: a message held_seq + k comes after k - 1 others, each
+ * at least a header counted against the window, so an honest peer is
+ * never more than window / RIFT_HDR_SIZE ahead (64 KiB: 2730).  Further
+ * is a protocol error, refused as bytes beyond the window are: before,
+ * the server kept message 2^40 + 1 (and 2731) waiting for a peer that
+ * will never send what comes before.  At the bound the message waits,
+ * and the 2729 before it (empty: the whole window in headers) follow.
+ */
+TEST(messages_too_far_ahead_are_refused_not_held)
+{
+	const uint64_t most = (64 << 10) / RIFT_HDR_SIZE;
+	rift_config cfg = h_config();
+	rift_ctx *ctx;
+	struct side srv = { .echo = true }, cli = { 0 };
+	rift_listener *l, *hl = NULL;
+	static uint8_t b[RIFT_HDR_SIZE + RIFT_HELLO_SIZE +
+			 (64 << 10) / RIFT_HDR_SIZE * RIFT_HDR_SIZE];
+	rift_conn *conns[5];
+	uint64_t end;
+	size_t n;
+	int fd;
+
+	cfg.send_window = 64 << 10;
+	ctx = h_ctx(&cfg);
+	l = h_listen(ctx, &srv);
+	n_hostile = 0;
+	memset(hostile_sides, 0, sizeof(hostile_sides));
+	CHECK_EQ(rift_listen(ctx, "tcp://127.0.0.1:0", &h_callbacks, NULL,
+			     hostile_accept, &hl), 0);
+	h_connect(ctx, rift_listener_port(l), &cli);
+	h_connected(ctx, &cli);
+
+	n = hello_spread(b, 115, 1u << 20);
+	n += frame(b + n, RIFT_FRAME_DATA, 8, (1ull << 40) + 1, 0);
+	memset(b + n, 'x', 8);
+	n += 8;
+	attack(ctx, rift_listener_port(hl), &cli, b, n, "2^40 ahead");
+	CHECK_CONTAINS(rift_conn_last_error(hostile_conns[0]),
+		       "beyond the window (65536 bytes");
+
+	/* One past the bound, after one that waits (the buffer exists). */
+	n = hello_spread(b, 116, 1u << 20);
+	n += frame(b + n, RIFT_FRAME_DATA, 8, 3, 0);
+	memset(b + n, 'x', 8);
+	n += 8;
+	n += frame(b + n, RIFT_FRAME_DATA, 8, most + 1, 0);
+	memset(b + n, 'x', 8);
+	n += 8;
+	attack(ctx, rift_listener_port(hl), &cli, b, n, "one past the bound");
+	CHECK_CONTAINS(rift_conn_last_error(hostile_conns[1]),
+		       "beyond the window (65536 bytes");
+	CHECK_EQ(hostile_conns[1]->stats.msgs_reordered, 1);
+
+	/* At the bound. */
+	n = hello_spread(b, 117, 1u << 20);
+	n += frame(b + n, RIFT_FRAME_DATA, 0, most, 0);
+	fd = raw_connect(rift_listener_port(hl));
+	CHECK_EQ(send(fd, b, n, MSG_NOSIGNAL), (ssize_t)n);
+	end = h_now_us() + 5000000u;
+	while ((n_hostile < 3 || !hostile_conns[2]->stats.msgs_reordered) &&
+	       h_now_us() < end)
+		rift_ctx_run(ctx, 5);
+	CHECK_EQ(n_hostile, 3);
+	CHECK_EQ(hostile_conns[2]->stats.msgs_reordered, 1);
+	n = 0;
+	for (uint64_t seq = 1; seq < most; seq++)
+		n += frame(b + n, RIFT_FRAME_DATA, 0, seq, 0);
+	CHECK_EQ(send(fd, b, n, MSG_NOSIGNAL), (ssize_t)n);
+	CHECK(h_wait_u64(ctx, &hostile_sides[2].recv_count, most, 5000));
+	CHECK_EQ(hostile_sides[2].bad, 0);
+	CHECK_EQ(hostile_sides[2].disconnected, 0);
+	CHECK_EQ(hostile_conns[2]->ooo_bytes, 0);
+	close(fd);
+
+	CHECK_EQ(n_hostile, 3);
+	for (int i = 0; i < 2; i++)
+		CHECK_EQ(hostile_sides[i].last_status, RIFT_EPROTO);
+	for (int i = 0; i < n_hostile; i++)
+		conns[i] = hostile_conns[i];
+	conns[3] = cli.conn;
+	conns[4] = srv.conn;
+	rift_listener_close(hl, NULL);
+	h_teardown(ctx, l, conns, 5);
+}
+
 /* xorshift64: the fixed-seed order of the tests below. */
 static uint64_t shuffle_next(uint64_t *x)
 {
