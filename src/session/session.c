@@ -857,7 +857,7 @@ static int data_frame(rift__path *p, const struct rift__hdr *h, void *payload,
 		rc = p->state == RIFT_PATH_DEAD ? RIFT_ECLOSED : 0;
 	}
 	/* What waited for it follows (delivered by deferred work). */
-	if (!rc && conn->ooo_head && conn->state != RIFT_CONN_DEAD)
+	if (!rc && conn->ooo_n && conn->state != RIFT_CONN_DEAD)
 		rift__spread_ooo_advance(conn);
 	return rc;
 }

@@ -157,9 +157,10 @@ struct rift_conn {
 	uint64_t recv_seq;      /* highest seq delivered in order */
 	uint64_t held_seq;      /* highest seq received in order (>= recv_seq) */
 	struct rift__held *held_head, *held_tail; /* received, not delivered */
-	/* active-active: received ahead of held_seq + 1, in seq order
-	 * (session/spread.c, the reorder buffer) */
-	struct rift__held *ooo_head, *ooo_tail;
+	/* active-active: received ahead of held_seq + 1 (session/spread.c,
+	 * the reorder buffer): a ring of ooo_size slots, below */
+	uint64_t ooo_n;         /* messages waiting there */
+	struct rift__held **ooo_ring;
 	uint64_t held_bytes;    /* their frame bytes (payload + headers) */
 	uint64_t ooo_bytes;     /* the reorder buffer's, the same way */
 	struct rift__list drain_node; /* ctx->drainq: held to deliver */
@@ -192,6 +193,12 @@ struct rift_conn {
 	uint64_t acked_by[RIFT_GROUP_MAX];
 	uint64_t rate[RIFT_GROUP_MAX];
 	uint64_t rate_us;
+	/* The reorder buffer's ring (ooo_ring, above): slot (ooo_first + i)
+	 * % ooo_size holds message ooo_base + i or NULL; while anything
+	 * waits, ooo_base <= held_seq + 1 (spread.c says why not equal) */
+	uint64_t ooo_size;      /* slots, at most window / RIFT_HDR_SIZE */
+	uint64_t ooo_first;     /* slot of ooo_base */
+	uint64_t ooo_base;      /* seq of slot ooo_first */
 	/* Its settings: the context's, and a client's URL options over
 	 * them (rift_connect); its paths point here (rift__path.cfg).  Last:
 	 * the fields the data path reads stay together above. */
@@ -239,9 +246,10 @@ void rift__metrics_wc_error(rift__path *p, int status);
  */
 void rift__metrics_credit_stall(rift__path *p, bool stalled);
 
-/* A DATA frame received while receiving was stopped. */
+/* A DATA frame received while receiving was stopped, or ahead of its
+ * turn (active-active). */
 struct rift__held {
-	struct rift__held *next;
+	struct rift__held *next; /* the held list's */
 	uint64_t seq;
 	uint32_t len;
 	void *owned; /* malloc'd payload (NULL when len is 0) */
@@ -624,13 +632,16 @@ void rift__spread_release(rift_conn *conn);
 /* A RESUME rewound the session: what dead paths held is given again. */
 void rift__spread_rewound(rift_conn *conn);
 /* The reorder buffer: a DATA frame beyond held_seq + 1 (kept, or a
- * duplicate dropped; 0, or the path failed); the run that follows
- * held_seq moved to the held list (delivery: ctx->drainq). */
+ * duplicate dropped; 0, or the path failed: further ahead than the
+ * window allows, beyond its bytes, out of memory); the run that follows
+ * held_seq moved to the held list (delivery: ctx->drainq).  All O(1)
+ * per message. */
 int rift__spread_hold_ahead(rift__path *p, const struct rift__hdr *h,
 			    void *payload, void *owned);
 void rift__spread_ooo_advance(rift_conn *conn);
 /* Whether seq waits in the reorder buffer already. */
 bool rift__spread_ooo_has(const rift_conn *conn, uint64_t seq);
+/* Free what waits there, and the ring (the session is over). */
 void rift__spread_drop_ooo(rift_conn *conn);
 /* The carrier standby p failed here: the peer is told (PATH_CTL DOWN on
  * the data path), so its end fails now, not at its own detection. */
@@ -948,7 +959,7 @@ static RIFT_HOT_INLINE int rift__path_on_data(rift__path *p,
 
 	if (h->type != RIFT_FRAME_DATA || p->state != RIFT_PATH_ATTACHED ||
 	    !conn || h->seq != conn->held_seq + 1 || conn->recv_stopped ||
-	    conn->held_head || conn->ooo_head ||
+	    conn->held_head || conn->ooo_n ||
 	    rift__conn_ack_check(conn, h->ack, &why))
 		return rift__path_on_frame(p, h, payload, NULL);
 	p->rx_data_seq = h->seq;

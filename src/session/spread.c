@@ -41,11 +41,13 @@
  *
  * Receiving.  DATA on any carrier: the next in order is delivered (from
  * where it lies); one beyond it goes into the reorder buffer (a copy,
- * in seq order), counted with the held messages against our own window
- * (nothing there is acknowledged, so an honest sender cannot exceed it;
- * more is a protocol error).  When its turn comes, the run moves to the
- * held list and is delivered at the end of the round (ctx->drainq).
+ * in a ring indexed by seq), counted with the held messages against our
+ * own window (nothing there is acknowledged, so an honest sender cannot
+ * exceed it; more, in bytes or in messages ahead, is a protocol error).
+ * When its turn comes, the run moves to the held list and is delivered
+ * at the end of the round (ctx->drainq).
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -277,27 +279,118 @@ void rift__spread_rewound(rift_conn *conn)
 	rift__spread_kick(conn);
 }
 
-/* ---- the reorder buffer ---- */
+/* ---- the reorder buffer ----
+ *
+ * A ring indexed by seq: slot i (counted from ooo_first, wrapping) holds
+ * message ooo_base + i or NULL, so keeping, finding and taking a message
+ * cost the same however far ahead it is.  A sorted list cost a walk for
+ * each message kept out of turn and for each lookup (every rendezvous
+ * descriptor), quadratic in the window for a peer choosing the order.
+ * The ring starts at OOO_SLOTS_MIN slots and doubles as far ahead as a
+ * message lies, never beyond window / RIFT_HDR_SIZE, as far as an honest
+ * peer can be ahead (rift__spread_hold_ahead refuses more): its size is
+ * set by our window, not by a seq the peer claims.  It stays until the
+ * session ends (rift__spread_drop_ooo).
+ *
+ * held_seq also moves without the ring (in-order delivery, session.c:
+ * data_frame, hold, discard), so ooo_base may lag behind it; while
+ * anything waits, ooo_base <= held_seq + 1, and what waits in the slots
+ * before held_seq + 1 came again meanwhile, in its turn, on another path.
+ * ooo_rebase catches up before the ring is changed; a lookup needs no
+ * catching up, since every message keeps its slot.
+ */
+
+/* Slots of a new ring. */
+#define OOO_SLOTS_MIN 16u
+
+/* The slot of message ooo_base + i (i < ooo_size). */
+static inline uint64_t ooo_slot(const rift_conn *conn, uint64_t i)
+{
+	uint64_t s = conn->ooo_first + i;
+
+	return s < conn->ooo_size ? s : s - conn->ooo_size;
+}
+
+/* The first slot's message (or NULL), taken; the ring moves on by one. */
+static struct rift__held *ooo_pop(rift_conn *conn)
+{
+	struct rift__held *m = conn->ooo_ring[conn->ooo_first];
+
+	conn->ooo_ring[conn->ooo_first] = NULL;
+	conn->ooo_first = ooo_slot(conn, 1);
+	conn->ooo_base++;
+	if (m) {
+		conn->ooo_n--;
+		conn->ooo_bytes -= (uint64_t)m->len + RIFT_HDR_SIZE;
+	}
+	return m;
+}
+
+/* ooo_base caught up with held_seq + 1: what waits before it is a
+ * duplicate.  At most one turn of the ring while anything waits; none
+ * when nothing does. */
+static void ooo_rebase(rift_conn *conn)
+{
+	while (conn->ooo_n && conn->ooo_base <= conn->held_seq) {
+		struct rift__held *m = ooo_pop(conn);
+
+		if (m) {
+			conn->stats.dups_dropped++;
+			rift__spare_put(conn->ctx, m->owned);
+			free(m);
+		}
+	}
+	if (!conn->ooo_n) {
+		conn->ooo_base = conn->held_seq + 1;
+		conn->ooo_first = 0;
+	}
+}
+
+/* Room for message ooo_base + i, i < most: the ring doubled until it
+ * has, but never to more than most slots.  0 or RIFT_ENOMEM. */
+static int ooo_grow(rift_conn *conn, uint64_t i, uint64_t most)
+{
+	uint64_t size = conn->ooo_size ? conn->ooo_size : OOO_SLOTS_MIN;
+	struct rift__held **ring;
+
+	if (i < conn->ooo_size)
+		return 0;
+	while (size <= i)
+		size *= 2;
+	if (size > most)
+		size = most;
+	if (size > SIZE_MAX / sizeof(*ring))
+		return RIFT_ENOMEM;
+	ring = calloc((size_t)size, sizeof(*ring));
+	if (!ring)
+		return RIFT_ENOMEM;
+	/* Unwrapped: message ooo_base + j goes to slot j. */
+	for (uint64_t j = 0; j < conn->ooo_size; j++)
+		ring[j] = conn->ooo_ring[ooo_slot(conn, j)];
+	free(conn->ooo_ring);
+	conn->ooo_ring = ring;
+	conn->ooo_size = size;
+	conn->ooo_first = 0;
+	return 0;
+}
 
 bool rift__spread_ooo_has(const rift_conn *conn, uint64_t seq)
 {
-	if (!conn->ooo_tail || seq > conn->ooo_tail->seq)
+	if (!conn->ooo_n || seq < conn->ooo_base ||
+	    seq - conn->ooo_base >= conn->ooo_size)
 		return false;
-	for (const struct rift__held *m = conn->ooo_head; m && m->seq <= seq;
-	     m = m->next)
-		if (m->seq == seq)
-			return true;
-	return false;
+	return conn->ooo_ring[ooo_slot(conn, seq - conn->ooo_base)] != NULL;
 }
 
 int rift__spread_hold_ahead(rift__path *p, const struct rift__hdr *h,
 			    void *payload, void *owned)
 {
 	rift_conn *conn = p->conn;
-	uint64_t most = rift__conn_window(conn) / RIFT_HDR_SIZE;
-	struct rift__held *m, **at;
+	uint64_t most = rift__conn_window(conn) / RIFT_HDR_SIZE, i;
+	struct rift__held *m;
 	int rc;
 
+	ooo_rebase(conn);
 	if (rift__spread_ooo_has(conn, h->seq)) {
 		conn->stats.dups_dropped++;
 		free(owned);
@@ -306,8 +399,8 @@ int rift__spread_hold_ahead(rift__path *p, const struct rift__hdr *h,
 	/* Message held_seq + k follows k - 1 that an honest peer sent and
 	 * we have not acknowledged, each at least a header against the
 	 * window: the window bounds how far ahead a message can be, as it
-	 * bounds the bytes, and what waits here is never sized by the
-	 * seq a peer claims. */
+	 * bounds the bytes, and the ring is never sized by the seq a peer
+	 * claims. */
 	if (h->seq - conn->held_seq > most) {
 		char why[160];
 
@@ -322,20 +415,21 @@ int rift__spread_hold_ahead(rift__path *p, const struct rift__hdr *h,
 			 (unsigned long long)most);
 		return rift__path_reject(p, RIFT_EPROTO, why);
 	}
+	/* Rebased: ooo_base is held_seq + 1, so i < most. */
+	i = h->seq - conn->ooo_base;
+	if (ooo_grow(conn, i, most)) {
+		free(owned);
+		rift__path_failed(p, RIFT_ENOMEM,
+				  "no memory for a reorder buffer of %llu "
+				  "messages",
+				  (unsigned long long)(i + 1));
+		return RIFT_ENOMEM;
+	}
 	rc = rift__held_new(p, h, payload, owned, &m);
 	if (rc)
 		return rc;
-	/* Most arrive after everything waiting: at the tail. */
-	if (!conn->ooo_tail || conn->ooo_tail->seq < m->seq) {
-		at = conn->ooo_tail ? &conn->ooo_tail->next : &conn->ooo_head;
-		conn->ooo_tail = m;
-	} else {
-		at = &conn->ooo_head;
-		while ((*at)->seq < m->seq)
-			at = &(*at)->next;
-	}
-	m->next = *at;
-	*at = m;
+	conn->ooo_ring[ooo_slot(conn, i)] = m;
+	conn->ooo_n++;
 	conn->ooo_bytes += (uint64_t)m->len + RIFT_HDR_SIZE;
 	conn->stats.msgs_reordered++;
 	return 0;
@@ -343,28 +437,17 @@ int rift__spread_hold_ahead(rift__path *p, const struct rift__hdr *h,
 
 void rift__spread_ooo_advance(rift_conn *conn)
 {
-	while (conn->ooo_head && conn->ooo_head->seq <= conn->held_seq + 1) {
-		struct rift__held *m = conn->ooo_head;
-		uint64_t cost = (uint64_t)m->len + RIFT_HDR_SIZE;
+	ooo_rebase(conn);
+	/* Rebased: the first slot is held_seq + 1's. */
+	while (conn->ooo_n && conn->ooo_ring[conn->ooo_first]) {
+		struct rift__held *m = ooo_pop(conn);
 
-		conn->ooo_head = m->next;
-		if (!conn->ooo_head)
-			conn->ooo_tail = NULL;
-		conn->ooo_bytes -= cost;
-		if (m->seq <= conn->held_seq) {
-			/* It came again, in its turn, on another path. */
-			conn->stats.dups_dropped++;
-			rift__spare_put(conn->ctx, m->owned);
-			free(m);
-			continue;
-		}
-		m->next = NULL;
 		if (conn->held_tail)
 			conn->held_tail->next = m;
 		else
 			conn->held_head = m;
 		conn->held_tail = m;
-		conn->held_bytes += cost;
+		conn->held_bytes += (uint64_t)m->len + RIFT_HDR_SIZE;
 		conn->held_seq = m->seq;
 	}
 	if (conn->held_head && !conn->recv_stopped &&
@@ -374,14 +457,18 @@ void rift__spread_ooo_advance(rift_conn *conn)
 
 void rift__spread_drop_ooo(rift_conn *conn)
 {
-	while (conn->ooo_head) {
-		struct rift__held *m = conn->ooo_head;
+	for (uint64_t i = 0; conn->ooo_n && i < conn->ooo_size; i++) {
+		struct rift__held *m = conn->ooo_ring[i];
 
-		conn->ooo_head = m->next;
-		free(m->owned);
-		free(m);
+		if (m) {
+			free(m->owned);
+			free(m);
+			conn->ooo_n--;
+		}
 	}
-	conn->ooo_tail = NULL;
+	free(conn->ooo_ring);
+	conn->ooo_ring = NULL;
+	conn->ooo_size = conn->ooo_first = conn->ooo_base = 0;
 	conn->ooo_bytes = 0;
 }
 

@@ -448,6 +448,9 @@ TEST(messages_too_far_ahead_are_refused_not_held)
 	CHECK_EQ(hostile_sides[2].bad, 0);
 	CHECK_EQ(hostile_sides[2].disconnected, 0);
 	CHECK_EQ(hostile_conns[2]->ooo_bytes, 0);
+	CHECK_EQ(hostile_conns[2]->ooo_n, 0);
+	/* Doubling would have made 4096 slots: it stops at the bound. */
+	CHECK_EQ(hostile_conns[2]->ooo_size, most);
 	close(fd);
 
 	CHECK_EQ(n_hostile, 3);
@@ -571,6 +574,10 @@ TEST(shuffled_messages_arrive_once_in_order)
 	CHECK_EQ(st.msgs_reordered, reordered);
 	CHECK_EQ(st.dups_dropped, late + twice);
 	CHECK_EQ(hostile_conns[0]->ooo_bytes, 0);
+	CHECK_EQ(hostile_conns[0]->ooo_n, 0);
+	/* Grown from 16 slots as far as the furthest ahead (< 200). */
+	CHECK(hostile_conns[0]->ooo_size > 16);
+	CHECK(hostile_conns[0]->ooo_size <= 256);
 	close(fd);
 	conns[0] = hostile_conns[0];
 	conns[1] = cli.conn;
