@@ -22,6 +22,10 @@
 
 #include "runner.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+void __lsan_do_leak_check(void);
+#endif
+
 #define SKIP_STATUS 77
 
 static struct rt_test *tests;
@@ -195,6 +199,11 @@ static int run_one(const struct rt_test *t, int timeout_s, bool verbose)
 		dup2(out, STDERR_FILENO);
 		t->fn();
 		fflush(NULL);
+#if defined(__SANITIZE_ADDRESS__)
+		/* _exit skips LeakSanitizer's check at exit: without this
+		 * an ASan run never saw a test leak. */
+		__lsan_do_leak_check();
+#endif
 		_exit(0);
 	}
 	for (;;) {
