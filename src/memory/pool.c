@@ -239,7 +239,8 @@ void rift__pool_put(struct rift__pool *pool)
 	pthread_cond_destroy(&pool->commit_cv);
 	for (size_t i = 0; i < pool->n_regions; i++) {
 		for (int d = 0; d < pool->n_devs; d++)
-			pool->ops.dereg(pool->regions[i].mr[d]);
+			if (pool->regions[i].mr[d])
+				pool->ops.dereg(pool->regions[i].mr[d]);
 		free(pool->regions[i].slots);
 	}
 	munmap(pool->base, pool->reserved);
@@ -260,16 +261,35 @@ void rift__pool_put(struct rift__pool *pool)
 	pthread_mutex_unlock(&global_mu);
 }
 
+/* Wait until no registration runs outside mu (mu held; it is let go
+ * meanwhile).  Devices come and go seldom; a commit takes milliseconds. */
+static void regs_settle(struct rift__pool *pool)
+{
+	while (pool->unlocked_regs) {
+		pthread_mutex_unlock(&pool->mu);
+		usleep(1000);
+		pthread_mutex_lock(&pool->mu);
+	}
+}
+
 int rift__pool_add_device(struct rift__pool *pool, void *dev, char *err,
 			  size_t errlen)
 {
-	int d, rc = 0;
+	int d, free_d = -1, rc = 0;
 
 	pthread_mutex_lock(&pool->mu);
-	for (d = 0; d < pool->n_devs; d++)
+	for (d = 0; d < pool->n_devs; d++) {
 		if (pool->devs[d] == dev)
 			goto out;
-	if (d == RIFT_POOL_MAX_DEVICES) {
+		if (!pool->devs[d] && free_d < 0)
+			free_d = d;
+	}
+	if (free_d >= 0) {
+		/* A removed device's slot: a region committed outside mu
+		 * meanwhile would skip it or not, so none may be. */
+		regs_settle(pool);
+		d = free_d;
+	} else if (d == RIFT_POOL_MAX_DEVICES) {
 		snprintf(err, errlen, "pool: more than %d devices",
 			 RIFT_POOL_MAX_DEVICES);
 		rc = RIFT_ENOSPC;
@@ -297,10 +317,33 @@ int rift__pool_add_device(struct rift__pool *pool, void *dev, char *err,
 			goto out;
 		}
 	}
-	__atomic_store_n(&pool->n_devs, d + 1, __ATOMIC_RELEASE);
+	if (d == pool->n_devs)
+		__atomic_store_n(&pool->n_devs, d + 1, __ATOMIC_RELEASE);
 out:
 	pthread_mutex_unlock(&pool->mu);
 	return rc ? rc : d;
+}
+
+void rift__pool_remove_device(struct rift__pool *pool, void *dev)
+{
+	pthread_mutex_lock(&pool->mu);
+	regs_settle(pool);
+	for (int d = 0; d < pool->n_devs; d++) {
+		if (pool->devs[d] != dev)
+			continue;
+		for (size_t i = 0; i < pool->n_regions; i++) {
+			if (pool->regions[i].mr[d])
+				pool->ops.dereg(pool->regions[i].mr[d]);
+			pool->regions[i].mr[d] = NULL;
+		}
+		for (struct large *lg = pool->large; lg; lg = lg->next) {
+			if (lg->mr[d])
+				pool->ops.dereg(lg->mr[d]);
+			lg->mr[d] = NULL;
+		}
+		pool->devs[d] = NULL;
+	}
+	pthread_mutex_unlock(&pool->mu);
 }
 
 static struct bucket *my_bucket(struct rift__pool *pool)

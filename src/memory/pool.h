@@ -84,6 +84,12 @@ void rift__pool_put(struct rift__pool *pool);
  */
 int rift__pool_add_device(struct rift__pool *pool, void *dev, char *err,
 			  size_t errlen);
+/*
+ * The device was removed: its registrations are undone and its slot is
+ * free for the next device added.  Nothing may use the slot's keys any
+ * more (every QP on the device is gone).
+ */
+void rift__pool_remove_device(struct rift__pool *pool, void *dev);
 
 /*
  * A block of at least len bytes (the smallest class that fits), or NULL

@@ -21,6 +21,12 @@ int rift__pool_reg_region(struct rift__pool *pool, struct region *r, int d,
 
 	if (rc)
 		return rc;
+	if (!pool->devs[d]) {
+		/* A removed device's slot, free for the next one. */
+		r->mr[d] = NULL;
+		r->lkey[d] = r->rkey[d] = 0;
+		return 0;
+	}
 	return pool->ops.reg(pool->devs[d], r->base, pool->region, &r->mr[d],
 			     &r->lkey[d], &r->rkey[d], err, errlen);
 }
@@ -54,6 +60,7 @@ int rift__pool_commit_region(struct rift__pool *pool, char *err, size_t errlen)
 	if (pool->huge)
 		flags |= MAP_HUGETLB;
 	pool->committing = true;
+	pool->unlocked_regs++;
 	pthread_mutex_unlock(&pool->mu);
 	/* Nobody looks at region i before n_regions says it is there;
 	 * devs[0..n) do not change once counted. */
@@ -69,6 +76,7 @@ int rift__pool_commit_region(struct rift__pool *pool, char *err, size_t errlen)
 				    : "",
 			 rift_strerror(rc));
 		pthread_mutex_lock(&pool->mu);
+		pool->unlocked_regs--;
 		goto out;
 	}
 	memset(r, 0, sizeof(*r));
@@ -88,6 +96,7 @@ int rift__pool_commit_region(struct rift__pool *pool, char *err, size_t errlen)
 		rc = rift__pool_reg_region(pool, r, d, err, errlen);
 	}
 	pthread_mutex_lock(&pool->mu);
+	pool->unlocked_regs--;
 	/* Devices added meanwhile did not see this region. */
 	for (; d < pool->n_devs && !rc; d++)
 		rc = rift__pool_reg_region(pool, r, d, err, errlen);

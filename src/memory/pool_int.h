@@ -96,6 +96,10 @@ struct rift__pool {
 	 * sessions re-attach, unless someone waits.  Under mu. */
 	bool committing, grower_commit;
 	unsigned commit_waiters;
+	/* Registrations under way outside mu (a region being committed, a
+	 * large buffer being made): a device slot changes only when none
+	 * is (rift__pool_remove_device, a slot reused). */
+	unsigned unlocked_regs;
 	uint64_t caller_regs; /* registered by an allocating thread */
 	pthread_cond_t commit_cv;
 	uint64_t carved_us[GROW_AHEAD_MAX]; /* the last carves, a ring */

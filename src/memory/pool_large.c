@@ -50,6 +50,16 @@ void rift__pool_large_unmap(struct rift__pool *pool, struct large *lg)
 	free(lg);
 }
 
+/* Register lg with device slot d (nothing in a removed device's slot). */
+static int large_reg(struct rift__pool *pool, struct large *lg, int d,
+		     char *err, size_t errlen)
+{
+	if (!pool->devs[d])
+		return 0;
+	return pool->ops.reg(pool->devs[d], lg->base, lg->len, &lg->mr[d],
+			     &lg->lkey[d], &lg->rkey[d], err, errlen);
+}
+
 /*
  * Map and register a large buffer of need bytes, on the list, not in use
  * (the caller marks it).  mu held, and let go while the pages are pinned
@@ -74,11 +84,13 @@ static struct large *large_make(struct rift__pool *pool, size_t need,
 		snprintf(err, errlen, "no memory for a large buffer");
 		return NULL;
 	}
+	pool->unlocked_regs++;
 	pthread_mutex_unlock(&pool->mu);
 	m = mmap(NULL, need, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED) {
 		pthread_mutex_lock(&pool->mu);
+		pool->unlocked_regs--;
 		*rc = RIFT_ENOMEM;
 		snprintf(err, errlen, "no memory for a %zu MiB buffer",
 			 need >> 20);
@@ -88,12 +100,11 @@ static struct large *large_make(struct rift__pool *pool, size_t need,
 	lg->base = m;
 	lg->len = need;
 	for (d = 0; d < n && !*rc; d++)
-		*rc = pool->ops.reg(pool->devs[d], lg->base, lg->len, &lg->mr[d],
-				    &lg->lkey[d], &lg->rkey[d], err, errlen);
+		*rc = large_reg(pool, lg, d, err, errlen);
 	pthread_mutex_lock(&pool->mu);
+	pool->unlocked_regs--;
 	for (; d < pool->n_devs && !*rc; d++)
-		*rc = pool->ops.reg(pool->devs[d], lg->base, lg->len, &lg->mr[d],
-				    &lg->lkey[d], &lg->rkey[d], err, errlen);
+		*rc = large_reg(pool, lg, d, err, errlen);
 	if (*rc) {
 		rift__pool_large_unmap(pool, lg);
 		return NULL;

@@ -1142,3 +1142,102 @@ TEST(pool_try_alloc_large_never_registers_on_the_caller)
 	rift__pool_free(p, a, RIFT_POOL_SEND);
 	rift__pool_put(p);
 }
+
+/* Registrations alive per device (dev points at its number): a handle
+ * is its device's counter. */
+static int live_regs[4];
+
+static int count_reg(void *dev, void *addr, size_t len, void **handle,
+		     uint32_t *lkey, uint32_t *rkey, char *err, size_t errlen)
+{
+	int d = *(int *)dev;
+
+	(void)addr, (void)len, (void)err, (void)errlen;
+	live_regs[d]++;
+	*handle = &live_regs[d];
+	*lkey = *rkey = (uint32_t)(100 + d);
+	return 0;
+}
+
+static void count_dereg(void *handle)
+{
+	(*(int *)handle)--;
+}
+
+/*
+ * A device removed (rdma link del, hot unplug): its registrations of
+ * every region and large buffer are undone, the other device's stay,
+ * and its slot goes to the next device added, which gets every region
+ * registered; regions committed later skip nothing and register nothing
+ * for the removed one.  Eight removals and additions never run out of
+ * slots (RIFT_POOL_MAX_DEVICES).
+ */
+TEST(pool_a_removed_device_is_deregistered_and_its_slot_reused)
+{
+	static const struct rift__pool_reg counting = { .reg = count_reg,
+							.dereg = count_dereg };
+	static int dev_id[4] = { 0, 1, 2, 3 };
+	rift_config cfg;
+	struct rift__pool *p = NULL;
+	uint32_t lkey, rkey;
+	char err[256];
+	void *blk[3], *large;
+	int rc;
+
+	memset(live_regs, 0, sizeof(live_regs));
+	rift_config_init(&cfg);
+	cfg.pool_initial = 0;
+	cfg.pool_increment = 2u << 20;
+	cfg.pool_max = 64u << 20;
+	if (rift__pool_get(&cfg, &counting, &p, err, sizeof(err)))
+		FAIL("pool: %s", err);
+	CHECK_EQ(rift__pool_add_device(p, &dev_id[0], err, sizeof(err)), 0);
+	CHECK_EQ(rift__pool_add_device(p, &dev_id[1], err, sizeof(err)), 1);
+	blk[0] = rift__pool_alloc(p, 2u << 20, RIFT_POOL_SEND, &rc, err,
+				  sizeof(err));
+	blk[1] = rift__pool_alloc(p, 2u << 20, RIFT_POOL_SEND, &rc, err,
+				  sizeof(err));
+	large = rift__pool_alloc_large(p, 3u << 20, RIFT_POOL_SEND, &rc, err,
+				       sizeof(err));
+	if (!blk[0] || !blk[1] || !large)
+		FAIL("alloc: %s", err);
+	CHECK(live_regs[0] >= 3);
+	CHECK_EQ(live_regs[1], live_regs[0]);
+
+	rift__pool_remove_device(p, &dev_id[0]);
+	CHECK_EQ(live_regs[0], 0);
+	CHECK(live_regs[1] >= 3);
+	CHECK(rift__pool_keys(p, blk[0], 1, &lkey, &rkey));
+	CHECK_EQ(lkey, 101u);
+
+	/* The next device takes slot 0, with every region and buffer. */
+	CHECK_EQ(rift__pool_add_device(p, &dev_id[2], err, sizeof(err)), 0);
+	CHECK_EQ(live_regs[2], live_regs[1]);
+	CHECK(rift__pool_keys(p, large, 0, &lkey, &rkey));
+	CHECK_EQ(lkey, 102u);
+	/* A region committed now: devices 1 and 2, not 0. */
+	blk[2] = rift__pool_alloc(p, 2u << 20, RIFT_POOL_SEND, &rc, err,
+				  sizeof(err));
+	CHECK(blk[2] != NULL);
+	CHECK_EQ(live_regs[0], 0);
+	CHECK_EQ(live_regs[2], live_regs[1]);
+	CHECK(rift__pool_keys(p, blk[2], 0, &lkey, &rkey));
+	CHECK_EQ(lkey, 102u);
+
+	/* Removed and added again, many times: no slot runs out. */
+	for (int i = 0; i < 2 * RIFT_POOL_MAX_DEVICES; i++) {
+		int *d = &dev_id[i % 2 ? 2 : 3];
+
+		rift__pool_remove_device(p, d);
+		CHECK_EQ(rift__pool_add_device(p, i % 2 ? &dev_id[3]
+							: &dev_id[2],
+					       err, sizeof(err)),
+			 0);
+	}
+	for (int i = 0; i < 3; i++)
+		rift__pool_free(p, blk[i], RIFT_POOL_SEND);
+	rift__pool_free(p, large, RIFT_POOL_SEND);
+	rift__pool_put(p);
+	for (int d = 0; d < 4; d++)
+		CHECK_EQ(live_regs[d], 0);
+}
