@@ -720,13 +720,16 @@ static void lab_link(const char *what, const char *link)
 		FAIL("%s failed", cmd);
 }
 
-/* A link fault and its undoing, for lab-link. */
-static const char *const fault_do[] = { "down", "carrier-off", "loss" };
+/* A link fault and its undoing, for lab-link.  "remove" deletes the
+ * client's rxe device of the link (a hot-unplugged adapter), which the
+ * kernel finishes only once every process let go of it. */
+static const char *const fault_do[] = { "down", "carrier-off", "loss",
+					"remove", "--side server remove" };
 
 /* The faults made, for the stalls per fault at the end. */
 struct soak_fault {
 	uint64_t at;
-	char what[48];
+	char what[64];
 };
 
 /* The longest stall of s that began in [from, to), 0 for none. */
@@ -742,7 +745,8 @@ static uint64_t soak_stall_in(const struct soak_side *s, uint64_t from,
 	return worst;
 }
 
-static const char *const fault_undo[] = { "up", "carrier-on", "noloss" };
+static const char *const fault_undo[] = { "up", "carrier-on", "noloss",
+					  "restore", "--side server restore" };
 
 /* Does rdma_cm connect over the server's address a (rping, a process of
  * its own)? */
@@ -961,7 +965,7 @@ static void soak(rift_polling polling, enum soak_faults faults)
 	       atomic_load(&cli.ready) == 1) {
 		uint64_t left = (end - h_now_us()) / 1000u;
 		unsigned wait_ms = 50 + (unsigned)(rand() % 1450);
-		int link = rand() % 2, what = rand() % 3;
+		int link = rand() % 2, what = rand() % 5;
 
 		if (!faults || left < 4000) {
 			usleep(100000);
@@ -979,7 +983,11 @@ static void soak(rift_polling polling, enum soak_faults faults)
 					now = h_now_us();
 				}
 			link = atomic_load(&soak_path_link);
-			what = rand() % (faults == SOAK_BENCH ? 3 : 2);
+			what = rand() % 3;
+			/* Aimed: down, carrier loss or removal (the
+			 * benchmark times loss instead). */
+			if (faults == SOAK_AIMED && what == 2)
+				what = 3;
 			wait_ms = faults == SOAK_BENCH && what == 2 ? 1500
 								    : 1000;
 		} else {
@@ -1343,6 +1351,221 @@ TEST_TIMEOUT(failover_finds_its_device_ready, 120)
 		FAIL("session died: %s", cli.death);
 	CHECK(cli.path_changed >= 1);
 	CHECK_EQ(after.cqs, before.cqs);
+	{
+		rift_conn *conns[2] = { c, srv.conn };
+
+		h_teardown(ctx, l, conns, 2);
+	}
+}
+
+/* A lab-link run on a thread of its own: "rdma link del" waits until
+ * every process lets go of the device, this one too, whose loop must go
+ * on meanwhile. */
+struct bg_link {
+	pthread_t t;
+	char cmd[128];
+	atomic_int done;
+	int rc;
+	uint64_t took_us;
+};
+
+static void *bg_link_main(void *arg)
+{
+	struct bg_link *b = arg;
+	uint64_t t0 = h_now_us();
+
+	b->rc = system(b->cmd);
+	b->took_us = h_now_us() - t0;
+	atomic_store(&b->done, 1);
+	return NULL;
+}
+
+static void bg_link_start(struct bg_link *b, const char *what,
+			  const char *link)
+{
+	snprintf(b->cmd, sizeof(b->cmd), "timeout 30 lab-link %s %s >/dev/null",
+		 what, link);
+	atomic_store(&b->done, 0);
+	CHECK_EQ(pthread_create(&b->t, NULL, bg_link_main, b), 0);
+}
+
+/* Both sides pumped until b is done (or 40 s); then its result. */
+static void bg_link_wait(struct bg_link *b, rift_ctx *ctx,
+			 struct soak_side *srv, struct soak_side *cli)
+{
+	uint64_t end = h_now_us() + 40000000u;
+
+	while (!atomic_load(&b->done) && h_now_us() < end) {
+		if (cli->connected)
+			soak_pump(cli);
+		if (srv->conn)
+			soak_pump(srv);
+		rift_ctx_run(ctx, 1);
+	}
+	if (!atomic_load(&b->done))
+		FAIL("'%s' still waits after 40 s", b->cmd);
+	pthread_join(b->t, NULL);
+	printf("'%s': exit %d in %.1f ms\n", b->cmd, b->rc, b->took_us / 1e3);
+}
+
+/* Paths of c that are active or standing by. */
+static int live_paths(rift_conn *c)
+{
+	rift_path_info pi[8];
+	int n = rift_conn_paths(c, pi, 8), live = 0;
+
+	for (int i = 0; i < n && i < 8; i++)
+		live += pi[i].state == RIFT_PATH_STATE_ACTIVE ||
+			pi[i].state == RIFT_PATH_STATE_STANDBY;
+	return live;
+}
+
+/*
+ * The device of a session's data path removed under it (`rdma link
+ * del`, as a hot-unplugged adapter): the kernel waits until every
+ * process has let go of everything on it, so rift lets go (its paths
+ * there, its CQs, the pool's registrations, the PD) and the session moves
+ * to the other link meanwhile.  Before, rift held the device and the
+ * removal waited for ever.  Put back, the device is used again: the
+ * group has its second path back.  Every message arrives once, intact.
+ */
+TEST_TIMEOUT(a_removed_device_is_let_go_and_its_session_moves, 150)
+{
+	static struct soak_side srv, cli;
+	static struct bg_link b;
+	rift_config cfg;
+	rift_ctx *ctx;
+	rift_conn *c = NULL;
+	rift_listener *l = NULL;
+	uint64_t end, recvd;
+	const char *link;
+
+	need_pair();
+	soak_config(&cfg);
+	cfg.group_max_paths = 2;
+	cfg.group_failback_delay_ms = 0;
+	ctx = h_ctx(&cfg);
+	c = one_ctx_session(ctx, "rdma", 41, &srv, &cli, &l);
+	end = h_now_us() + 15000000u;
+	while (live_paths(c) < 2 && h_now_us() < end) {
+		soak_pump(&cli);
+		soak_pump(&srv);
+		rift_ctx_run(ctx, 1);
+	}
+	CHECK_EQ(live_paths(c), 2);
+	link = soak_link(&cli);
+	bg_link_start(&b, "remove", link);
+	bg_link_wait(&b, ctx, &srv, &cli);
+	CHECK_EQ(b.rc, 0);
+	/* The session goes on over the other link. */
+	recvd = cli.recvd + srv.recvd;
+	end = h_now_us() + 2000000u;
+	while (h_now_us() < end && !cli.disconnected) {
+		soak_pump(&cli);
+		soak_pump(&srv);
+		rift_ctx_run(ctx, 1);
+	}
+	printf("with %s removed: %llu messages more; paths %d\n", link,
+	       (unsigned long long)(cli.recvd + srv.recvd - recvd),
+	       live_paths(c));
+	bg_link_start(&b, "restore", link);
+	bg_link_wait(&b, ctx, &srv, &cli);
+	CHECK_EQ(b.rc, 0);
+	end = h_now_us() + 20000000u;
+	while (live_paths(c) < 2 && h_now_us() < end && !cli.disconnected) {
+		soak_pump(&cli);
+		soak_pump(&srv);
+		rift_ctx_run(ctx, 1);
+	}
+	printf("restored: paths %d; sent %llu/%llu recvd %llu/%llu bad "
+	       "%llu/%llu\n",
+	       live_paths(c), (unsigned long long)cli.sent,
+	       (unsigned long long)srv.sent, (unsigned long long)srv.recvd,
+	       (unsigned long long)cli.recvd, (unsigned long long)cli.bad,
+	       (unsigned long long)srv.bad);
+	if (cli.disconnected)
+		FAIL("session died: %s", cli.death);
+	CHECK(cli.recvd + srv.recvd > recvd);
+	CHECK_EQ(live_paths(c), 2);
+	CHECK_EQ(cli.bad + srv.bad, 0);
+	{
+		rift_conn *conns[2] = { c, srv.conn };
+
+		h_teardown(ctx, l, conns, 2);
+	}
+}
+
+/*
+ * A listener bound to the address of a device that is removed: its
+ * rdma_cm id holds the device, so the listener lets go of it too (the
+ * removal finishes), and listens again on the same address and port once
+ * the device is back.  The session whose only path was there re-attaches
+ * to it within its grace.
+ */
+TEST_TIMEOUT(a_listener_on_a_removed_device_listens_again_once_it_is_back,
+	     150)
+{
+	static struct soak_side srv, cli;
+	static struct bg_link b;
+	rift_config cfg;
+	rift_ctx *ctx;
+	rift_conn *c = NULL;
+	rift_listener *l = NULL;
+	char url[128];
+	uint64_t end;
+
+	need_pair();
+	soak_config(&cfg);
+	cfg.session_grace_ms = 30000;
+	ctx = h_ctx(&cfg);
+	memset(&srv, 0, sizeof(srv));
+	memset(&cli, 0, sizeof(cli));
+	srv.name = "server";
+	cli.name = "client";
+	srv.peer = &cli;
+	cli.peer = &srv;
+	srv.rx_seed = cli.tx_seed = 51;
+	cli.rx_seed = srv.tx_seed = 52;
+	srv.ctx = cli.ctx = ctx;
+	snprintf(url, sizeof(url), "rdma://%s:0",
+		 getenv("RIFT_LAB_SERVER_ADDR1"));
+	CHECK_EQ(rift_listen(ctx, url, &soak_cbs, &srv, soak_accept, &l), 0);
+	snprintf(url, sizeof(url), "rdma://%s:%d",
+		 getenv("RIFT_LAB_SERVER_ADDR1"), rift_listener_port(l));
+	CHECK_EQ(rift_connect(ctx, url, &soak_cbs, &cli, &c), 0);
+	cli.conn = c;
+	end = h_now_us() + 10000000u;
+	while (!(cli.connected && srv.conn) && h_now_us() < end)
+		rift_ctx_run(ctx, 5);
+	CHECK(cli.connected && srv.conn);
+	bg_link_start(&b, "--side server remove", "link1");
+	bg_link_wait(&b, ctx, &srv, &cli);
+	CHECK_EQ(b.rc, 0);
+	bg_link_start(&b, "--side server restore", "link1");
+	bg_link_wait(&b, ctx, &srv, &cli);
+	CHECK_EQ(b.rc, 0);
+	end = h_now_us() + 25000000u;
+	while (!cli.path_changed && !cli.disconnected && h_now_us() < end) {
+		soak_pump(&cli);
+		soak_pump(&srv);
+		rift_ctx_run(ctx, 1);
+	}
+	end = h_now_us() + 1000000u;
+	while (h_now_us() < end && !cli.disconnected) {
+		soak_pump(&cli);
+		soak_pump(&srv);
+		rift_ctx_run(ctx, 1);
+	}
+	printf("re-attached: %d; sent %llu/%llu recvd %llu/%llu bad %llu/%llu\n",
+	       cli.path_changed, (unsigned long long)cli.sent,
+	       (unsigned long long)srv.sent, (unsigned long long)srv.recvd,
+	       (unsigned long long)cli.recvd, (unsigned long long)cli.bad,
+	       (unsigned long long)srv.bad);
+	if (cli.disconnected)
+		FAIL("session died: %s", cli.death);
+	CHECK(cli.path_changed >= 1);
+	CHECK(srv.recvd > 0 && cli.recvd > 0);
+	CHECK_EQ(cli.bad + srv.bad, 0);
 	{
 		rift_conn *conns[2] = { c, srv.conn };
 

@@ -298,6 +298,8 @@ static int rdma_listen_op(rift_listener *l, const struct sockaddr *sa,
 		return rift__ctx_fail(ctx, RIFT_ENOMEM, "listen: out of memory");
 	rl->kind = OWNER_LISTENER;
 	rl->l = l;
+	memcpy(&rl->sa, sa, len);
+	rl->sa_len = len;
 	if (ctx->cfg.cm == RIFT_CM_TCP) {
 		rc = listen_tcp(rl, sa, len);
 		if (rc) {
@@ -340,12 +342,77 @@ static int rdma_listen_op(rift_listener *l, const struct sockaddr *sa,
 	return 0;
 }
 
+/*
+ * The listener's rdma_cm id again, on its address and port, once the
+ * device there is back (rdma_bind_addr fails meanwhile): from a timer,
+ * since the removal is learnt in the middle of CM events, maybe the
+ * listener's own, and destroying an id waits for its events' acks.
+ */
+#define RELISTEN_FIRST_MS 50
+#define RELISTEN_MAX_MS 2000
+
+static void relisten_cb(rift_timer *t, void *user)
+{
+	struct rdma_listener *rl = user;
+	rift_listener *l = rl->l;
+	rift_ctx *ctx = l->ctx;
+	struct sockaddr_storage ss;
+	struct rdma_cm_id *id = NULL;
+	rift__vb_err err;
+
+	RIFT_UNUSED(t);
+	if (rl->id) {
+		rift__vb_id_destroy(rl->id);
+		rl->id = NULL;
+	}
+	memcpy(&ss, &rl->sa, rl->sa_len);
+	rift__sockaddr_set_port(&ss, l->port);
+	if (rift__vb_id_create(rctx_of(ctx)->ch, &rl->kind, &id, err) ||
+	    rift__vb_bind(id, (struct sockaddr *)&ss, err) ||
+	    rift__vb_listen(id, (int)ctx->cfg.listen_backlog, err)) {
+		rift__vb_id_destroy(id);
+		rl->relisten_ms = rl->relisten_ms
+					  ? (rl->relisten_ms * 2 > RELISTEN_MAX_MS
+						     ? RELISTEN_MAX_MS
+						     : rl->relisten_ms * 2)
+					  : RELISTEN_FIRST_MS;
+		RIFT_DEBUG(ctx, "listener on port %d: not listening over "
+				"rdma_cm yet: %s; again in %u ms",
+			   l->port, err, rl->relisten_ms);
+		rift_timer_start(&rl->relisten, rl->relisten_ms, 0);
+		return;
+	}
+	rl->id = id;
+	rl->relisten_ms = 0;
+	RIFT_INFO(ctx, "listener on port %d listens over rdma_cm again (%s)",
+		  l->port,
+		  id->verbs ? rift__vb_device_name(id->verbs->device) : "?");
+}
+
+void rift__rdma_relisten(struct rdma_listener *rl)
+{
+	if (!rl->relisten_init) {
+		rift__timer_init(rl->l->ctx, &rl->relisten, relisten_cb, rl);
+		rl->relisten_init = true;
+	}
+	if (rift__timer_active(&rl->relisten))
+		return;
+	RIFT_WARN(rl->l->ctx, "listener on port %d: the RDMA device of its "
+			      "address was removed; it listens over rdma_cm "
+			      "again once the device is back",
+		  rl->l->port);
+	rl->relisten_ms = 0;
+	rift_timer_start(&rl->relisten, 0, 0);
+}
+
 static void rdma_listen_close(rift_listener *l)
 {
 	struct rdma_listener *rl = l->transport_state;
 
 	if (!rl)
 		return;
+	if (rl->relisten_init)
+		rift_timer_stop(&rl->relisten);
 	rift__rdma_pool_free(rl);
 	rift__cmtcp_listen_close(rl->tl);
 	rift__vb_id_destroy(rl->id);

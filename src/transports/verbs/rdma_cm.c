@@ -245,8 +245,14 @@ static void path_cm_event(struct rdma_path *rp, struct rdma_cm_event *ev)
 		rift__path_failed(p, RIFT_ECONNRESET, "peer disconnected");
 		break;
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
-		/* The kernel waits for us to free everything on the device. */
-		rift__path_failed(p, RIFT_ENODEV, "RDMA device removed");
+		/* The kernel waits for us to free everything on the device:
+		 * this path and every other of the context on it fail. */
+		if (ev->id->verbs)
+			rift__rdma_device_gone(rctx_of(p->ctx),
+					       ev->id->verbs->device,
+					       "rdma_cm DEVICE_REMOVAL");
+		if (p->state != RIFT_PATH_DEAD)
+			rift__path_failed(p, RIFT_ENODEV, "RDMA device removed");
 		break;
 	default:
 		break; /* TIMEWAIT_EXIT and friends need nothing */
@@ -463,6 +469,13 @@ void rift__rdma_cm_io_cb(rift__io *io, uint32_t revents)
 			path_cm_event(rift__container_of(owner, struct rdma_path,
 							 kind),
 				      ev);
+		} else if (owner && ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL &&
+			   ev->id->verbs) {
+			/* A listener bound to an address of the device: it
+			 * listens again later (rift__rdma_relisten), every
+			 * other use of the device goes. */
+			rift__rdma_device_gone(r, ev->id->verbs->device,
+					       "rdma_cm DEVICE_REMOVAL");
 		}
 		rift__vb_cm_ack(ev);
 		if (orphan)

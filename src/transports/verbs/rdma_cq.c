@@ -173,9 +173,16 @@ static struct cq_dev *cq_dev_get(struct rift__rdma_ctx *r,
 	struct cq_dev *d;
 	rift__vb_err verr;
 
-	for (int i = 0; i < r->n_cqdev; i++)
-		if (r->cqdev[i]->verbs == verbs)
-			return r->cqdev[i];
+	for (int i = 0; i < r->n_cqdev; i++) {
+		if (r->cqdev[i]->verbs != verbs)
+			continue;
+		if (r->cqdev[i]->gone) {
+			snprintf(err, errlen, "%s was removed",
+				 rift__vb_device_name(verbs->device));
+			return NULL;
+		}
+		return r->cqdev[i];
+	}
 	if (r->n_cqdev == RIFT_POOL_MAX_DEVICES) {
 		snprintf(err, errlen, "more than %d RDMA devices",
 			 RIFT_POOL_MAX_DEVICES);
@@ -227,6 +234,7 @@ static struct cq_dev *cq_dev_get(struct rift__rdma_ctx *r,
 		RIFT_DEBUG(ctx, "%s: CQ errors not watched",
 			   rift__vb_device_name(verbs->device));
 	r->cqdev[r->n_cqdev++] = d;
+	rift__rdma_dev_ref(verbs);
 	return d;
 }
 
@@ -325,27 +333,59 @@ void rift__rdma_cq_release(struct rift__rdma_ctx *r, struct shared_cq *s,
 		s->stale += need;
 	else
 		s->used -= need;
+	/* A removed device's CQs go together, with the device. */
+	if (s->dev->gone) {
+		if (s->holders == 0)
+			rift__rdma_gone_settle_later(r);
+		return;
+	}
 	/* Destroying a CQ drops whatever it still holds. */
 	if (s->holders == 0 && (s->failed || s->dev->n_cqs > 1))
 		cq_destroy(r, s);
 }
 
+/* Does nothing of the context hold a CQ of d any more? */
+bool rift__rdma_cq_dev_unused(struct rift__rdma_ctx *r, struct cq_dev *d)
+{
+	for (struct rift__list *it = r->cqs.next; it != &r->cqs; it = it->next)
+		if (rift__list_entry(it, struct shared_cq, node)->dev == d &&
+		    rift__list_entry(it, struct shared_cq, node)->holders)
+			return false;
+	return true;
+}
+
+/* d's CQs, its channel and its reference on the device go (nothing holds
+ * them: context teardown, or a removed device let go). */
+void rift__rdma_cq_dev_free(struct rift__rdma_ctx *r, struct cq_dev *d)
+{
+	struct rift__list *it, *next;
+	int i;
+
+	for (it = r->cqs.next; it != &r->cqs; it = next) {
+		struct shared_cq *s = rift__list_entry(it, struct shared_cq,
+						       node);
+
+		next = it->next;
+		if (s->dev == d)
+			cq_destroy(r, s);
+	}
+	if (d->cch_on)
+		rift__io_stop(r->ctx, &d->cch_io);
+	if (d->async_on)
+		rift__io_stop(r->ctx, &d->async_io);
+	rift__vb_comp_channel_destroy(d->cch);
+	for (i = 0; i < r->n_cqdev && r->cqdev[i] != d; i++)
+		;
+	if (i < r->n_cqdev)
+		r->cqdev[i] = r->cqdev[--r->n_cqdev];
+	rift__rdma_dev_unref(r->ctx->pool, d->verbs);
+	free(d);
+}
+
 void rift__rdma_cq_devs_free(struct rift__rdma_ctx *r)
 {
-	while (!rift__list_empty(&r->cqs))
-		cq_destroy(r, rift__list_entry(r->cqs.next, struct shared_cq,
-					       node));
-	for (int i = 0; i < r->n_cqdev; i++) {
-		struct cq_dev *d = r->cqdev[i];
-
-		if (d->cch_on)
-			rift__io_stop(r->ctx, &d->cch_io);
-		if (d->async_on)
-			rift__io_stop(r->ctx, &d->async_io);
-		rift__vb_comp_channel_destroy(d->cch);
-		free(d);
-	}
-	r->n_cqdev = 0;
+	while (r->n_cqdev)
+		rift__rdma_cq_dev_free(r, r->cqdev[r->n_cqdev - 1]);
 	if (r->note_fd >= 0) {
 		rift__io_stop(r->ctx, &r->note_io);
 		close(r->note_fd);

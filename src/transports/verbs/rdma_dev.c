@@ -6,6 +6,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <pthread.h>
 
@@ -37,67 +38,188 @@ int rift__rdma_dev_pd(struct rift__pool *pool, struct ibv_context *verbs,
 {
 	uint32_t init, resp;
 	rift__vb_err verr;
-	int i, rc = 0;
+	int i, free_i = -1, rc = 0;
 
 	pthread_mutex_lock(&rift__rdma_dev_mu);
-	for (i = 0; i < rift__rdma_n_devs; i++)
+	for (i = 0; i < rift__rdma_n_devs; i++) {
 		if (rift__rdma_devs[i].verbs == verbs)
 			break;
+		if (!rift__rdma_devs[i].verbs && free_i < 0)
+			free_i = i;
+	}
+	if (i < rift__rdma_n_devs && rift__rdma_devs[i].gone) {
+		snprintf(err, errlen, "%s was removed",
+			 rift__vb_device_name(verbs->device));
+		rc = RIFT_ENODEV;
+		goto out;
+	}
 	if (i == rift__rdma_n_devs) {
-		if (rift__rdma_n_devs == RIFT_POOL_MAX_DEVICES) {
+		struct rdma_dev *e;
+
+		if (free_i >= 0) {
+			i = free_i;
+		} else if (rift__rdma_n_devs == RIFT_POOL_MAX_DEVICES) {
 			snprintf(err, errlen, "more than %d RDMA devices",
 				 RIFT_POOL_MAX_DEVICES);
 			rc = RIFT_ENOSPC;
 			goto out;
 		}
-		rc = rift__vb_pd_alloc(verbs, &rift__rdma_devs[i].pd, verr);
+		e = &rift__rdma_devs[i];
+		memset(e, 0, sizeof(*e));
+		e->hold = rift__vb_cm_device_hold(verbs);
+		if (!e->hold) {
+			snprintf(err, errlen, "%s was removed",
+				 rift__vb_device_name(verbs->device));
+			rc = RIFT_ENODEV;
+			goto out;
+		}
+		rc = rift__vb_pd_alloc(verbs, &e->pd, verr);
 		if (rc) {
 			snprintf(err, errlen, "%s", verr);
-			goto out;
+			goto fail_hold;
 		}
-		rift__rdma_devs[i].pdev.pd = rift__rdma_devs[i].pd;
-		rift__rdma_devs[i].pdev.mw = rift__vb_mw_type2(verbs);
-		rc = rift__pool_add_device(pool, &rift__rdma_devs[i].pdev, err,
-					   errlen);
+		e->pdev.pd = e->pd;
+		e->pdev.mw = rift__vb_mw_type2(verbs);
+		rc = rift__pool_add_device(pool, &e->pdev, err, errlen);
 		if (rc < 0) {
-			rift__vb_pd_free(rift__rdma_devs[i].pd);
-			goto out;
+			rift__vb_pd_free(e->pd);
+			goto fail_hold;
 		}
-		rift__rdma_devs[i].verbs = verbs;
-		rift__rdma_devs[i].slot = rc;
+		e->verbs = verbs;
+		e->slot = rc;
 		/* Without READ support (depths 0) paths stream everything.
 		 * Every port of a device shares its limits; port 1 exists. */
-		rift__rdma_devs[i].rd_atom = rift__rdma_devs[i].init_atom = 0;
-		rift__rdma_devs[i].max_msg = 0;
-		if (rift__vb_read_limits(verbs, 1, &init, &resp,
-					 &rift__rdma_devs[i].max_msg,
+		if (rift__vb_read_limits(verbs, 1, &init, &resp, &e->max_msg,
 					 verr) == 0) {
-			rift__rdma_devs[i].rd_atom =
-				(uint8_t)(resp < RD_ATOM_MAX ? resp
-							     : RD_ATOM_MAX);
-			rift__rdma_devs[i].init_atom =
-				(uint8_t)(init < RD_ATOM_MAX ? init
-							     : RD_ATOM_MAX);
+			e->rd_atom = (uint8_t)(resp < RD_ATOM_MAX ? resp
+								  : RD_ATOM_MAX);
+			e->init_atom = (uint8_t)(init < RD_ATOM_MAX
+							 ? init
+							 : RD_ATOM_MAX);
+		} else {
+			e->max_msg = 0;
 		}
-		if (rift__vb_cq_limit(verbs, &rift__rdma_devs[i].max_cqe, verr))
-			rift__rdma_devs[i].max_cqe = 0;
-		rift__rdma_n_devs++;
+		if (rift__vb_cq_limit(verbs, &e->max_cqe, verr))
+			e->max_cqe = 0;
+		if (i == rift__rdma_n_devs)
+			rift__rdma_n_devs++;
 		rc = 0;
 	}
 	*idx = i;
 out:
 	pthread_mutex_unlock(&rift__rdma_dev_mu);
 	return rc;
+fail_hold:
+	rift__vb_cm_devices_free(rift__rdma_devs[i].hold);
+	memset(&rift__rdma_devs[i], 0, sizeof(rift__rdma_devs[i]));
+	goto out;
 }
 
 /* The pool is gone, its registrations undone: the PDs can go too. */
 static void pools_gone(void)
 {
 	pthread_mutex_lock(&rift__rdma_dev_mu);
-	for (int i = 0; i < rift__rdma_n_devs; i++)
+	for (int i = 0; i < rift__rdma_n_devs; i++) {
+		if (!rift__rdma_devs[i].verbs)
+			continue;
 		rift__vb_pd_free(rift__rdma_devs[i].pd);
+		rift__vb_cm_devices_free(rift__rdma_devs[i].hold);
+		memset(&rift__rdma_devs[i], 0, sizeof(rift__rdma_devs[i]));
+	}
 	rift__rdma_n_devs = 0;
 	pthread_mutex_unlock(&rift__rdma_dev_mu);
+}
+
+/*
+ * A removed device's entry, unused: its registrations, its PD, then
+ * librdmacm's hold on its context.  dev_mu held.  Once librdmacm has
+ * seen the device go (any rdma_get_devices after it did) the last hold
+ * closes its context, which is what the kernel's removal waits for.
+ */
+static void dev_release(struct rift__pool *pool, struct rdma_dev *e)
+{
+	RIFT_PLOG(RIFT_LOG_INFO, "%s: removed; its registrations and "
+				 "protection domain are let go",
+		  rift__vb_device_name(e->verbs->device));
+	if (pool)
+		rift__pool_remove_device(pool, &e->pdev);
+	rift__vb_pd_free(e->pd);
+	rift__vb_cm_devices_free(e->hold);
+	memset(e, 0, sizeof(*e));
+}
+
+/* librdmacm looks at its devices again: a removed one nobody holds is
+ * closed now (rdma_get_devices syncs its list). */
+static void cm_devices_sync(void)
+{
+	struct ibv_context **list;
+	rift__vb_err verr;
+	int n;
+
+	if (!rift__vb_cm_devices(&list, &n, verr))
+		rift__vb_cm_devices_free(list);
+}
+
+void rift__rdma_dev_ref(struct ibv_context *verbs)
+{
+	pthread_mutex_lock(&rift__rdma_dev_mu);
+	for (int i = 0; i < rift__rdma_n_devs; i++)
+		if (rift__rdma_devs[i].verbs == verbs)
+			rift__rdma_devs[i].refs++;
+	pthread_mutex_unlock(&rift__rdma_dev_mu);
+}
+
+void rift__rdma_dev_unref(struct rift__pool *pool, struct ibv_context *verbs)
+{
+	bool released = false;
+
+	pthread_mutex_lock(&rift__rdma_dev_mu);
+	for (int i = 0; i < rift__rdma_n_devs; i++) {
+		struct rdma_dev *e = &rift__rdma_devs[i];
+
+		if (e->verbs != verbs || e->refs <= 0)
+			continue;
+		if (--e->refs == 0 && e->gone) {
+			dev_release(pool, e);
+			released = true;
+		}
+	}
+	pthread_mutex_unlock(&rift__rdma_dev_mu);
+	if (released)
+		cm_devices_sync();
+}
+
+void rift__rdma_dev_mark_gone(struct rift__pool *pool, struct ibv_device *dev)
+{
+	bool released = false;
+
+	pthread_mutex_lock(&rift__rdma_dev_mu);
+	for (int i = 0; i < rift__rdma_n_devs; i++) {
+		struct rdma_dev *e = &rift__rdma_devs[i];
+
+		if (!e->verbs || e->verbs->device != dev || e->gone)
+			continue;
+		e->gone = true;
+		if (e->refs == 0) {
+			dev_release(pool, e);
+			released = true;
+		}
+	}
+	pthread_mutex_unlock(&rift__rdma_dev_mu);
+	if (released)
+		cm_devices_sync();
+}
+
+bool rift__rdma_dev_is_gone(struct ibv_context *verbs)
+{
+	bool gone = false;
+
+	pthread_mutex_lock(&rift__rdma_dev_mu);
+	for (int i = 0; i < rift__rdma_n_devs; i++)
+		if (rift__rdma_devs[i].verbs == verbs)
+			gone = rift__rdma_devs[i].gone;
+	pthread_mutex_unlock(&rift__rdma_dev_mu);
+	return gone;
 }
 
 /* The device's READ limits (0 until a path or pool set used it). */
@@ -138,6 +260,7 @@ static struct rift__rdma_ctx *rdma_ctx_new(rift_ctx *ctx)
 	rift__list_init(&r->cqs);
 	r->ctx = ctx;
 	r->note_fd = -1;
+	r->uev_fd = -1;
 	ctx->transport_state[RIFT_TRANSPORT_RDMA] = r;
 	return r;
 }
@@ -244,6 +367,7 @@ int rift__rdma_rctx(rift_ctx *ctx, struct rift__rdma_ctx **out,
 		r->ch = NULL;
 		return RIFT_ENOMEM;
 	}
+	rift__rdma_gone_start(r);
 	warm_devices(ctx);
 	*out = r;
 	return 0;
@@ -260,6 +384,7 @@ void rift__rdma_ctx_destroy(rift_ctx *ctx)
 	rift__rdma_last_words_end(r);
 	rift__rdma_parked_release(r, NULL, 0);
 	rift__rdma_reaper_free(r);
+	rift__rdma_gone_stop(r);
 	if (r->ch) {
 		rift__io_stop(ctx, &r->io);
 		rift__vb_channel_destroy(r->ch);

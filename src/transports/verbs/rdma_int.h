@@ -118,6 +118,7 @@ struct cq_dev {
 	rift__io cch_io;
 	rift__io async_io;           /* verbs->async_fd: CQ errors */
 	bool cch_on, async_on;
+	bool gone;                   /* removed: let go once unused (rdma_gone.c) */
 	uint32_t max_cqe;            /* the device's largest CQ */
 	uint32_t n_cqs;
 };
@@ -162,6 +163,14 @@ struct rdma_listener {
 	uint8_t prep_port;
 	rift_timer refill;           /* refills from the loop, never inline */
 	uint64_t refill_fails;       /* consecutive failures: back off */
+	/* Bound to an address whose device was removed: its id is gone in
+	 * the kernel, and the listener listens again once the device is
+	 * back (rdma_gone.c), on the same address and port. */
+	struct sockaddr_storage sa;
+	socklen_t sa_len;
+	rift_timer relisten;
+	uint32_t relisten_ms;        /* next wait, backing off */
+	bool relisten_init;
 };
 
 /*
@@ -200,6 +209,12 @@ struct rift__rdma_ctx {
 	struct rdma_path *parked; /* dead paths waiting for their port (ditto) */
 	struct dev_watch *watch[RIFT_POOL_MAX_DEVICES]; /* async events */
 	int n_watch;
+	/* Devices removed (rdma_gone.c): the kernel's uevents, and a timer
+	 * that lets go of a removed device once nothing uses it. */
+	int uev_fd;
+	rift__io uev_io;
+	rift_timer gone_timer;
+	bool gone_timer_on;
 	/* cm=tcp: the last device selection, by local address; cleared by
 	 * any device event (a GID or port may have changed) */
 	struct sockaddr_storage sel_addr;
@@ -398,7 +413,13 @@ static inline uint8_t *recv_buf(struct rdma_path *rp, uint32_t i)
  * what the pool registers with, and the device's limits.
  */
 struct rdma_dev {
-	struct ibv_context *verbs;
+	struct ibv_context *verbs;   /* NULL: a free entry */
+	/* librdmacm's device list taken with the entry: librdmacm closes
+	 * a removed device's context when the last user lets go, and the
+	 * PD and registrations here must go before (rdma_gone.c) */
+	struct ibv_context **hold;
+	int refs;                    /* contexts with CQs on it (cq_dev) */
+	bool gone;                   /* removed: freed at refs 0 */
 	struct ibv_pd *pd;
 	struct rift__vb_pool_dev pdev; /* what the pool registers with */
 	int slot;
@@ -415,6 +436,15 @@ int rift__rdma_dev_pd(struct rift__pool *pool, struct ibv_context *verbs,
 		      int *idx, char *err, size_t errlen);
 void rift__rdma_dev_atoms(struct ibv_context *verbs, uint8_t *rd,
 			  uint8_t *init, uint32_t *max_msg, bool *mw);
+/*
+ * A device's life in the process (rdma_gone.c says why): a context's
+ * CQs hold a reference; a removed device is marked gone, and its PD and
+ * registrations go with the last reference (pool: the process pool).
+ */
+void rift__rdma_dev_ref(struct ibv_context *verbs);
+void rift__rdma_dev_unref(struct rift__pool *pool, struct ibv_context *verbs);
+void rift__rdma_dev_mark_gone(struct rift__pool *pool, struct ibv_device *dev);
+bool rift__rdma_dev_is_gone(struct ibv_context *verbs);
 /*
  * rdma.device, rdma.port and rdma.gid_index on a client (rdma_src.c):
  * the local address its paths to dst leave from, of dst's family, which
@@ -556,6 +586,26 @@ const char *rift__rdma_device_mismatch(const rift_config *cfg,
 int rift__rdma_dev_select(rift_ctx *ctx, const struct sockaddr *local,
 			  struct dev_sel *s, char *err, size_t errlen);
 void rift__rdma_accept_done(uint64_t t0);
+
+/* ---- rdma_gone.c: removed devices ---- */
+
+void rift__rdma_gone_start(struct rift__rdma_ctx *r);
+void rift__rdma_gone_stop(struct rift__rdma_ctx *r);
+/* The device was removed (a uevent, rdma_cm's DEVICE_REMOVAL): every
+ * path on it fails, and what the context holds on it goes as soon as
+ * nothing uses it (the kernel waits for that). */
+void rift__rdma_device_gone(struct rift__rdma_ctx *r, struct ibv_device *dev,
+			    const char *how);
+/* A listener's id on a removed device: destroyed and made again once
+ * the device is back (rdma.c). */
+void rift__rdma_relisten(struct rdma_listener *rl);
+/* A CQ of a removed device lost a holder: look again from the loop. */
+void rift__rdma_gone_settle_later(struct rift__rdma_ctx *r);
+/* ---- rdma_cq.c, for rdma_gone.c ---- */
+bool rift__rdma_cq_dev_unused(struct rift__rdma_ctx *r, struct cq_dev *d);
+void rift__rdma_cq_dev_free(struct rift__rdma_ctx *r, struct cq_dev *d);
+/* ---- rdma_qp.c, for rdma_gone.c: a listener's prepared QPs on verbs go */
+void rift__rdma_pool_drop(struct rdma_listener *rl, struct ibv_context *verbs);
 
 /* ---- rdma_cm.c: the hello and connection management events ---- */
 

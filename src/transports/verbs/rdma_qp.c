@@ -321,6 +321,16 @@ void rift__rdma_pool_init(struct rdma_listener *rl, struct ibv_context *verbs,
 	pool_schedule(rl, 0);
 }
 
+void rift__rdma_pool_drop(struct rdma_listener *rl, struct ibv_context *verbs)
+{
+	if (rl->prep_verbs != verbs)
+		return;
+	/* What it prepared there goes; the next accept on another device
+	 * prepares for that one (rift__rdma_pool_take). */
+	rift__rdma_pool_free(rl);
+	rl->prep_verbs = NULL;
+}
+
 void rift__rdma_pool_free(struct rdma_listener *rl)
 {
 	rift_timer_stop(&rl->refill);

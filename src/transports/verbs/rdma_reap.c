@@ -387,7 +387,8 @@ static void destroy_now(struct rdma_path *rp)
 	 * access error, which the peer takes for a lie (a buffer we do not
 	 * own) and ends the whole session for a benign teardown. */
 	rp->park = (rp->qp || rp->id) &&
-		   rift__rdma_port_down(rp->verbs, rp->port_num);
+		   rift__rdma_port_down(rp->verbs, rp->port_num) &&
+		   !rift__rdma_dev_is_gone(rp->verbs);
 	rift__rdma_qp_err(rp);
 	if (rp->id && rp->established && !rp->park)
 		rift__vb_disconnect(rp->id);

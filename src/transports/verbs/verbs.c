@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "transports/verbs/verbs.h"
@@ -357,6 +358,37 @@ void rift__vb_cm_devices_free(struct ibv_context **list)
 {
 	if (list)
 		rdma_free_devices(list);
+}
+
+/*
+ * rdma_get_devices takes a reference on every device it lists, and
+ * rdma_free_devices drops one for each context in the array it is given
+ * and frees the array (librdmacm/cma.c): so the list is split, the one
+ * device kept in an array of its own, the others' references dropped at
+ * once.  A whole list kept would keep every device of it open, and a
+ * removed one could not go until this one did.
+ */
+struct ibv_context **rift__vb_cm_device_hold(struct ibv_context *verbs)
+{
+	struct ibv_context **list, **one;
+	int n = 0, k = -1;
+
+	COUNT(get_devices);
+	list = rdma_get_devices(&n);
+	if (!list)
+		return NULL;
+	for (int i = 0; i < n; i++)
+		if (list[i] == verbs)
+			k = i;
+	one = k >= 0 ? calloc(2, sizeof(*one)) : NULL;
+	if (!one) {
+		rdma_free_devices(list);
+		return NULL;
+	}
+	one[0] = verbs;
+	memmove(&list[k], &list[k + 1], (size_t)(n - k) * sizeof(*list));
+	rdma_free_devices(list);
+	return one;
 }
 
 int rift__vb_gid_query(struct ibv_context *c, uint8_t port, uint32_t index,

@@ -144,6 +144,10 @@ int rift__vb_qp_query(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
  */
 int rift__vb_cm_devices(struct ibv_context ***list, int *n, rift__vb_err err);
 void rift__vb_cm_devices_free(struct ibv_context **list);
+/* librdmacm's context of verbs held open (closed by nothing else while
+ * held), as a list of one for rift__vb_cm_devices_free; NULL when verbs
+ * is none of its devices (removed). */
+struct ibv_context **rift__vb_cm_device_hold(struct ibv_context *verbs);
 /* One GID table entry; RIFT_ENOENT when the index is empty or past the
  * table's end. */
 int rift__vb_gid_query(struct ibv_context *c, uint8_t port, uint32_t index,
