@@ -1199,6 +1199,21 @@ TEST_TIMEOUT(bench_failover_stalls, 400)
 /* ---- the causes one at a time (pair topology) ---- */
 
 
+/* Both sides on one context, their streams from seed and seed + 1. */
+static void one_ctx_sides(rift_ctx *ctx, uint64_t seed, struct soak_side *srv,
+			  struct soak_side *cli)
+{
+	memset(srv, 0, sizeof(*srv));
+	memset(cli, 0, sizeof(*cli));
+	srv->name = "server";
+	cli->name = "client";
+	srv->peer = cli;
+	cli->peer = srv;
+	srv->rx_seed = cli->tx_seed = seed;
+	cli->rx_seed = srv->tx_seed = seed + 1;
+	srv->ctx = cli->ctx = ctx;
+}
+
 /*
  * Both sides of a session on one context: a listener on every address
  * for scheme, and a client whose URL names the server's address on
@@ -1213,15 +1228,7 @@ static rift_conn *one_ctx_session(rift_ctx *ctx, const char *scheme,
 	char url[256];
 	uint64_t end;
 
-	memset(srv, 0, sizeof(*srv));
-	memset(cli, 0, sizeof(*cli));
-	srv->name = "server";
-	cli->name = "client";
-	srv->peer = cli;
-	cli->peer = srv;
-	srv->rx_seed = cli->tx_seed = seed;
-	cli->rx_seed = srv->tx_seed = seed + 1;
-	srv->ctx = cli->ctx = ctx;
+	one_ctx_sides(ctx, seed, srv, cli);
 	snprintf(url, sizeof(url), "%s://0.0.0.0:0", scheme);
 	CHECK_EQ(rift_listen(ctx, url, &soak_cbs, srv, soak_accept, l), 0);
 	snprintf(url, sizeof(url), "%s://%s:%d,%s:%d", scheme,
@@ -1518,15 +1525,7 @@ TEST_TIMEOUT(a_listener_on_a_removed_device_listens_again_once_it_is_back,
 	soak_config(&cfg);
 	cfg.session_grace_ms = 30000;
 	ctx = h_ctx(&cfg);
-	memset(&srv, 0, sizeof(srv));
-	memset(&cli, 0, sizeof(cli));
-	srv.name = "server";
-	cli.name = "client";
-	srv.peer = &cli;
-	cli.peer = &srv;
-	srv.rx_seed = cli.tx_seed = 51;
-	cli.rx_seed = srv.tx_seed = 52;
-	srv.ctx = cli.ctx = ctx;
+	one_ctx_sides(ctx, 51, &srv, &cli);
 	snprintf(url, sizeof(url), "rdma://%s:0",
 		 getenv("RIFT_LAB_SERVER_ADDR1"));
 	CHECK_EQ(rift_listen(ctx, url, &soak_cbs, &srv, soak_accept, &l), 0);
