@@ -39,6 +39,7 @@ rift__conn_emit rift__conn_confirm rift__buf_release_slow rift__spare_put
 rift__metrics_acked rift__spread_acked rift__spread_kick
 rift__metrics_recv rift__spread_ooo_has
 rift__metrics_wc_error rift__metrics_credit_stall
+rift__group_links_changed
 '
 # Line by line, the groups above are:
 #  - the upcalls of internal.h: a path connected, failed, or brought a frame

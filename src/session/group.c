@@ -164,6 +164,48 @@ void rift__group_standby_lost(rift_conn *conn, rift__path *p, int err)
 		rift__group_timer_within(conn, wait);
 }
 
+/*
+ * A link came back: a setup through an address that backed off meanwhile
+ * (the wait doubles up to RIFT_STANDBY_RETRY_MAX_MS, 30 s, for a link
+ * down that long) goes within after_ms, and its count of failures goes
+ * back to the quick tries, so that one failing while the link settles
+ * (neighbour, GID) waits seconds, not the old backoff.  For every address
+ * of every client session: which addresses the link reaches is the
+ * route's business, and a setup that cannot work fails at once.  A
+ * flapping port costs one setup per up event at most; the failback's
+ * hysteresis keeps the data off it.  (SMC-R adds a link on a port's
+ * return, smcr_port_add; NCCL re-probes a recovered port.)
+ */
+void rift__group_links_changed(rift_ctx *ctx, uint64_t after_ms)
+{
+	uint64_t at = ctx->now_us + after_ms * 1000u;
+
+	for (struct rift__list *it = ctx->conns.next; it != &ctx->conns;
+	     it = it->next) {
+		rift_conn *conn = rift__list_entry(it, rift_conn, node);
+		bool any = false;
+
+		if (!conn->is_client || conn->state != RIFT_CONN_ESTABLISHED)
+			continue;
+		for (unsigned i = 0; i < conn->n_addrs; i++) {
+			struct rift__addr_down *d = &conn->addr_down[i];
+
+			if (d->standby_next_us <= at)
+				continue;
+			d->standby_next_us = at;
+			if (d->standby_fails > RIFT_STANDBY_QUICK_TRIES)
+				d->standby_fails = RIFT_STANDBY_QUICK_TRIES;
+			any = true;
+		}
+		if (any && conn->group_timer.cb)
+			rift__group_timer_within(conn, after_ms);
+		if (rift__group_may_return(conn) &&
+		    rift__timer_active(&conn->return_timer) &&
+		    conn->return_timer.due_us > at)
+			rift_timer_start(&conn->return_timer, after_ms, 0);
+	}
+}
+
 void rift__group_timer_within(rift_conn *conn, uint64_t ms)
 {
 	rift_timer *t = &conn->group_timer;

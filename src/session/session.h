@@ -462,6 +462,13 @@ uint64_t rift__group_standby_wait(const rift_conn *conn, unsigned idx);
 /* The group timer runs within ms (sooner if it was due sooner). */
 void rift__group_timer_within(rift_conn *conn, uint64_t ms);
 void rift__group_standby_failed(rift_conn *conn, unsigned idx, bool joined);
+/*
+ * A transport's word that a local link came up (a port ACTIVE again, a
+ * device added): standby setups that backed off while it was down are
+ * tried again within after_ms, and so is an auto:// session's return to
+ * RDMA (group.c).
+ */
+void rift__group_links_changed(rift_ctx *ctx, uint64_t after_ms);
 /* The capabilities our handshake offers; whether both sides offered
  * port groups. */
 uint32_t rift__group_caps(const rift_conn *conn);

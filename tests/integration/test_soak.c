@@ -189,6 +189,7 @@ struct soak_side {
 	rift_conn_stats cst;
 	/* from the main thread */
 	atomic_int port;               /* server: the listener's port */
+	int listen_port;               /* server: the port to listen on, 0 any */
 	atomic_int phase;              /* 0 send, 1 stop sending, 2 quit */
 	atomic_int ready;              /* connected (client) / accepted */
 	atomic_int done;               /* thread finished its teardown */
@@ -525,8 +526,12 @@ static void *soak_thread(void *arg)
 		return NULL;
 	}
 	if (server) {
-		rc = rift_listen(s->ctx, "rdma://0.0.0.0:0", &soak_cbs, s,
-				 soak_accept, &s->l);
+		char url[64];
+
+		snprintf(url, sizeof(url), "rdma://0.0.0.0:%d",
+			 s->listen_port);
+		rc = rift_listen(s->ctx, url, &soak_cbs, s, soak_accept,
+				 &s->l);
 		if (rc) {
 			snprintf(s->fail, sizeof(s->fail), "listen: %s",
 				 rift_ctx_last_error(s->ctx));
@@ -1500,6 +1505,274 @@ TEST_TIMEOUT(a_removed_device_is_let_go_and_its_session_moves, 150)
 
 		h_teardown(ctx, l, conns, 2);
 	}
+}
+
+/*
+ * A link down long enough for the standby setups through it to back off
+ * (the wait doubles, up to 30 s), then up: the port's return (its
+ * PORT_ACTIVE event) brings the next setup forward, so the group has its
+ * standby again within a few seconds, not at the end of the backoff.
+ */
+TEST_TIMEOUT(a_port_back_brings_its_standby_back_at_once, 150)
+{
+	static struct soak_side srv, cli;
+	rift_config cfg;
+	rift_ctx *ctx;
+	rift_conn *c = NULL;
+	rift_listener *l = NULL;
+	const char *other;
+	uint64_t end, wait_ms = 0, up_us, back_us;
+	unsigned idx;
+
+	need_pair();
+	soak_config(&cfg);
+	cfg.group_max_paths = 2;
+	ctx = h_ctx(&cfg);
+	c = one_ctx_session(ctx, "rdma", 61, &srv, &cli, &l);
+	end = h_now_us() + 15000000u;
+	while (live_paths(c) < 2 && h_now_us() < end) {
+		soak_pump(&cli);
+		soak_pump(&srv);
+		rift_ctx_run(ctx, 1);
+	}
+	CHECK_EQ(live_paths(c), 2);
+	/* The standby's link: the one the data is not on. */
+	other = strcmp(soak_link(&cli), "link0") ? "link0" : "link1";
+	idx = (unsigned)(other[4] - '0');
+	lab_link("down", other);
+	end = h_now_us() + 60000000u;
+	while (h_now_us() < end && !cli.disconnected &&
+	       (wait_ms = rift__group_standby_wait(c, idx)) <= 6000) {
+		soak_pump(&cli);
+		soak_pump(&srv);
+		rift_ctx_run(ctx, 1);
+	}
+	printf("%s down: the next standby setup through it in %llu ms\n",
+	       other, (unsigned long long)wait_ms);
+	CHECK(wait_ms > 6000);
+	lab_link("up", other);
+	up_us = h_now_us();
+	end = up_us + 20000000u;
+	while (live_paths(c) < 2 && h_now_us() < end && !cli.disconnected) {
+		soak_pump(&cli);
+		soak_pump(&srv);
+		rift_ctx_run(ctx, 1);
+	}
+	back_us = h_now_us() - up_us;
+	printf("%s up: the standby back %.0f ms later; bad %llu/%llu\n", other,
+	       back_us / 1e3, (unsigned long long)cli.bad,
+	       (unsigned long long)srv.bad);
+	if (cli.disconnected)
+		FAIL("session died: %s", cli.death);
+	CHECK_EQ(live_paths(c), 2);
+	CHECK(back_us < 4000000u);
+	CHECK_EQ(cli.bad + srv.bad, 0);
+	{
+		rift_conn *conns[2] = { c, srv.conn };
+
+		h_teardown(ctx, l, conns, 2);
+	}
+}
+
+/* ---- two-hosts: the soak's two sides on two guests ---- */
+
+/* A number the other guest wrote into the sync dir as NAME (after
+ * lab-sync wait NAME), or UINT64_MAX. */
+static uint64_t sync_read(const char *name)
+{
+	char path[512];
+	unsigned long long v;
+	FILE *f;
+	int n;
+
+	snprintf(path, sizeof(path), "%s/%s", getenv("RIFT_LAB_SYNC"), name);
+	f = fopen(path, "r");
+	if (!f)
+		return UINT64_MAX;
+	n = fscanf(f, "%llu", &v);
+	fclose(f);
+	return n == 1 ? (uint64_t)v : UINT64_MAX;
+}
+
+/* Write v as NAME for the other guest (its lab-sync wait sees it once the
+ * file is there: written aside, then renamed). */
+static void sync_write(const char *name, uint64_t v)
+{
+	char path[512], tmp[520];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", getenv("RIFT_LAB_SYNC"), name);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "w");
+	if (!f)
+		FAIL("cannot write %s", tmp);
+	fprintf(f, "%llu\n", (unsigned long long)v);
+	fclose(f);
+	if (rename(tmp, path))
+		FAIL("cannot rename %s", tmp);
+}
+
+static void sync_signal(const char *name)
+{
+	char cmd[160];
+
+	snprintf(cmd, sizeof(cmd), "lab-sync signal %s", name);
+	if (system(cmd) != 0)
+		FAIL("%s failed", cmd);
+}
+
+static bool sync_wait(const char *name, int secs)
+{
+	char cmd[160];
+
+	snprintf(cmd, sizeof(cmd), "lab-sync wait %s %d", name, secs);
+	return system(cmd) == 0;
+}
+
+/* NAME for this run's cm mode: both modes run in one boot. */
+static const char *sync_name(char *buf, size_t len, const char *what)
+{
+	snprintf(buf, len, "soak-%s-%s", rt_cm(), what);
+	return buf;
+}
+
+/*
+ * The soak across two guests (two real kernels, links between them
+ * through QEMU): the server on one, the client on the other, each
+ * checking every message it receives (size, bytes, order); the client
+ * breaks its own ends of the links at random meanwhile (admin down,
+ * carrier loss through QEMU's monitor, 100% loss, its device removed),
+ * both links at times.  At the end each side tells the other how many
+ * it sent, through the lab's sync dir, and waits until it received that
+ * many.  RIFT_SOAK_SECONDS (default 60) long.
+ */
+TEST_TIMEOUT(soak_two_hosts, 400)
+{
+	static const char *const hold[] = { "down", "carrier-off", "loss",
+					    "remove" };
+	static const char *const undo[] = { "up", "carrier-on", "noloss",
+					    "restore" };
+	static struct soak_side me, peer;
+	const char *topo = getenv("RIFT_LAB_TOPO");
+	const char *role = getenv("RIFT_LAB_ROLE");
+	const char *secs_env = getenv("RIFT_SOAK_SECONDS");
+	const char *seed_env = getenv("RIFT_SOAK_SEED");
+	bool server;
+	int port = strcmp(rt_cm(), "tcp") == 0 ? 7794 : 7792, faults = 0;
+	uint64_t secs, seed, end, peer_sent;
+	char name[64];
+	rift_config cfg;
+	pthread_t t;
+
+	if (strcmp(rt_transport(), "rdma") != 0 || !topo ||
+	    strcmp(topo, "two-hosts") != 0 || !role)
+		SKIP("needs the lab's two-hosts topology");
+	server = strcmp(role, "server") == 0;
+	secs = secs_env ? strtoull(secs_env, NULL, 0) : 60;
+	seed = seed_env ? strtoull(seed_env, NULL, 0) : 7;
+	soak_config(&cfg);
+	memset(&me, 0, sizeof(me));
+	memset(&peer, 0, sizeof(peer));
+	me.cfg = cfg;
+	me.peer = &peer;
+	me.name = server ? "server" : "client";
+	peer.name = "peer";
+	/* The other guest plays the peer: ready, on the known port. */
+	atomic_store(&peer.port, port);
+	atomic_store(&peer.ready, 1);
+	me.tx_seed = server ? seed * 2 + 1 : seed * 2 + 2;
+	me.rx_seed = server ? seed * 2 + 2 : seed * 2 + 1;
+	printf("soak (two-hosts): %s, cm %s, %llu s, seed %llu\n", me.name,
+	       rt_cm(), (unsigned long long)secs, (unsigned long long)seed);
+	if (server) {
+		me.listen_port = port;
+	} else {
+		me.url_fmt = "rdma://%s:%d,%s:%d";
+		me.a0 = getenv("RIFT_LAB_SERVER_ADDR0");
+		me.a1 = getenv("RIFT_LAB_SERVER_ADDR1");
+		if (!sync_wait(sync_name(name, sizeof(name), "up"), 60))
+			FAIL("the server never listened");
+	}
+	CHECK_EQ(pthread_create(&t, NULL, soak_thread, &me), 0);
+	if (server) {
+		char cmd[64];
+
+		snprintf(cmd, sizeof(cmd), "lab-sync listening %d 30", port);
+		if (system(cmd) != 0)
+			FAIL("not listening on %d: %s", port, me.fail);
+		sync_signal(sync_name(name, sizeof(name), "up"));
+		/* Until the client stops. */
+		if (!sync_wait(sync_name(name, sizeof(name), "client-sent"),
+			       (int)secs + 120))
+			FAIL("the client never finished");
+	} else {
+		unsigned fseed = (unsigned)time(NULL) ^ (unsigned)getpid();
+
+		printf("soak: faults from seed %u\n", fseed);
+		srand(fseed);
+		end = h_now_us() + 30000000u;
+		while (!atomic_load(&me.ready) && h_now_us() < end &&
+		       !me.fail[0])
+			usleep(10000);
+		if (!atomic_load(&me.ready))
+			FAIL("not connected: %s", me.fail);
+		end = h_now_us() + secs * 1000000u;
+		while (h_now_us() + 3000000u < end && atomic_load(&me.ready) == 1) {
+			int link = rand() % 2, what = rand() % 4;
+			unsigned ms = 50 + (unsigned)(rand() % 1450);
+			char l[8];
+
+			usleep((50 + (unsigned)(rand() % 1450)) * 1000u);
+			snprintf(l, sizeof(l), "link%d", link);
+			printf("soak: +%.2f s %s %s for %u ms\n",
+			       (h_now_us() + secs * 1000000u - end) / 1e6,
+			       hold[what], l, ms);
+			fflush(stdout);
+			lab_link(hold[what], l);
+			usleep(ms * 1000u);
+			lab_link(undo[what], l);
+			faults++;
+		}
+		while (h_now_us() < end && atomic_load(&me.ready) == 1)
+			usleep(10000);
+	}
+	/* Stop sending; tell the other how many; receive what it sent. */
+	atomic_store(&me.phase, 1);
+	atomic_store(&peer.phase, 1);
+	usleep(300000);
+	sync_write(sync_name(name, sizeof(name),
+			     server ? "server-sent" : "client-sent"),
+		   me.sent);
+	if (!sync_wait(sync_name(name, sizeof(name),
+				 server ? "client-sent" : "server-sent"),
+		       60))
+		FAIL("the other side never said what it sent");
+	peer_sent = sync_read(name);
+	end = h_now_us() + 60000000u;
+	while (h_now_us() < end && atomic_load(&me.ready) == 1 &&
+	       atomic_load(&me.recv_seen) < peer_sent)
+		usleep(10000);
+	sync_signal(sync_name(name, sizeof(name),
+			      server ? "server-drained" : "client-drained"));
+	sync_wait(sync_name(name, sizeof(name),
+			    server ? "client-drained" : "server-drained"),
+		  90);
+	atomic_store(&peer.ready, 2);
+	atomic_store(&me.phase, 2);
+	end = h_now_us() + 30000000u;
+	while (h_now_us() < end && atomic_load(&me.ready) != 2)
+		usleep(10000);
+	atomic_store(&me.phase, 3);
+	pthread_join(t, NULL);
+	printf("soak (two-hosts): %s: %d faults; the peer sent %llu\n",
+	       me.name, faults, (unsigned long long)peer_sent);
+	soak_print_side(&me);
+	if (me.fail[0])
+		FAIL("%s", me.fail);
+	if (me.died)
+		FAIL("%s: session died: %s", me.name, me.death);
+	CHECK_EQ(me.bad, 0);
+	CHECK_EQ(me.recvd, peer_sent);
 }
 
 /*

@@ -424,6 +424,10 @@ rift_fallback_reason rift__rdma_available(rift_ctx *ctx)
 	return r->probed;
 }
 
+/* A port ACTIVE again: setups through it wait this long first (the
+ * kernel's neighbour and GID entries follow the port event). */
+#define PORT_BACK_MS 200
+
 /*
  * A port went down (or the device died): fail every path of this context
  * on it now, instead of waiting for its retries to run out.  rxe does not
@@ -455,6 +459,10 @@ static void watch_cb(rift__io *io, uint32_t revents)
 			    port, rift__vb_event_str(type));
 		if (type == IBV_EVENT_PORT_ACTIVE || fatal)
 			rift__rdma_parked_release(r, w->dev, fatal ? 0 : port);
+		/* Standby setups that backed off while it was down go now
+		 * (after the link settles a little). */
+		if (type == IBV_EVENT_PORT_ACTIVE)
+			rift__group_links_changed(w->ctx, PORT_BACK_MS);
 		if (type != IBV_EVENT_PORT_ERR && !fatal)
 			continue; /* PORT_ACTIVE: new paths may use it again */
 		for (it = r->paths.next; it != &r->paths; it = next) {

@@ -118,6 +118,10 @@ void rift__rdma_device_gone(struct rift__rdma_ctx *r, struct ibv_device *dev,
 
 /* ---- the kernel's uevents ---- */
 
+/* A device added: setups wait this long first (its port goes ACTIVE and
+ * its GID table fills in from a workqueue after it registers). */
+#define DEVICE_BACK_MS 500
+
 /* The device whose verbs file (uverbsN) this is, of those in use. */
 static struct ibv_device *dev_by_file(struct rift__rdma_ctx *r,
 				      const char *file)
@@ -160,8 +164,16 @@ static void uevent(struct rift__rdma_ctx *r, char *buf, size_t len)
 		else if (!strncmp(kv, "DEVNAME=", 8))
 			devname = kv + 8;
 	}
-	if (!action || !subsys || !devname || strcmp(action, "remove") ||
+	if (!action || !subsys || !devname ||
 	    strcmp(subsys, "infiniband_verbs"))
+		return;
+	if (!strcmp(action, "add")) {
+		/* A device (back): setups that backed off may go now,
+		 * once its port and GIDs are up. */
+		rift__group_links_changed(r->ctx, DEVICE_BACK_MS);
+		return;
+	}
+	if (strcmp(action, "remove"))
 		return;
 	file = strrchr(devname, '/');
 	file = file ? file + 1 : devname;
