@@ -252,7 +252,7 @@ CM_TCP_TESTS := path_cut echo_ single_64mib zero_byte close_tells \
 PAIR_TESTS := link_cut port_down loop_never connect_over tcp_path_break \
   failover_finds configured_device_chooses standby_path standby_that one_path_with \
   local_address_picks local_device_picks conn_paths failback a_failback a_standby_begun a_resumed a_ping a_server_whose silent_loss auto_returns a_flapping \
-  active_active_carries soak_healthy a_removed_device a_listener_on
+  active_active_carries soak_healthy a_removed_device a_listener_on a_port_back
 test-lab: $(BUILD)/tst/rift-tests
 	tests/lab/lab setup
 	tests/lab/lab smoke
@@ -262,10 +262,13 @@ test-lab: $(BUILD)/tst/rift-tests
 	tests/lab/lab run --topo pair --timeout 2700 -- \
 	  sh -c 'build/tst/rift-tests --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 $(PAIR_TESTS) && \
 	    build/tst/rift-tests --transport rdma --cm tcp --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 $(PAIR_TESTS) && \
-	    build/tst/rift-tests -v --transport rdma --cm tcp --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 soak_link_faults soak_aimed soak_active_active && \
-	    build/tst/rift-tests -v --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 soak_link_faults soak_aimed soak_active_active'
+	    RIFT_SOAK_SECONDS=50 build/tst/rift-tests -v --transport rdma --cm tcp --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 soak_link_faults soak_aimed soak_active_active && \
+	    RIFT_SOAK_SECONDS=50 build/tst/rift-tests -v --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 soak_link_faults soak_aimed soak_active_active'
 	tests/lab/lab run --topo pair --timeout 600 -- \
 	  sh -c 'build/tst/rift-tests --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 silent_rdma_cm'
+	tests/lab/lab run --topo two-hosts --timeout 900 -- \
+	  sh -c 'RIFT_SOAK_SECONDS=40 build/tst/rift-tests -v --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 300 soak_two_hosts && \
+	    RIFT_SOAK_SECONDS=40 RIFT_SOAK_POLICY=active-active build/tst/rift-tests -v --transport rdma --cm tcp --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 300 soak_two_hosts'
 
 # Install into staging dirs, twice with two prefixes, and build every
 # example the way users will: pkg-config and the shared library, nothing

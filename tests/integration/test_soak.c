@@ -1644,7 +1644,9 @@ static const char *sync_name(char *buf, size_t len, const char *what)
  * carrier loss through QEMU's monitor, 100% loss, its device removed),
  * both links at times.  At the end each side tells the other how many
  * it sent, through the lab's sync dir, and waits until it received that
- * many.  RIFT_SOAK_SECONDS (default 60) long.
+ * many.  RIFT_SOAK_SECONDS (default 60) long; RIFT_SOAK_POLICY
+ * (active-backup, active-active) the group's policy; RIFT_SOAK_FAULTS=0
+ * no faults.
  */
 TEST_TIMEOUT(soak_two_hosts, 400)
 {
@@ -1657,6 +1659,9 @@ TEST_TIMEOUT(soak_two_hosts, 400)
 	const char *role = getenv("RIFT_LAB_ROLE");
 	const char *secs_env = getenv("RIFT_SOAK_SECONDS");
 	const char *seed_env = getenv("RIFT_SOAK_SEED");
+	/* RIFT_SOAK_FAULTS=0: healthy links (what the links alone do). */
+	bool no_faults = getenv("RIFT_SOAK_FAULTS") &&
+			 !strcmp(getenv("RIFT_SOAK_FAULTS"), "0");
 	bool server;
 	int port = strcmp(rt_cm(), "tcp") == 0 ? 7794 : 7792, faults = 0;
 	uint64_t secs, seed, end, peer_sent;
@@ -1669,6 +1674,12 @@ TEST_TIMEOUT(soak_two_hosts, 400)
 		SKIP("needs the lab's two-hosts topology");
 	server = strcmp(role, "server") == 0;
 	secs = secs_env ? strtoull(secs_env, NULL, 0) : 60;
+	/* RIFT_SOAK_POLICY=active-active: every joined path carries. */
+	soak_policy = getenv("RIFT_SOAK_POLICY") &&
+			      !strcmp(getenv("RIFT_SOAK_POLICY"),
+				      "active-active")
+		      ? RIFT_POLICY_ACTIVE_ACTIVE
+		      : RIFT_POLICY_ACTIVE_BACKUP;
 	seed = seed_env ? strtoull(seed_env, NULL, 0) : 7;
 	soak_config(&cfg);
 	memset(&me, 0, sizeof(me));
@@ -1682,8 +1693,11 @@ TEST_TIMEOUT(soak_two_hosts, 400)
 	atomic_store(&peer.ready, 1);
 	me.tx_seed = server ? seed * 2 + 1 : seed * 2 + 2;
 	me.rx_seed = server ? seed * 2 + 2 : seed * 2 + 1;
-	printf("soak (two-hosts): %s, cm %s, %llu s, seed %llu\n", me.name,
-	       rt_cm(), (unsigned long long)secs, (unsigned long long)seed);
+	printf("soak (two-hosts): %s, cm %s, %s, %llu s, seed %llu\n",
+	       me.name, rt_cm(),
+	       soak_policy == RIFT_POLICY_ACTIVE_ACTIVE ? "active-active"
+							: "active-backup",
+	       (unsigned long long)secs, (unsigned long long)seed);
 	if (server) {
 		me.listen_port = port;
 	} else {
@@ -1717,7 +1731,8 @@ TEST_TIMEOUT(soak_two_hosts, 400)
 		if (!atomic_load(&me.ready))
 			FAIL("not connected: %s", me.fail);
 		end = h_now_us() + secs * 1000000u;
-		while (h_now_us() + 3000000u < end && atomic_load(&me.ready) == 1) {
+		while (h_now_us() + 3000000u < end && atomic_load(&me.ready) == 1 &&
+		       !no_faults) {
 			int link = rand() % 2, what = rand() % 4;
 			unsigned ms = 50 + (unsigned)(rand() % 1450);
 			char l[8];
@@ -1757,11 +1772,18 @@ TEST_TIMEOUT(soak_two_hosts, 400)
 	sync_wait(sync_name(name, sizeof(name),
 			    server ? "client-drained" : "server-drained"),
 		  90);
-	atomic_store(&peer.ready, 2);
+	/* Both loops stop before either side closes: a close would look
+	 * like the end of the session to the other. */
 	atomic_store(&me.phase, 2);
 	end = h_now_us() + 30000000u;
 	while (h_now_us() < end && atomic_load(&me.ready) != 2)
 		usleep(10000);
+	sync_signal(sync_name(name, sizeof(name),
+			      server ? "server-stopped" : "client-stopped"));
+	sync_wait(sync_name(name, sizeof(name),
+			    server ? "client-stopped" : "server-stopped"),
+		  60);
+	atomic_store(&peer.ready, 2);
 	atomic_store(&me.phase, 3);
 	pthread_join(t, NULL);
 	printf("soak (two-hosts): %s: %d faults; the peer sent %llu\n",
