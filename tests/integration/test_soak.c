@@ -1432,6 +1432,36 @@ static int live_paths(rift_conn *c)
 	return live;
 }
 
+/* Both sides of one context pumped for ms, or until the client's
+ * session died. */
+static void pump_for(rift_ctx *ctx, struct soak_side *srv,
+		     struct soak_side *cli, uint64_t ms)
+{
+	uint64_t end = h_now_us() + ms * 1000u;
+
+	while (h_now_us() < end && !cli->disconnected) {
+		soak_pump(cli);
+		soak_pump(srv);
+		rift_ctx_run(ctx, 1);
+	}
+}
+
+/* ... until c has n paths active or standing by (at most ms); how many
+ * it has then. */
+static int pump_until_paths(rift_ctx *ctx, struct soak_side *srv,
+			    struct soak_side *cli, rift_conn *c, int n,
+			    uint64_t ms)
+{
+	uint64_t end = h_now_us() + ms * 1000u;
+
+	while (live_paths(c) < n && h_now_us() < end && !cli->disconnected) {
+		soak_pump(cli);
+		soak_pump(srv);
+		rift_ctx_run(ctx, 1);
+	}
+	return live_paths(c);
+}
+
 /*
  * The device of a session's data path removed under it (`rdma link
  * del`, as a hot-unplugged adapter): the kernel waits until every
@@ -1449,7 +1479,7 @@ TEST_TIMEOUT(a_removed_device_is_let_go_and_its_session_moves, 150)
 	rift_ctx *ctx;
 	rift_conn *c = NULL;
 	rift_listener *l = NULL;
-	uint64_t end, recvd;
+	uint64_t recvd;
 	const char *link;
 
 	need_pair();
@@ -1458,37 +1488,21 @@ TEST_TIMEOUT(a_removed_device_is_let_go_and_its_session_moves, 150)
 	cfg.group_failback_delay_ms = 0;
 	ctx = h_ctx(&cfg);
 	c = one_ctx_session(ctx, "rdma", 41, &srv, &cli, &l);
-	end = h_now_us() + 15000000u;
-	while (live_paths(c) < 2 && h_now_us() < end) {
-		soak_pump(&cli);
-		soak_pump(&srv);
-		rift_ctx_run(ctx, 1);
-	}
-	CHECK_EQ(live_paths(c), 2);
+	CHECK_EQ(pump_until_paths(ctx, &srv, &cli, c, 2, 15000), 2);
 	link = soak_link(&cli);
 	bg_link_start(&b, "remove", link);
 	bg_link_wait(&b, ctx, &srv, &cli);
 	CHECK_EQ(b.rc, 0);
 	/* The session goes on over the other link. */
 	recvd = cli.recvd + srv.recvd;
-	end = h_now_us() + 2000000u;
-	while (h_now_us() < end && !cli.disconnected) {
-		soak_pump(&cli);
-		soak_pump(&srv);
-		rift_ctx_run(ctx, 1);
-	}
+	pump_for(ctx, &srv, &cli, 2000);
 	printf("with %s removed: %llu messages more; paths %d\n", link,
 	       (unsigned long long)(cli.recvd + srv.recvd - recvd),
 	       live_paths(c));
 	bg_link_start(&b, "restore", link);
 	bg_link_wait(&b, ctx, &srv, &cli);
 	CHECK_EQ(b.rc, 0);
-	end = h_now_us() + 20000000u;
-	while (live_paths(c) < 2 && h_now_us() < end && !cli.disconnected) {
-		soak_pump(&cli);
-		soak_pump(&srv);
-		rift_ctx_run(ctx, 1);
-	}
+	pump_until_paths(ctx, &srv, &cli, c, 2, 20000);
 	printf("restored: paths %d; sent %llu/%llu recvd %llu/%llu bad "
 	       "%llu/%llu\n",
 	       live_paths(c), (unsigned long long)cli.sent,
@@ -1529,13 +1543,7 @@ TEST_TIMEOUT(a_port_back_brings_its_standby_back_at_once, 150)
 	cfg.group_max_paths = 2;
 	ctx = h_ctx(&cfg);
 	c = one_ctx_session(ctx, "rdma", 61, &srv, &cli, &l);
-	end = h_now_us() + 15000000u;
-	while (live_paths(c) < 2 && h_now_us() < end) {
-		soak_pump(&cli);
-		soak_pump(&srv);
-		rift_ctx_run(ctx, 1);
-	}
-	CHECK_EQ(live_paths(c), 2);
+	CHECK_EQ(pump_until_paths(ctx, &srv, &cli, c, 2, 15000), 2);
 	/* The standby's link: the one the data is not on. */
 	other = strcmp(soak_link(&cli), "link0") ? "link0" : "link1";
 	idx = (unsigned)(other[4] - '0');
@@ -1627,6 +1635,23 @@ static bool sync_wait(const char *name, int secs)
 
 	snprintf(cmd, sizeof(cmd), "lab-sync wait %s %d", name, secs);
 	return system(cmd) == 0;
+}
+
+/* NAME for this run's cm mode: both modes run in one boot. */
+static const char *sync_name(char *buf, size_t len, const char *what);
+
+/* Both guests reach WHAT: this one says so, then waits for the other
+ * (at most secs). */
+static bool sync_meet(bool server, const char *what, int secs)
+{
+	char mine[64], theirs[64], name[80];
+
+	snprintf(mine, sizeof(mine), "%s-%s", server ? "server" : "client",
+		 what);
+	snprintf(theirs, sizeof(theirs), "%s-%s",
+		 server ? "client" : "server", what);
+	sync_signal(sync_name(name, sizeof(name), mine));
+	return sync_wait(sync_name(name, sizeof(name), theirs), secs);
 }
 
 /* NAME for this run's cm mode: both modes run in one boot. */
@@ -1767,22 +1792,14 @@ TEST_TIMEOUT(soak_two_hosts, 400)
 	while (h_now_us() < end && atomic_load(&me.ready) == 1 &&
 	       atomic_load(&me.recv_seen) < peer_sent)
 		usleep(10000);
-	sync_signal(sync_name(name, sizeof(name),
-			      server ? "server-drained" : "client-drained"));
-	sync_wait(sync_name(name, sizeof(name),
-			    server ? "client-drained" : "server-drained"),
-		  90);
+	sync_meet(server, "drained", 90);
 	/* Both loops stop before either side closes: a close would look
 	 * like the end of the session to the other. */
 	atomic_store(&me.phase, 2);
 	end = h_now_us() + 30000000u;
 	while (h_now_us() < end && atomic_load(&me.ready) != 2)
 		usleep(10000);
-	sync_signal(sync_name(name, sizeof(name),
-			      server ? "server-stopped" : "client-stopped"));
-	sync_wait(sync_name(name, sizeof(name),
-			    server ? "client-stopped" : "server-stopped"),
-		  60);
+	sync_meet(server, "stopped", 60);
 	atomic_store(&peer.ready, 2);
 	atomic_store(&me.phase, 3);
 	pthread_join(t, NULL);
@@ -1844,12 +1861,7 @@ TEST_TIMEOUT(a_listener_on_a_removed_device_listens_again_once_it_is_back,
 		soak_pump(&srv);
 		rift_ctx_run(ctx, 1);
 	}
-	end = h_now_us() + 1000000u;
-	while (h_now_us() < end && !cli.disconnected) {
-		soak_pump(&cli);
-		soak_pump(&srv);
-		rift_ctx_run(ctx, 1);
-	}
+	pump_for(ctx, &srv, &cli, 1000);
 	printf("re-attached: %d; sent %llu/%llu recvd %llu/%llu bad %llu/%llu\n",
 	       cli.path_changed, (unsigned long long)cli.sent,
 	       (unsigned long long)srv.sent, (unsigned long long)srv.recvd,
