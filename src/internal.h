@@ -194,6 +194,9 @@ typedef enum rift__fault_point {
 				     a READ (and all behind it) waiting
 				     after a retransmission on a working
 				     link */
+	RIFT_FAULT_NO_UEVENTS,    /* a verbs context cannot read the kernel's
+				     uevents (a container in a user
+				     namespace gets none) */
 	RIFT_FAULT__COUNT
 } rift__fault_point;
 

@@ -1582,6 +1582,71 @@ TEST_TIMEOUT(a_port_back_brings_its_standby_back_at_once, 150)
 	}
 }
 
+/*
+ * Without the kernel's uevents (a container in a user namespace gets
+ * none), a removal is learnt through rdma_cm's DEVICE_REMOVAL on the ids
+ * bound to the device: only by the contexts that have one there.  A
+ * context holding nothing but CQs there (its warm-up: here an idle
+ * listener's) must let go as well, or the removal waits for ever; the
+ * context told tells the others.  rdma_cm only: cm=tcp paths have no id
+ * on the device, and uevents are then the only word of a removal.
+ */
+TEST_TIMEOUT(without_uevents_a_removal_told_to_one_context_reaches_the_others,
+	     150)
+{
+	static struct soak_side srv, cli, idle_side;
+	static struct bg_link b;
+	rift_config cfg;
+	rift_ctx *ctx, *idle;
+	rift_conn *c = NULL;
+	rift_listener *l = NULL, *il = NULL;
+	uint64_t end;
+	const char *link;
+
+	need_pair();
+	if (strcmp(rt_cm(), "tcp") == 0)
+		SKIP("cm=tcp paths have no rdma_cm id to learn a removal from");
+	/* The two contexts' first RDMA use each. */
+	rift__fault_arm(RIFT_FAULT_NO_UEVENTS, 1, 2);
+	soak_config(&cfg);
+	cfg.group_max_paths = 2;
+	ctx = h_ctx(&cfg);
+	c = one_ctx_session(ctx, "rdma", 81, &srv, &cli, &l);
+	idle = h_ctx(&cfg);
+	CHECK_EQ(rift_listen(idle, "rdma://0.0.0.0:0", &soak_cbs, &idle_side,
+			     soak_accept, &il),
+		 0);
+	CHECK_EQ(rift__fault_fired(RIFT_FAULT_NO_UEVENTS), 2);
+	CHECK_EQ(pump_until_paths(ctx, &srv, &cli, c, 2, 15000), 2);
+	link = soak_link(&cli);
+	bg_link_start(&b, "remove", link);
+	end = h_now_us() + 40000000u;
+	while (!atomic_load(&b.done) && h_now_us() < end) {
+		soak_pump(&cli);
+		soak_pump(&srv);
+		rift_ctx_run(ctx, 1);
+		rift_ctx_run(idle, 1);
+	}
+	if (!atomic_load(&b.done))
+		FAIL("'%s' still waits after 40 s", b.cmd);
+	pthread_join(b.t, NULL);
+	printf("'%s': exit %d in %.1f ms\n", b.cmd, b.rc, b.took_us / 1e3);
+	CHECK_EQ(b.rc, 0);
+	bg_link_start(&b, "restore", link);
+	bg_link_wait(&b, ctx, &srv, &cli);
+	CHECK_EQ(b.rc, 0);
+	pump_for(ctx, &srv, &cli, 1000);
+	if (cli.disconnected)
+		FAIL("session died: %s", cli.death);
+	CHECK_EQ(cli.bad + srv.bad, 0);
+	h_teardown(idle, il, NULL, 0);
+	{
+		rift_conn *conns[2] = { c, srv.conn };
+
+		h_teardown(ctx, l, conns, 2);
+	}
+}
+
 /* ---- two-hosts: the soak's two sides on two guests ---- */
 
 /* A number the other guest wrote into the sync dir as NAME (after

@@ -37,6 +37,45 @@ static pthread_mutex_t cqreg_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct shared_cq **cqreg;
 static size_t cqreg_n, cqreg_cap;
 
+/*
+ * The contexts with a note_fd, process-wide: a device removed is told to
+ * each (rift__rdma_notes_wake), which looks at its devices (note_cb).
+ */
+static pthread_mutex_t notes_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct rift__rdma_ctx *notes[64];
+static size_t notes_n;
+
+static void notes_add(struct rift__rdma_ctx *r)
+{
+	pthread_mutex_lock(&notes_mu);
+	if (notes_n < sizeof(notes) / sizeof(notes[0]))
+		notes[notes_n++] = r;
+	pthread_mutex_unlock(&notes_mu);
+}
+
+static void notes_del(struct rift__rdma_ctx *r)
+{
+	pthread_mutex_lock(&notes_mu);
+	for (size_t i = 0; i < notes_n; i++)
+		if (notes[i] == r) {
+			notes[i] = notes[--notes_n];
+			break;
+		}
+	pthread_mutex_unlock(&notes_mu);
+}
+
+void rift__rdma_notes_wake(void)
+{
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&notes_mu);
+	for (size_t i = 0; i < notes_n; i++)
+		if (write(notes[i]->note_fd, &one, sizeof(one)) < 0)
+			RIFT_PLOG(RIFT_LOG_DEBUG, "device note: write: %s",
+				  strerror(errno));
+	pthread_mutex_unlock(&notes_mu);
+}
+
 static bool cqreg_add(struct shared_cq *s)
 {
 	bool ok = true;
@@ -124,6 +163,14 @@ static void note_cb(rift__io *io, uint32_t revents)
 			rift__rdma_cq_fail(s, "completion queue overflow "
 					      "(IBV_EVENT_CQ_ERR)");
 	}
+	/* A device another context saw removed (rdma_gone.c). */
+	for (int i = 0; i < r->n_cqdev; i++)
+		if (!r->cqdev[i]->gone &&
+		    rift__rdma_dev_is_gone(r->cqdev[i]->verbs)) {
+			rift__rdma_device_gone(r, r->cqdev[i]->verbs->device,
+					       "another context was told");
+			i = -1; /* the array may have changed */
+		}
 }
 
 /*
@@ -225,6 +272,8 @@ static struct cq_dev *cq_dev_get(struct rift__rdma_ctx *r,
 			close(r->note_fd);
 			r->note_fd = -1;
 		}
+		if (r->note_fd >= 0)
+			notes_add(r);
 	}
 	if (r->note_fd >= 0 && !rift__vb_async_setup(verbs, verr) &&
 	    !rift__io_start(ctx, &d->async_io, verbs->async_fd, EPOLLIN,
@@ -387,6 +436,7 @@ void rift__rdma_cq_devs_free(struct rift__rdma_ctx *r)
 	while (r->n_cqdev)
 		rift__rdma_cq_dev_free(r, r->cqdev[r->n_cqdev - 1]);
 	if (r->note_fd >= 0) {
+		notes_del(r);
 		rift__io_stop(r->ctx, &r->note_io);
 		close(r->note_fd);
 		r->note_fd = -1;

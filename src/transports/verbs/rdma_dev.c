@@ -191,7 +191,7 @@ void rift__rdma_dev_unref(struct rift__pool *pool, struct ibv_context *verbs)
 
 void rift__rdma_dev_mark_gone(struct rift__pool *pool, struct ibv_device *dev)
 {
-	bool released = false;
+	bool released = false, told = false;
 
 	pthread_mutex_lock(&rift__rdma_dev_mu);
 	for (int i = 0; i < rift__rdma_n_devs; i++) {
@@ -200,6 +200,7 @@ void rift__rdma_dev_mark_gone(struct rift__pool *pool, struct ibv_device *dev)
 		if (!e->verbs || e->verbs->device != dev || e->gone)
 			continue;
 		e->gone = true;
+		told = true;
 		if (e->refs == 0) {
 			dev_release(pool, e);
 			released = true;
@@ -208,6 +209,9 @@ void rift__rdma_dev_mark_gone(struct rift__pool *pool, struct ibv_device *dev)
 	pthread_mutex_unlock(&rift__rdma_dev_mu);
 	if (released)
 		cm_devices_sync();
+	/* Contexts that were not told (no uevents, no id there) look. */
+	if (told)
+		rift__rdma_notes_wake();
 }
 
 bool rift__rdma_dev_is_gone(struct ibv_context *verbs)

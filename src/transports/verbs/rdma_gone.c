@@ -19,7 +19,10 @@
  * in rdma_cm mode), and the kernel's uevent for the device's verbs file
  * (every context, both cm modes: a context with only CQs or a cm=tcp
  * path there has no id to be told on).  The uevent comes first: the
- * verbs file's node is removed before the kernel waits.
+ * verbs file's node is removed before the kernel waits.  Where uevents
+ * do not come (a container in a user namespace), a context told by
+ * rdma_cm tells every other of the process (its note_fd, rdma_cq.c), so
+ * one holding only CQs there lets go too.
  */
 #include <errno.h>
 #include <string.h>
@@ -224,14 +227,21 @@ void rift__rdma_gone_start(struct rift__rdma_ctx *r)
 
 	rift__timer_init(r->ctx, &r->gone_timer, settle_cb, r);
 	r->gone_timer_on = true;
+	if (rift__fault_hit(RIFT_FAULT_NO_UEVENTS)) {
+		errno = EPERM;
+		goto none;
+	}
 	r->uev_fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
 			   NETLINK_KOBJECT_UEVENT);
 	if (r->uev_fd >= 0 &&
 	    !bind(r->uev_fd, (struct sockaddr *)&sa, sizeof(sa)) &&
 	    !rift__io_start(r->ctx, &r->uev_io, r->uev_fd, EPOLLIN, uev_cb))
 		return;
-	/* Then only rdma_cm tells, and only of devices a path's id is on. */
-	RIFT_DEBUG(r->ctx, "device removals not watched (uevents: %s)",
+none:
+	/* Then rdma_cm tells, on the ids bound to the device, and a context
+	 * that learns it tells the others (rift__rdma_dev_mark_gone). */
+	RIFT_DEBUG(r->ctx, "device removals seen through rdma_cm only "
+			   "(uevents: %s)",
 		   strerror(errno));
 	if (r->uev_fd >= 0)
 		close(r->uev_fd);

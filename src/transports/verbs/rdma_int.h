@@ -603,6 +603,8 @@ void rift__rdma_relisten(struct rdma_listener *rl);
 void rift__rdma_gone_settle_later(struct rift__rdma_ctx *r);
 /* ---- rdma_cq.c, for rdma_gone.c ---- */
 bool rift__rdma_cq_dev_unused(struct rift__rdma_ctx *r, struct cq_dev *d);
+/* Every context looks at its devices again: one was removed. */
+void rift__rdma_notes_wake(void);
 void rift__rdma_cq_dev_free(struct rift__rdma_ctx *r, struct cq_dev *d);
 /* ---- rdma_qp.c, for rdma_gone.c: a listener's prepared QPs on verbs go */
 void rift__rdma_pool_drop(struct rdma_listener *rl, struct ibv_context *verbs);
