@@ -163,14 +163,13 @@ static void note_cb(rift__io *io, uint32_t revents)
 			rift__rdma_cq_fail(s, "completion queue overflow "
 					      "(IBV_EVENT_CQ_ERR)");
 	}
-	/* A device another context saw removed (rdma_gone.c). */
+	/* A device another context saw removed (rdma_gone.c: it marks
+	 * the device and lets go later, from a timer). */
 	for (int i = 0; i < r->n_cqdev; i++)
 		if (!r->cqdev[i]->gone &&
-		    rift__rdma_dev_is_gone(r->cqdev[i]->verbs)) {
+		    rift__rdma_dev_is_gone(r->cqdev[i]->verbs))
 			rift__rdma_device_gone(r, r->cqdev[i]->verbs->device,
 					       "another context was told");
-			i = -1; /* the array may have changed */
-		}
 }
 
 /*
@@ -396,10 +395,13 @@ void rift__rdma_cq_release(struct rift__rdma_ctx *r, struct shared_cq *s,
 /* Does nothing of the context hold a CQ of d any more? */
 bool rift__rdma_cq_dev_unused(struct rift__rdma_ctx *r, struct cq_dev *d)
 {
-	for (struct rift__list *it = r->cqs.next; it != &r->cqs; it = it->next)
-		if (rift__list_entry(it, struct shared_cq, node)->dev == d &&
-		    rift__list_entry(it, struct shared_cq, node)->holders)
+	for (struct rift__list *it = r->cqs.next; it != &r->cqs; it = it->next) {
+		const struct shared_cq *s = rift__list_entry(it, struct shared_cq,
+							     node);
+
+		if (s->dev == d && s->holders)
 			return false;
+	}
 	return true;
 }
 

@@ -32,6 +32,16 @@ int rift__rdma_n_devs;
 
 #define RD_ATOM_MAX 16 /* outstanding RDMA READs per QP, each way */
 
+/* The entry of librdmacm's context verbs (one at most), or NULL; dev_mu
+ * held. */
+static struct rdma_dev *dev_of(struct ibv_context *verbs)
+{
+	for (int i = 0; i < rift__rdma_n_devs; i++)
+		if (rift__rdma_devs[i].verbs == verbs)
+			return &rift__rdma_devs[i];
+	return NULL;
+}
+
 /* The device's PD and pool slot (made on first use); 0 or RIFT_E*. */
 int rift__rdma_dev_pd(struct rift__pool *pool, struct ibv_context *verbs,
 		      int *idx, char *err, size_t errlen)
@@ -162,27 +172,25 @@ static void cm_devices_sync(void)
 
 void rift__rdma_dev_ref(struct ibv_context *verbs)
 {
+	struct rdma_dev *e;
+
 	pthread_mutex_lock(&rift__rdma_dev_mu);
-	for (int i = 0; i < rift__rdma_n_devs; i++)
-		if (rift__rdma_devs[i].verbs == verbs)
-			rift__rdma_devs[i].refs++;
+	e = dev_of(verbs);
+	if (e)
+		e->refs++;
 	pthread_mutex_unlock(&rift__rdma_dev_mu);
 }
 
 void rift__rdma_dev_unref(struct rift__pool *pool, struct ibv_context *verbs)
 {
 	bool released = false;
+	struct rdma_dev *e;
 
 	pthread_mutex_lock(&rift__rdma_dev_mu);
-	for (int i = 0; i < rift__rdma_n_devs; i++) {
-		struct rdma_dev *e = &rift__rdma_devs[i];
-
-		if (e->verbs != verbs || e->refs <= 0)
-			continue;
-		if (--e->refs == 0 && e->gone) {
-			dev_release(pool, e);
-			released = true;
-		}
+	e = dev_of(verbs);
+	if (e && e->refs > 0 && --e->refs == 0 && e->gone) {
+		dev_release(pool, e);
+		released = true;
 	}
 	pthread_mutex_unlock(&rift__rdma_dev_mu);
 	if (released)
@@ -216,12 +224,12 @@ void rift__rdma_dev_mark_gone(struct rift__pool *pool, struct ibv_device *dev)
 
 bool rift__rdma_dev_is_gone(struct ibv_context *verbs)
 {
-	bool gone = false;
+	struct rdma_dev *e;
+	bool gone;
 
 	pthread_mutex_lock(&rift__rdma_dev_mu);
-	for (int i = 0; i < rift__rdma_n_devs; i++)
-		if (rift__rdma_devs[i].verbs == verbs)
-			gone = rift__rdma_devs[i].gone;
+	e = dev_of(verbs);
+	gone = e && e->gone;
 	pthread_mutex_unlock(&rift__rdma_dev_mu);
 	return gone;
 }
@@ -230,6 +238,7 @@ bool rift__rdma_dev_is_gone(struct ibv_context *verbs)
 void rift__rdma_dev_atoms(struct ibv_context *verbs, uint8_t *rd, uint8_t *init,
 			  uint32_t *max_msg, bool *mw)
 {
+	struct rdma_dev *e;
 	uint32_t dummy;
 	bool dummy_mw;
 
@@ -241,13 +250,13 @@ void rift__rdma_dev_atoms(struct ibv_context *verbs, uint8_t *rd, uint8_t *init,
 	*max_msg = 0;
 	*mw = false;
 	pthread_mutex_lock(&rift__rdma_dev_mu);
-	for (int i = 0; i < rift__rdma_n_devs; i++)
-		if (rift__rdma_devs[i].verbs == verbs) {
-			*rd = rift__rdma_devs[i].rd_atom;
-			*init = rift__rdma_devs[i].init_atom;
-			*max_msg = rift__rdma_devs[i].max_msg;
-			*mw = rift__rdma_devs[i].pdev.mw;
-		}
+	e = dev_of(verbs);
+	if (e) {
+		*rd = e->rd_atom;
+		*init = e->init_atom;
+		*max_msg = e->max_msg;
+		*mw = e->pdev.mw;
+	}
 	pthread_mutex_unlock(&rift__rdma_dev_mu);
 }
 
