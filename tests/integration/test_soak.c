@@ -1420,6 +1420,17 @@ static void bg_link_wait(struct bg_link *b, rift_ctx *ctx,
 	printf("'%s': exit %d in %.1f ms\n", b->cmd, b->rc, b->took_us / 1e3);
 }
 
+/* lab-link what link on its thread, both sides pumped meanwhile; the
+ * test fails unless it succeeds. */
+static void bg_link_run(struct bg_link *b, const char *what, const char *link,
+			rift_ctx *ctx, struct soak_side *srv,
+			struct soak_side *cli)
+{
+	bg_link_start(b, what, link);
+	bg_link_wait(b, ctx, srv, cli);
+	CHECK_EQ(b->rc, 0);
+}
+
 /* Paths of c that are active or standing by. */
 static int live_paths(rift_conn *c)
 {
@@ -1490,18 +1501,14 @@ TEST_TIMEOUT(a_removed_device_is_let_go_and_its_session_moves, 150)
 	c = one_ctx_session(ctx, "rdma", 41, &srv, &cli, &l);
 	CHECK_EQ(pump_until_paths(ctx, &srv, &cli, c, 2, 15000), 2);
 	link = soak_link(&cli);
-	bg_link_start(&b, "remove", link);
-	bg_link_wait(&b, ctx, &srv, &cli);
-	CHECK_EQ(b.rc, 0);
+	bg_link_run(&b, "remove", link, ctx, &srv, &cli);
 	/* The session goes on over the other link. */
 	recvd = cli.recvd + srv.recvd;
 	pump_for(ctx, &srv, &cli, 2000);
 	printf("with %s removed: %llu messages more; paths %d\n", link,
 	       (unsigned long long)(cli.recvd + srv.recvd - recvd),
 	       live_paths(c));
-	bg_link_start(&b, "restore", link);
-	bg_link_wait(&b, ctx, &srv, &cli);
-	CHECK_EQ(b.rc, 0);
+	bg_link_run(&b, "restore", link, ctx, &srv, &cli);
 	pump_until_paths(ctx, &srv, &cli, c, 2, 20000);
 	printf("restored: paths %d; sent %llu/%llu recvd %llu/%llu bad "
 	       "%llu/%llu\n",
@@ -1632,9 +1639,7 @@ TEST_TIMEOUT(without_uevents_a_removal_told_to_one_context_reaches_the_others,
 	pthread_join(b.t, NULL);
 	printf("'%s': exit %d in %.1f ms\n", b.cmd, b.rc, b.took_us / 1e3);
 	CHECK_EQ(b.rc, 0);
-	bg_link_start(&b, "restore", link);
-	bg_link_wait(&b, ctx, &srv, &cli);
-	CHECK_EQ(b.rc, 0);
+	bg_link_run(&b, "restore", link, ctx, &srv, &cli);
 	pump_for(ctx, &srv, &cli, 1000);
 	if (cli.disconnected)
 		FAIL("session died: %s", cli.death);
@@ -1914,12 +1919,8 @@ TEST_TIMEOUT(a_listener_on_a_removed_device_listens_again_once_it_is_back,
 	while (!(cli.connected && srv.conn) && h_now_us() < end)
 		rift_ctx_run(ctx, 5);
 	CHECK(cli.connected && srv.conn);
-	bg_link_start(&b, "--side server remove", "link1");
-	bg_link_wait(&b, ctx, &srv, &cli);
-	CHECK_EQ(b.rc, 0);
-	bg_link_start(&b, "--side server restore", "link1");
-	bg_link_wait(&b, ctx, &srv, &cli);
-	CHECK_EQ(b.rc, 0);
+	bg_link_run(&b, "--side server remove", "link1", ctx, &srv, &cli);
+	bg_link_run(&b, "--side server restore", "link1", ctx, &srv, &cli);
 	end = h_now_us() + 25000000u;
 	while (!cli.path_changed && !cli.disconnected && h_now_us() < end) {
 		soak_pump(&cli);
