@@ -252,7 +252,8 @@ CM_TCP_TESTS := path_cut echo_ single_64mib zero_byte close_tells \
 PAIR_TESTS := link_cut port_down loop_never connect_over tcp_path_break \
   failover_finds configured_device_chooses standby_path standby_that one_path_with \
   local_address_picks local_device_picks conn_paths failback a_failback a_standby_begun a_resumed a_ping a_server_whose silent_loss auto_returns a_flapping \
-  active_active_carries soak_healthy a_removed_device a_listener_on a_port_back without_uevents
+  active_active_carries soak_healthy a_removed_device a_listener_on a_port_back without_uevents \
+  a_lossy_link
 test-lab: $(BUILD)/tst/rift-tests
 	tests/lab/lab setup
 	tests/lab/lab smoke

@@ -541,6 +541,10 @@ struct rift__path {
 	uint64_t tx_msgs, tx_bytes, rx_msgs, rx_bytes;
 	uint64_t last_rx_us;    /* last byte received */
 	uint64_t last_tx_us;    /* last byte sent */
+	/* When the peer last acknowledged a message this path carried (loop
+	 * time): progress a transport's completions may not show yet (a
+	 * transport's tx_stalled_us). */
+	uint64_t peer_acked_us;
 	/* The last DATA frame encoded for this path (sender: wire order is
 	 * cursor order) and the last one received on it: seq and the ack it
 	 * carried.  A transport may leave both out of a frame that follows

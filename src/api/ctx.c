@@ -52,15 +52,22 @@ void rift__config_init(rift_config *cfg, size_t size)
 		.gid_index = -1,
 		.cm = RIFT_CM_RDMACM,
 		.fallback = 1,
-		.rdma_retry_count = 3,
-		/* 17 (0.54 s): rdma_cm's RoCE packet lifetime (16) plus
-		 * one; UCX waits 1 s, NCCL 4 s.  Every ack
-		 * timeout that fires on a healthy link is a retransmission,
-		 * and rxe's retransmission can wedge a READ; on a loaded
-		 * host a response can lag 60 ms (issue 12: 12 -> 103
-		 * retries a minute, 13 -> 13, 14 -> 1, about 8x fewer per
-		 * step).  A dead link still shows in 4 x 0.54 s. */
-		.rdma_ack_timeout = 17,
+		/* 6 with 15 below: a dead link fails its QP after 7 x 0.13 s
+		 * (0.94 s). */
+		.rdma_retry_count = 6,
+		/* 15 (0.13 s); UCX waits 1 s, NCCL 4 s.  Every ack timeout
+		 * that fires on a healthy link is a retransmission, and
+		 * rxe's retransmission can wedge a READ; on a loaded host a
+		 * response can lag 60 ms (issue 12, a 60 s busy soak: 12 ->
+		 * 103 retries, 13 -> 13, 14 -> 1, 15 and 16 -> none).  On a
+		 * lossy link each lost retransmission costs one more ack
+		 * timeout (rxe NAKs a gap once), and the stall check allows
+		 * three of them within its bound (rdma_tx_stalled_us: 4 x
+		 * 0.13 s + 0.1 s without progress), so a link that loses
+		 * 2 % of its packets keeps its path, while a silent one is
+		 * left within a second.  17 (0.54 s), the default before,
+		 * allowed none in 0.64 s. */
+		.rdma_ack_timeout = 15,
 		.sq_depth = 256,
 		.rq_depth = 256,
 		.max_send_sge = 2,

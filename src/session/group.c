@@ -608,8 +608,8 @@ void rift__group_failback_timer(rift_timer *t, void *user)
  * joined standby still answers: the link under the data path drops what
  * it is given (loss, no port event), or the transport's queue stopped
  * (rxe 6.1 can leave a READ, and every request behind it, waiting after
- * a retransmission), and waiting out the transport's retries (2.1 s over
- * verbs by default) or a READ's bound (3.1 s) holds the session still.
+ * a retransmission), and waiting out the transport's retries (1 s over
+ * verbs by default) or a READ's bound (2 s) holds the session still.
  * Two keepalive ticks in a row (100 ms apart:
  * rift__path_keepalive_retick), so completions the loop had not taken
  * yet, in a busy guest, do not count; then the data path fails.  A

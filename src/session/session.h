@@ -845,6 +845,7 @@ static RIFT_HOT_INLINE void rift__conn_ack_release(rift_conn *conn,
 						  uint64_t ack)
 {
 	struct rift__omsg *confirmed = NULL, **conf_tail = &confirmed;
+	bool data_path = false;
 
 	while (conn->head && conn->head->seq <= ack) {
 		struct rift__omsg *m = conn->head;
@@ -853,6 +854,8 @@ static RIFT_HOT_INLINE void rift__conn_ack_release(rift_conn *conn,
 			break;
 		if (__builtin_expect(m->slot != 0, 0))
 			rift__spread_acked(conn, m);
+		else
+			data_path = true;
 		conn->head = m->next;
 		if (conn->cursor == m)
 			conn->cursor = m->next;
@@ -873,6 +876,8 @@ static RIFT_HOT_INLINE void rift__conn_ack_release(rift_conn *conn,
 	if (!conn->head)
 		conn->tail = NULL;
 	conn->acked_seq = ack;
+	if (data_path && conn->path)
+		conn->path->peer_acked_us = conn->ctx->now_us;
 	if (__builtin_expect(confirmed != NULL, 0))
 		rift__conn_confirm(conn, confirmed);
 	/* Room for the carriers again (their shares of the window). */

@@ -251,6 +251,8 @@ void rift__spread_acked(rift_conn *conn, const struct rift__omsg *m)
 	conn->inflight[s] -= m->len < conn->inflight[s] ? m->len
 							 : conn->inflight[s];
 	conn->acked_by[s] += m->len;
+	if (conn->carrier[s])
+		conn->carrier[s]->peer_acked_us = conn->ctx->now_us;
 }
 
 void rift__spread_release(rift_conn *conn)

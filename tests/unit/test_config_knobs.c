@@ -286,7 +286,7 @@ static const struct effect {
 	  "cfg->gid_index" },
 	{ "rdma", "cm", "\"tcp\"", RIFT_CM_TCP, 0,
 	  "src/transports/verbs/rdma.c", "cfg->cm" },
-	{ "rdma", "retry_count", "6", 6, 0, "src/transports/verbs/rdma_boot.c",
+	{ "rdma", "retry_count", "5", 5, 0, "src/transports/verbs/rdma_boot.c",
 	  "cfg->rdma_retry_count" },
 	{ "rdma", "ack_timeout", "18", 18, 0,
 	  "src/transports/verbs/rdma_boot.c", "cfg->rdma_ack_timeout" },

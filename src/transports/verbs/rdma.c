@@ -467,22 +467,40 @@ static void rdma_describe(const rift__path *p, char *buf, size_t len)
 }
 
 /*
- * A signaled work request with no completion for longer than the QP's
- * ack timeout (and 100 ms of slack for the loop): the peer's adapter has
- * not answered even after one retransmission.  A single lost packet
- * costs one ack timeout and recovers; a link that drops everything (no
- * port event: loss, a switch, the peer's NIC) shows here long before the
- * retry budget runs out (retry_count + 1 ack timeouts, 2.1 s by default).
- * Only signaled requests tell: the sends after the last one (an ack, a
- * ping: all a receiving side sends) are not tracked.  So while nothing
- * signaled is out, such a tail gets a signaled zero-length WRITE behind
- * it (no receive credit; the peer's adapter answers it), whose wait the
- * next stall tick (100 ms) measures as any send's.
+ * No progress for four of the QP's ack timeouts (and 100 ms of slack for
+ * the loop) while a signaled work request is out: no completion, no
+ * message of this path acknowledged by the peer's session, and no
+ * message's bytes (or a READ) posted meanwhile.  The peer's adapter has
+ * not answered even after three retransmissions.  A link that drops
+ * everything (no port event: loss, a switch, the peer's NIC) shows here
+ * before the QP's retry budget runs out (retry_count + 1 ack timeouts):
+ * posts stop once credits or send slots run out, and only completions
+ * give those back.
+ * A link that loses a few per cent of its packets but works must not:
+ *  - the transport retransmits an ack timeout after its last
+ *    transmission, so a request lost at the end of a burst completes an
+ *    ack timeout after the last post, one more for each lost
+ *    retransmission (rxe NAKs a gap once, so every retransmission lost
+ *    waits for the timer too);
+ *  - rxe goes back to the oldest unacknowledged packet on each loss, and
+ *    with a queue of unsignaled sends (one in sq_depth / 4 asks for a
+ *    completion) the next completion can be 0.7 s away while the peer
+ *    gets message after message: its session's acks show that.
+ * Counting from the last completion alone failed such a link over every
+ * few seconds at 2 % loss (the two-hosts lab's at 4 %: every second),
+ * replaying the window each time.  Control frames (acks, pings) do not
+ * count as posts: a PING a quiet side sends would put the detection off
+ * by its 200 ms.  Only signaled requests tell: the sends after the last
+ * one (an ack, a ping: all a receiving side sends) are not tracked.  So
+ * while nothing signaled is out, such a tail gets a signaled zero-length
+ * WRITE behind it (no receive credit; the peer's adapter answers it),
+ * whose wait the next stall tick (100 ms) measures as any send's.
  */
 static uint64_t rdma_tx_stalled_us(rift__path *p)
 {
 	struct rdma_path *rp = rp_of(p);
-	uint64_t bound_us = ack_timeout_us(p->cfg) + 100000u, waited;
+	uint64_t bound_us = 4u * ack_timeout_us(p->cfg) + 100000u;
+	uint64_t now = p->ctx->now_us, since;
 	rift__vb_err err;
 	int rc;
 
@@ -494,10 +512,11 @@ static uint64_t rdma_tx_stalled_us(rift__path *p)
 			rift__path_failed(p, rc, "%s", err);
 		return 0;
 	}
-	if (!rp->sig_out)
+	if (!rp->sig_out || now - rp->tx_posted_us < bound_us)
 		return 0;
-	waited = p->ctx->now_us - rp->tx_progress_us;
-	return waited >= bound_us ? waited : 0;
+	since = rp->tx_progress_us > p->peer_acked_us ? rp->tx_progress_us
+						      : p->peer_acked_us;
+	return now - since >= bound_us ? now - since : 0;
 }
 
 static void rdma_cut(rift__path *p)

@@ -318,9 +318,12 @@ struct rdma_path {
 	uint32_t unsignaled;   /* slots posted since the last signaled one */
 	/* Signaled work requests (SENDs, READs, zero WRITEs) not completed,
 	 * and when the last one completed or the first was posted (loop
-	 * time): rdma_tx_stalled_us in rdma.c. */
+	 * time); when a message's bytes, a READ or a zero WRITE were last
+	 * posted (the transport's retransmission timer restarts there):
+	 * rdma_tx_stalled_us in rdma.c. */
 	uint32_t sig_out;
 	uint64_t tx_progress_us;
+	uint64_t tx_posted_us;
 	bool sq_stuck;         /* test builds: RIFT_FAULT_SQ_STUCK fired */
 	struct send_slot *slots;
 	/* post_one's work request, filled once: each SEND sets only what
@@ -388,6 +391,13 @@ static inline void sig_posted(struct rdma_path *rp)
 {
 	if (!rp->sig_out++)
 		rp->tx_progress_us = rp->base.ctx->now_us;
+}
+
+/* A message's bytes (or a READ, or a zero WRITE) go out now: the peer's
+ * adapter owes an answer ack timeouts from here (rdma_tx_stalled_us). */
+static inline void data_posted(struct rdma_path *rp)
+{
+	rp->tx_posted_us = rp->base.ctx->now_us;
 }
 
 /* (i + k) % n for i < n and k <= n, without a division. */

@@ -370,6 +370,7 @@ static int rndv_post_reads(struct rdma_path *rp)
 			if (!rp->rd_inflight)
 				rp->rd_progress_us = rp->base.ctx->now_us;
 			sig_posted(rp);
+			data_posted(rp);
 			rp->rd_inflight++;
 			op->posted += chunk;
 			if (last)

@@ -111,6 +111,7 @@ static size_t fill(struct rdma_path *rp, uint8_t *buf, size_t cap)
 		}
 		rp->cur_off += n;
 		used += n;
+		data_posted(rp);
 		if (rp->cur_off == RIFT_HDR_SIZE + rp->cur->len) {
 			rift__sess_written(p, rp->cur);
 			rp->cur = NULL;
@@ -410,6 +411,7 @@ static RIFT_HOT_INLINE bool post_one(struct rdma_path *rp, bool late)
 	wr->wr_id = WR_TAG(rp) | slot;
 	wr->send_flags = IBV_SEND_INLINE;
 	send_taken(rp, wr, slot, bare ? bare_imm : 0);
+	data_posted(rp);
 	rift__sess_written(p, m);
 	rc = rift__vb_post_send(rctx_of(p->ctx)->dp_calls, rp->qp, wr, err);
 	if (rc) {
@@ -589,6 +591,7 @@ static RIFT_HOT_INLINE void post_sends(struct rdma_path *rp)
 			    wr)) {
 			wr->wr_id = WR_TAG(rp) | slot;
 			slot_taken(rp, wr, slot);
+			data_posted(rp);
 			if (last)
 				last->next = wr;
 			else
@@ -616,6 +619,7 @@ static RIFT_HOT_INLINE void post_sends(struct rdma_path *rp)
 			wr->num_sge = nsge;
 			if (!inl)
 				rp->zc_sends++;
+			data_posted(rp);
 		} else {
 			if (data)
 				len = (uint32_t)fill(rp, slot_buf(rp, slot), cap);
