@@ -261,10 +261,11 @@ test-lab: $(BUILD)/tst/rift-tests
 	  sh -c 'build/tst/rift-tests --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 && \
 	    build/tst/rift-tests --transport rdma --cm tcp --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 $(CM_TCP_TESTS)'
 	tests/lab/lab run --topo pair --timeout 2700 -- \
-	  sh -c 'build/tst/rift-tests --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 $(PAIR_TESTS) && \
+	  sh -c 'export RIFT_SOAK_SECONDS=30 RIFT_SOAK_MESSAGES=50000; \
+	    build/tst/rift-tests --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 $(PAIR_TESTS) && \
 	    build/tst/rift-tests --transport rdma --cm tcp --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 $(PAIR_TESTS) && \
-	    RIFT_SOAK_SECONDS=50 build/tst/rift-tests -v --transport rdma --cm tcp --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 soak_link_faults soak_aimed soak_active_active && \
-	    RIFT_SOAK_SECONDS=50 build/tst/rift-tests -v --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 soak_link_faults soak_aimed soak_active_active'
+	    RIFT_SOAK_SECONDS=50 RIFT_SOAK_MESSAGES=100000 build/tst/rift-tests -v --transport rdma --cm tcp --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 soak_link_faults soak_aimed soak_active_active && \
+	    RIFT_SOAK_SECONDS=50 RIFT_SOAK_MESSAGES=100000 build/tst/rift-tests -v --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 soak_link_faults soak_aimed soak_active_active'
 	tests/lab/lab run --topo pair --timeout 600 -- \
 	  sh -c 'build/tst/rift-tests --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 silent_rdma_cm'
 	tests/lab/lab run --topo two-hosts --timeout 900 -- \

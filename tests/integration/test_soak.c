@@ -2,9 +2,9 @@
  * The acceptance workload (issue 12), in the lab's pair topology: a client
  * whose URL names the server's address on both links, each side in its own
  * thread with its own context (as two processes would be), both sending
- * messages of mixed sizes (0 B .. 256 KiB, about one in ten from the
- * rendezvous threshold up) as fast as the window allows, every message
- * checked for length, content and order.  Default configuration but the
+ * messages of mixed sizes (0 B .. 256 KiB, one in 25 from the rendezvous
+ * threshold up) as fast as the window allows, every message checked for
+ * length, content and order.  Default configuration but the
  * polling mode.
  *
  *  - soak_healthy_links_*: no fault at all; no path may go down and no
@@ -14,8 +14,10 @@
  *    live, every message arrive once and in order.  Stalls per fault are
  *    printed.
  *
- * RIFT_SOAK_SECONDS (default 60) sets how long traffic runs; RIFT_SOAK_SEED
- * replays a run (the seed is printed at the start).  Skips outside the
+ * RIFT_SOAK_SECONDS (default 60) and RIFT_SOAK_MESSAGES (default 100 000
+ * each way) set how long traffic runs at least (at most three times the
+ * seconds); RIFT_SOAK_SEED replays a run (the seed is printed at the
+ * start).  Skips outside the
  * pair topology.
  */
 #include <dirent.h>
@@ -34,6 +36,7 @@
 
 #define SOAK_MAX (256u << 10)
 #define SOAK_RNDV (64u << 10)
+#define SOAK_MID (4u << 10)
 #define SOAK_STALL_US 1000000u
 #define SOAK_DOWNS 8 /* PATH_DOWN reasons kept */
 #define SOAK_SETTLED_US 1000000u
@@ -79,20 +82,23 @@ static uint64_t mix64(uint64_t x)
 	return x ^ (x >> 31);
 }
 
-/* Size of message i of a stream: 1 in 10 from the rendezvous threshold
- * to 256 KiB, 1 in 20 empty, the rest up to 16 KiB. */
+/* Size of message i of a stream: 1 in 25 from the rendezvous threshold
+ * to 256 KiB, 1 in 25 from 4 KiB to the threshold, 1 in 25 empty, the
+ * rest up to 4 KiB: each way 100 000 messages in a soak of 50 s in the
+ * lab (issue 16), some 4 000 of them by rendezvous. */
 static size_t soak_size(uint64_t seed, uint64_t i)
 {
 	uint64_t r = mix64(seed ^ (i * 0x100000001b3ull));
 
-	switch (r % 20) {
+	switch (r % 25) {
 	case 0:
-	case 1:
 		return SOAK_RNDV + (size_t)((r >> 8) % (SOAK_MAX - SOAK_RNDV + 1));
+	case 1:
+		return SOAK_MID + (size_t)((r >> 8) % (SOAK_RNDV - SOAK_MID));
 	case 2:
 		return 0;
 	default:
-		return 1 + (size_t)((r >> 8) % (16u << 10));
+		return 1 + (size_t)((r >> 8) % SOAK_MID);
 	}
 }
 
@@ -194,6 +200,7 @@ struct soak_side {
 	atomic_int ready;              /* connected (client) / accepted */
 	atomic_int done;               /* thread finished its teardown */
 	atomic_uint_fast64_t recv_seen; /* recvd, for the main thread */
+	atomic_uint_fast64_t sent_n;    /* sent, for the main thread */
 	char fail[512];
 	const char *url_fmt;           /* client */
 	const char *a0, *a1;
@@ -493,6 +500,7 @@ static void soak_pump(struct soak_side *s)
 			return;
 		}
 		s->sent++;
+		atomic_store(&s->sent_n, s->sent);
 	}
 }
 
@@ -908,11 +916,12 @@ static void soak(rift_polling polling, enum soak_faults faults)
 {
 	const char *secs_env = getenv("RIFT_SOAK_SECONDS");
 	const char *seed_env = getenv("RIFT_SOAK_SEED");
+	const char *msgs_env = getenv("RIFT_SOAK_MESSAGES");
 	static struct soak_side srv, cli;
 	pthread_t ts, tc;
 	static struct soak_fault flog[512];
 	static struct soak_bench_fault bf[SOAK_BENCH_MAX];
-	uint64_t seed, secs, start, end, nfaults = 0;
+	uint64_t seed, secs, msgs, start, end, cap, nfaults = 0;
 	rift_config cfg;
 	char cmd[128];
 
@@ -926,8 +935,10 @@ static void soak(rift_polling polling, enum soak_faults faults)
 	seed = seed_env ? strtoull(seed_env, NULL, 0)
 			: (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20);
 	secs = secs_env ? strtoull(secs_env, NULL, 0) : 60;
+	msgs = msgs_env ? strtoull(msgs_env, NULL, 0) : 100000;
 	printf("soak: %s polling, %s, cm %s, %" PRIu64
-	       " s, seed %" PRIu64 " (RIFT_SOAK_SEED=%" PRIu64 " replays)\n",
+	       " s and %" PRIu64 " messages each way at least, seed %" PRIu64
+	       " (RIFT_SOAK_SEED=%" PRIu64 " replays)\n",
 	       polling == RIFT_POLL_BUSY ? "busy" : "event",
 	       faults == SOAK_BENCH    ? "failover benchmark: faults aimed "
 					 "at the path's link, loss too"
@@ -935,7 +946,7 @@ static void soak(rift_polling polling, enum soak_faults faults)
 	       : faults == SOAK_RANDOM ? "random single-link faults"
 				       : "healthy links",
 	       rt_cm(),
-	       secs, seed, seed);
+	       secs, msgs, seed, seed);
 	srand((unsigned)seed);
 	soak_config(&cfg);
 	cfg.polling = polling;
@@ -965,22 +976,33 @@ static void soak(rift_polling polling, enum soak_faults faults)
 		usleep(10000);
 	start = h_now_us();
 	atomic_store(&soak_start_us, start);
+	/* Faults until secs less the last 4 s have gone and each side has
+	 * sent msgs messages (issue 16: 100 000 each way), at most three
+	 * times secs; then 4 s of traffic without one, to settle. */
 	end = start + secs * 1000000u;
-	while (h_now_us() < end && atomic_load(&srv.ready) == 1 &&
-	       atomic_load(&cli.ready) == 1) {
-		uint64_t left = (end - h_now_us()) / 1000u;
+	cap = start + 3 * secs * 1000000u;
+	while (atomic_load(&srv.ready) == 1 && atomic_load(&cli.ready) == 1) {
+		uint64_t now = h_now_us();
 		unsigned wait_ms = 50 + (unsigned)(rand() % 1450);
 		int link = rand() % 2, what = rand() % 5;
 
-		if (!faults || left < 4000) {
+		if (now >= cap ||
+		    (now + 4000000u >= end && atomic_load(&srv.sent_n) >= msgs &&
+		     atomic_load(&cli.sent_n) >= msgs)) {
+			while (h_now_us() < now + 4000000u &&
+			       atomic_load(&srv.ready) == 1 &&
+			       atomic_load(&cli.ready) == 1)
+				usleep(100000);
+			break;
+		}
+		if (!faults) {
 			usleep(100000);
 			continue;
 		}
 		if (faults == SOAK_AIMED || faults == SOAK_BENCH) {
 			/* Both links settled, then the path's one goes
 			 * (port event) long enough for the path to move. */
-			uint64_t now = h_now_us();
-
+			now = h_now_us();
 			for (int k = 0; k < 2; k++)
 				while (now < atomic_load(&soak_back_us[k]) +
 						     2 * SOAK_SETTLED_US) {
@@ -1130,7 +1152,9 @@ static void soak(rift_polling polling, enum soak_faults faults)
 	CHECK_EQ(cli.bad + srv.bad, 0);
 	CHECK_EQ(srv.recvd, cli.sent);
 	CHECK_EQ(cli.recvd, srv.sent);
-	CHECK(cli.sent > 1000 && srv.sent > 1000);
+	/* Not cut short by the cap: each way msgs messages went through
+	 * the faults. */
+	CHECK(cli.sent >= msgs && srv.sent >= msgs);
 	if (!faults) {
 		CHECK_EQ(cli.path_down + srv.path_down, 0);
 		CHECK_EQ(cli.stalls + srv.stalls, 0);
