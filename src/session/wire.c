@@ -427,3 +427,126 @@ const char *rift__frame_name(unsigned type)
 		return "UNKNOWN";
 	return names[type];
 }
+
+/* ---- one-sided access tokens (wire.h) ---- */
+
+static int token_check(const struct rift__token *t, const char **why)
+{
+	if (!t->access || (t->access & ~(RIFT_TOKEN_READ | RIFT_TOKEN_WRITE))) {
+		*why = "access is neither READ nor WRITE";
+		return RIFT_EINVAL;
+	}
+	if (t->n > RIFT_TOKEN_ENTRIES_MAX) {
+		*why = "more entries than a token holds";
+		return RIFT_EINVAL;
+	}
+	if (t->base + t->len < t->base) {
+		*why = "range wraps around the address space";
+		return RIFT_EINVAL;
+	}
+	return 0;
+}
+
+static void token_tag(const uint8_t *in, size_t body,
+		      const uint8_t key[RIFT_SESSION_KEY_LEN],
+		      uint8_t tag[RIFT_TOKEN_TAG])
+{
+	rift__siphash(key, in, body, tag, RIFT_TOKEN_TAG);
+}
+
+int rift__token_encode(const struct rift__token *t,
+		       const uint8_t key[RIFT_SESSION_KEY_LEN], void *out,
+		       size_t *len)
+{
+	size_t need = rift__token_size(t->n), body = need - RIFT_TOKEN_TAG;
+	uint8_t *p = out;
+	const char *why;
+
+	if (token_check(t, &why))
+		return RIFT_EINVAL;
+	if (*len < need) {
+		*len = need;
+		return RIFT_ENOSPC;
+	}
+	p[0] = RIFT_TOKEN_VERSION;
+	p[1] = t->access;
+	put16(p + 2, t->n);
+	put32(p + 4, t->export_id);
+	put64(p + 8, t->session_id);
+	put64(p + 16, t->base);
+	put64(p + 24, t->len);
+	for (unsigned i = 0; i < t->n; i++) {
+		uint8_t *e = p + RIFT_TOKEN_FIXED + RIFT_TOKEN_ENTRY * i;
+
+		put64(e, t->e[i].scope);
+		put32(e + 8, t->e[i].key);
+		put32(e + 12, t->e[i].kind);
+	}
+	token_tag(p, body, key, p + body);
+	*len = need;
+	return 0;
+}
+
+int rift__token_decode(const void *in, size_t n, struct rift__token *t,
+		       const char **why)
+{
+	const uint8_t *p = in;
+
+	if (n < rift__token_size(0)) {
+		*why = "shorter than any token";
+		return RIFT_EINVAL;
+	}
+	if (p[0] != RIFT_TOKEN_VERSION) {
+		*why = "unknown token version";
+		return RIFT_EINVAL;
+	}
+	memset(t, 0, sizeof(*t));
+	t->access = p[1];
+	t->n = get16(p + 2);
+	t->export_id = get32(p + 4);
+	t->session_id = get64(p + 8);
+	t->base = get64(p + 16);
+	t->len = get64(p + 24);
+	if (t->n > RIFT_TOKEN_ENTRIES_MAX) {
+		*why = "more entries than a token holds";
+		return RIFT_EINVAL;
+	}
+	if (n != rift__token_size(t->n)) {
+		*why = "size does not match its entry count";
+		return RIFT_EINVAL;
+	}
+	for (unsigned i = 0; i < t->n; i++) {
+		const uint8_t *e = p + RIFT_TOKEN_FIXED + RIFT_TOKEN_ENTRY * i;
+
+		t->e[i].scope = get64(e);
+		t->e[i].key = get32(e + 8);
+		t->e[i].kind = get32(e + 12);
+	}
+	return token_check(t, why);
+}
+
+bool rift__token_tag_ok(const void *in, size_t n,
+			const uint8_t key[RIFT_SESSION_KEY_LEN])
+{
+	uint8_t tag[RIFT_TOKEN_TAG];
+
+	if (n < rift__token_size(0))
+		return false;
+	token_tag(in, n - RIFT_TOKEN_TAG, key, tag);
+	return rift__ct_equal(tag, (const uint8_t *)in + n - RIFT_TOKEN_TAG,
+			      RIFT_TOKEN_TAG);
+}
+
+int rift__token_allows(const struct rift__token *t, uint64_t off,
+		       uint64_t len, unsigned access, const char **why)
+{
+	if (!access || (access & ~(unsigned)t->access)) {
+		*why = "access not granted by the token";
+		return RIFT_EACCES;
+	}
+	if (off > t->len || len > t->len - off) {
+		*why = "range beyond the exported one";
+		return RIFT_EACCES;
+	}
+	return 0;
+}

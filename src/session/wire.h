@@ -305,4 +305,77 @@ int rift__error_decode(const uint8_t *in, size_t n,
 
 const char *rift__frame_name(unsigned type);
 
+/*
+ * A one-sided access token (docs/design/one-sided.md, section 3): what an
+ * exporter hands its peer so that the peer may READ or WRITE a range of
+ * its memory, opaque to the application.  Big-endian, version 1:
+ *
+ *   0  u8  version            1  u8  access (RIFT_TOKEN_READ | _WRITE)
+ *   2  u16 entries            4  u32 export id (the exporter's)
+ *   8  u64 session id        16  u64 base (exporter's address of offset 0)
+ *  24  u64 length            32  entries x { u64 scope, u32 key, u32 kind }
+ *  32 + 16 x entries: a 16-byte tag, SipHash-2-4-128 of all before it
+ *     under the session's key
+ *
+ * An entry is how to reach the range over one way in (kind): a remote key
+ * of a memory window or registration, for the path or device its scope
+ * names.  A token without entries is served by the exporter's library
+ * over the session (TCP).  The tag lets the exporter take a token back
+ * (its library serves operations by token, revokes by token) without a
+ * table of the tokens it gave: a forged or altered one fails it.
+ */
+#define RIFT_TOKEN_VERSION 1u
+#define RIFT_TOKEN_FIXED 32u
+#define RIFT_TOKEN_ENTRY 16u
+#define RIFT_TOKEN_TAG 16u
+#define RIFT_TOKEN_ENTRIES_MAX 16u
+#define RIFT_TOKEN_MAX \
+	(RIFT_TOKEN_FIXED + RIFT_TOKEN_ENTRY * RIFT_TOKEN_ENTRIES_MAX + \
+	 RIFT_TOKEN_TAG)
+#define RIFT_TOKEN_READ 1u
+#define RIFT_TOKEN_WRITE 2u
+
+struct rift__token_entry {
+	uint64_t scope;
+	uint32_t key;
+	uint32_t kind;
+};
+
+struct rift__token {
+	uint8_t access;
+	uint16_t n;
+	uint32_t export_id;
+	uint64_t session_id;
+	uint64_t base;
+	uint64_t len;
+	struct rift__token_entry e[RIFT_TOKEN_ENTRIES_MAX];
+};
+
+/* The encoded size of a token of n entries. */
+static inline size_t rift__token_size(unsigned n)
+{
+	return RIFT_TOKEN_FIXED + RIFT_TOKEN_ENTRY * (size_t)n + RIFT_TOKEN_TAG;
+}
+
+/* Encodes t, tagged under key, into out (room: *len bytes); *len is the
+ * token's size on return.  0, RIFT_ENOSPC (room too small: nothing
+ * written) or RIFT_EINVAL (t itself invalid: see rift__token_decode). */
+int rift__token_encode(const struct rift__token *t,
+		       const uint8_t key[RIFT_SESSION_KEY_LEN], void *out,
+		       size_t *len);
+/* Parses n bytes into t, checking the layout only (the requester has no
+ * key): the version, the size against the entry count, an access of
+ * READ and/or WRITE, a range that does not wrap.  0, or RIFT_EINVAL with
+ * a static reason in *why. */
+int rift__token_decode(const void *in, size_t n, struct rift__token *t,
+		       const char **why);
+/* Whether a token of n bytes bears its tag under key (in a time that does
+ * not depend on where a forged tag differs).  The exporter's check. */
+bool rift__token_tag_ok(const void *in, size_t n,
+			const uint8_t key[RIFT_SESSION_KEY_LEN]);
+/* Whether [off, off + len) lies in t's range and access covers what is
+ * asked: 0, or RIFT_EACCES with a static reason in *why. */
+int rift__token_allows(const struct rift__token *t, uint64_t off,
+		       uint64_t len, unsigned access, const char **why);
+
 #endif
