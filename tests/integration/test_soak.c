@@ -2257,7 +2257,7 @@ static void silent_loss(const char *scheme, bool cli_sends)
 }
 
 /* Over verbs: before, the session waited for the QP's retries to run out
- * (retry_count + 1 ack timeouts, 2.1 s by default) or for a stuck READ,
+ * (retry_count + 1 ack timeouts: 2.1 s with the defaults of then) or for a stuck READ,
  * and every loss fault of a soak stalled delivery 1.5-2.3 s. */
 TEST_TIMEOUT(silent_loss_fails_over_to_the_standby, 120)
 {
