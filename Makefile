@@ -37,7 +37,12 @@ ASAN_CF := $(BASE) -O1 -DRIFT_FAULT_INJECTION $(SAN)
 LIBS    := -lrdmacm -libverbs -lpthread
 
 LIB_SRCS  := $(sort $(wildcard src/*/*.c src/*/*/*.c))
-TEST_SRCS := tests/runner.c $(sort $(wildcard tests/unit/*.c tests/integration/*.c))
+# Example code the unit tests cover (rift-kv's RESP codec): built into the
+# test binaries only, its objects under build/<flavour>/examples, away
+# from the library's that check-layers reads.
+EX_TEST_SRCS := examples/rift-kv/resp.c
+TEST_SRCS := tests/runner.c $(sort $(wildcard tests/unit/*.c tests/integration/*.c)) \
+             $(EX_TEST_SRCS)
 TOOL_SRCS := $(filter-out tools/metrics_http.c,$(sort $(wildcard tools/*.c)))
 INFO_SRCS := $(sort $(wildcard tools/rift-info/*.c))
 PERF_SRCS := $(sort $(wildcard tools/rift-perf/*.c)) tools/metrics_http.c
