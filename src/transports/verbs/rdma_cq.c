@@ -24,6 +24,12 @@
  * device's only one: a context that reconnects reuses it.
  */
 
+/* A process-wide set of pointers, under a lock of its user's. */
+struct ptr_set {
+	void **v;
+	size_t n, cap;
+};
+
 /*
  * Which CQs are rift's, process-wide, for IBV_EVENT_CQ_ERR.  It arrives on
  * the async fd of the device context librdmacm opened (the one the CQs
@@ -34,33 +40,60 @@
  * CQ is made or destroyed and on such events, never per completion.
  */
 static pthread_mutex_t cqreg_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct shared_cq **cqreg;
-static size_t cqreg_n, cqreg_cap;
+static struct ptr_set cqreg;
 
 /*
  * The contexts with a note_fd, process-wide: a device removed is told to
  * each (rift__rdma_notes_wake), which looks at its devices (note_cb).
  */
 static pthread_mutex_t notes_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct rift__rdma_ctx *notes[64];
-static size_t notes_n;
+static struct ptr_set notes;
 
-static void notes_add(struct rift__rdma_ctx *r)
+/* Add p to set (its lock held): false when out of memory. */
+static bool ptr_set_add(struct ptr_set *set, void *p)
 {
+	if (set->n == set->cap) {
+		size_t cap = set->cap ? 2 * set->cap : 16;
+		void **v = realloc(set->v, cap * sizeof(*v));
+
+		if (!v)
+			return false;
+		set->v = v;
+		set->cap = cap;
+	}
+	set->v[set->n++] = p;
+	return true;
+}
+
+/* Take p out of set (its lock held); the last one out frees the array. */
+static void ptr_set_del(struct ptr_set *set, void *p)
+{
+	for (size_t i = 0; i < set->n; i++)
+		if (set->v[i] == p) {
+			set->v[i] = set->v[--set->n];
+			break;
+		}
+	if (set->n == 0) {
+		free(set->v);
+		set->v = NULL;
+		set->cap = 0;
+	}
+}
+
+static bool notes_add(struct rift__rdma_ctx *r)
+{
+	bool ok;
+
 	pthread_mutex_lock(&notes_mu);
-	if (notes_n < sizeof(notes) / sizeof(notes[0]))
-		notes[notes_n++] = r;
+	ok = ptr_set_add(&notes, r);
 	pthread_mutex_unlock(&notes_mu);
+	return ok;
 }
 
 static void notes_del(struct rift__rdma_ctx *r)
 {
 	pthread_mutex_lock(&notes_mu);
-	for (size_t i = 0; i < notes_n; i++)
-		if (notes[i] == r) {
-			notes[i] = notes[--notes_n];
-			break;
-		}
+	ptr_set_del(&notes, r);
 	pthread_mutex_unlock(&notes_mu);
 }
 
@@ -69,31 +102,22 @@ void rift__rdma_notes_wake(void)
 	uint64_t one = 1;
 
 	pthread_mutex_lock(&notes_mu);
-	for (size_t i = 0; i < notes_n; i++)
-		if (write(notes[i]->note_fd, &one, sizeof(one)) < 0)
+	for (size_t i = 0; i < notes.n; i++) {
+		struct rift__rdma_ctx *r = notes.v[i];
+
+		if (write(r->note_fd, &one, sizeof(one)) < 0)
 			RIFT_PLOG(RIFT_LOG_DEBUG, "device note: write: %s",
 				  strerror(errno));
+	}
 	pthread_mutex_unlock(&notes_mu);
 }
 
 static bool cqreg_add(struct shared_cq *s)
 {
-	bool ok = true;
+	bool ok;
 
 	pthread_mutex_lock(&cqreg_mu);
-	if (cqreg_n == cqreg_cap) {
-		size_t cap = cqreg_cap ? 2 * cqreg_cap : 16;
-		struct shared_cq **v = realloc(cqreg, cap * sizeof(*v));
-
-		if (v) {
-			cqreg = v;
-			cqreg_cap = cap;
-		}
-	}
-	if (cqreg_n < cqreg_cap)
-		cqreg[cqreg_n++] = s;
-	else
-		ok = false;
+	ok = ptr_set_add(&cqreg, s);
 	pthread_mutex_unlock(&cqreg_mu);
 	return ok;
 }
@@ -101,16 +125,7 @@ static bool cqreg_add(struct shared_cq *s)
 static void cqreg_del(struct shared_cq *s)
 {
 	pthread_mutex_lock(&cqreg_mu);
-	for (size_t i = 0; i < cqreg_n; i++)
-		if (cqreg[i] == s) {
-			cqreg[i] = cqreg[--cqreg_n];
-			break;
-		}
-	if (cqreg_n == 0) {
-		free(cqreg);
-		cqreg = NULL;
-		cqreg_cap = 0;
-	}
+	ptr_set_del(&cqreg, s);
 	pthread_mutex_unlock(&cqreg_mu);
 }
 
@@ -191,8 +206,8 @@ static void cq_async_cb(rift__io *io, uint32_t revents)
 			   rift__vb_event_str(ev.event_type));
 		if (ev.event_type == IBV_EVENT_CQ_ERR) {
 			pthread_mutex_lock(&cqreg_mu);
-			for (size_t i = 0; i < cqreg_n; i++) {
-				struct shared_cq *s = cqreg[i];
+			for (size_t i = 0; i < cqreg.n; i++) {
+				struct shared_cq *s = cqreg.v[i];
 				uint64_t one = 1;
 
 				if (s->cq != ev.element.cq)
@@ -271,8 +286,10 @@ static struct cq_dev *cq_dev_get(struct rift__rdma_ctx *r,
 			close(r->note_fd);
 			r->note_fd = -1;
 		}
-		if (r->note_fd >= 0)
-			notes_add(r);
+		if (r->note_fd >= 0 && !notes_add(r))
+			RIFT_DEBUG(ctx, "device notes: out of memory: removals "
+					"another context sees are not told "
+					"here");
 	}
 	if (r->note_fd >= 0 && !rift__vb_async_setup(verbs, verr) &&
 	    !rift__io_start(ctx, &d->async_io, verbs->async_fd, EPOLLIN,
