@@ -131,6 +131,7 @@ typedef struct rift_listener rift_listener;
 typedef struct rift_conn rift_conn;
 typedef struct rift_msg rift_msg;
 typedef struct rift_timer rift_timer;
+typedef struct rift_mem rift_mem;
 
 typedef enum rift_transport {
 	RIFT_TRANSPORT_NONE = 0, /* not attached to any path */
@@ -895,6 +896,17 @@ typedef struct rift_ctx_stats {
 	uint64_t peer_path_downs;      /* active-active: paths failed at
 					  once because the peer said its
 					  end had failed, count (appended) */
+	/* One-sided access (rift_conn_read / rift_conn_write), this side
+	 * asking: operations that completed with status 0, and their
+	 * bytes; and for the peer: pieces served, and operations refused
+	 * (range, access, revoked, forged, another session's token: on
+	 * either side), count (appended) */
+	uint64_t rma_reads;
+	uint64_t rma_read_bytes;
+	uint64_t rma_writes;
+	uint64_t rma_write_bytes;
+	uint64_t rma_served;
+	uint64_t rma_refused;
 } rift_ctx_stats;
 
 void rift__ctx_stats_init(rift_ctx_stats *st, size_t size);
@@ -962,6 +974,8 @@ typedef enum rift_event_type {
 	RIFT_EVENT_WRITABLE = 6,     /* send window open after RIFT_EAGAIN */
 	RIFT_EVENT_FAILBACK = 7,     /* session moved back to a path through
 					an address it prefers (appended) */
+	RIFT_EVENT_WRITTEN = 8,      /* the peer wrote into an export with
+					rift_conn_write_notify (appended) */
 } rift_event_type;
 
 /* Name of an event type ("connected", ...); static storage. */
@@ -999,6 +1013,12 @@ const char *rift_event_name(rift_event_type t);
  *                 transport, peer and local address of that path, message
  *                 saying from where.  No PATH_DOWN precedes it; nothing is
  *                 lost, doubled or reordered (the peer sees PATH_CHANGED).
+ *  WRITTEN        (the exporter's side) the peer's rift_conn_write_notify
+ *                 completed here: the bytes are in place, in order with
+ *                 the messages (a message the peer sent before the write
+ *                 was delivered first, one after it comes after this
+ *                 event); mem, offset, length: where, tag: the writer's.
+ *                 One event per write, after its last byte.
  * Events may be added: on_event ignores types it does not know.
  */
 typedef struct rift_event {
@@ -1013,6 +1033,14 @@ typedef struct rift_event {
 	/* PATH_DOWN: why the path went down; RIFT_PATH_DOWN_NONE for the
 	 * other events (appended) */
 	rift_path_down_reason down_reason;
+	/* WRITTEN: the region written (the exporter's own handle), the
+	 * offset in it and the length of what rift_conn_write_notify
+	 * wrote, and the writer's tag; NULL and zeros for the other events
+	 * (appended) */
+	struct rift_mem *mem;
+	uint64_t offset;
+	uint64_t length;
+	uint64_t tag;
 } rift_event;
 
 typedef struct rift_conn_callbacks {
@@ -1087,7 +1115,8 @@ void rift_listener_close(rift_listener *l, void (*close_cb)(rift_listener *l));
  * request/reply latency is the time from a completion to the reply's
  * doorbell).  No callback runs from inside the call either way.
  * Returns 0, RIFT_EINVAL (conn NULL, or data NULL with len > 0),
- * RIFT_EAGAIN (the send window is full: wait for WRITABLE),
+ * RIFT_EAGAIN (the send window is full, or a one-sided operation called
+ * before waits for room in it: wait for WRITABLE),
  * RIFT_EMSGSIZE (longer than this side's max_msg_size, or than the peer's,
  * which its handshake told; rift_conn_last_error says which), RIFT_ENOTCONN
  * (the connection failed or was disconnected), RIFT_ECLOSED (closing).
@@ -1423,6 +1452,137 @@ rift_msg *rift_msg_retain(rift_msg *msg);
  * (or NULL) is ignored.
  */
 void rift_msg_release(rift_msg *msg);
+
+/* ------------------------------------------------------------------------ */
+/* One-sided access: the peer reads and writes memory this side exports    */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A region of the application's memory that peers may be given access to
+ * (rift_mem_export), and that this side reads into or writes from
+ * (rift_conn_read / rift_conn_write).  Operations name ranges by a token:
+ * opaque bytes the exporter gives its peer (by a message, say), bound to
+ * the one session it was exported on.  Operations complete once each,
+ * through their callback, on the loop thread.
+ *
+ * How the bytes move: today every operation is served by the exporter's
+ * rift library over the session, as RMA frames ordered, acknowledged and
+ * replayed like messages, on every transport (TCP, RDMA, an auto://
+ * session that fell back); so a path that fails under an operation loses
+ * nothing, and the operation completes once.  One-sided RDMA READ and
+ * WRITE through memory windows on the session's RDMA paths is being built
+ * on this API (docs/design/one-sided.md); nothing of the API changes
+ * with it.  Both sides need a rift that offers it (RIFT_ENOTSUP with an
+ * older peer).
+ */
+/* Access a region or an export grants the peer (bits). */
+#define RIFT_MEM_READ 1u  /* the peer may read it */
+#define RIFT_MEM_WRITE 2u /* the peer may write it */
+/* The largest token, bytes: room enough for any rift_mem_export. */
+#define RIFT_TOKEN_MAX_LEN 304u
+
+/*
+ * Register [addr, addr + len) of this context's process memory for
+ * one-sided access; access (RIFT_MEM_READ | RIFT_MEM_WRITE, at least one)
+ * is the most any export of it may grant.  len > 0; the memory stays the
+ * application's and must stay valid until rift_mem_dereg.  Returns 0 with
+ * *out set, RIFT_EINVAL (NULL addr or out, len 0, range that wraps,
+ * access 0 or unknown bits), RIFT_ENOMEM.  Call on the loop thread, as
+ * every function of this section.
+ */
+int rift_mem_reg(rift_ctx *ctx, void *addr, size_t len, unsigned access,
+		 rift_mem **out);
+/*
+ * Deregister: refused with RIFT_EBUSY (and nothing changes) while an
+ * export of it is live (revoke it, or close its connection: exports end
+ * with their session) or an operation of this side uses it (wait for the
+ * callbacks; after rift_conn_close, for close_cb).  Refusing is the
+ * choice because the memory under a peer's operation in flight must not
+ * go.  Returns 0 (mem freed), RIFT_EINVAL (NULL), RIFT_EBUSY.
+ */
+int rift_mem_dereg(rift_mem *mem);
+/* The region's address and length. */
+void *rift_mem_addr(const rift_mem *mem);
+size_t rift_mem_len(const rift_mem *mem);
+
+/*
+ * Export [offset, offset + len) of mem to the peer of conn with access
+ * (at most mem's): a token of up to RIFT_TOKEN_MAX_LEN bytes into token,
+ * whose room *token_len gives; *token_len is its size on return.  Send it
+ * to the peer however the application likes; the peer's rift_conn_read /
+ * _write use it on conn's session only (a copy used on another session,
+ * or altered, is refused and counted in rma_refused).  The export lives
+ * until rift_mem_revoke or the end of the session.  Returns 0,
+ * RIFT_EINVAL (a NULL argument, range outside mem, len 0, access 0 or
+ * more than mem's), RIFT_ENOSPC (room too small: *token_len the size
+ * needed), RIFT_ENOTCONN (the session is not established: a client's
+ * until CONNECTED, or it ended), RIFT_ECLOSED (closing), RIFT_ENOTSUP
+ * (the peer's rift has no one-sided access), RIFT_ENOMEM.
+ */
+int rift_mem_export(rift_mem *mem, rift_conn *conn, size_t offset, size_t len,
+		    unsigned access, void *token, size_t *token_len);
+/*
+ * Revoke the export a token of mem names, for every copy of it at once:
+ * this side refuses the peer's operations by it from now on (counted in
+ * rma_refused, logged), and the peer is told, so its operations queued by
+ * it fail with RIFT_EACCES.  A piece of an operation this side served
+ * before the call stays served.  Returns 0, RIFT_EINVAL (NULL, or a token
+ * of another region or that is no token), RIFT_ENOENT (revoked already,
+ * or its session ended).
+ */
+int rift_mem_revoke(rift_mem *mem, const void *token, size_t token_len);
+
+/*
+ * One-sided operations on the peer's exported memory.  The callback runs
+ * exactly once, from a later progress call, on the loop thread: status 0
+ * and bytes = len when the operation completed (a read: the bytes are in
+ * local; a write: in the peer's memory), else an error and bytes 0:
+ *   RIFT_EACCES    refused: outside the token's range, an access it does
+ *                  not grant, revoked, altered or forged, another
+ *                  session's (rift_conn_last_error says which, when this
+ *                  side refused it)
+ *   RIFT_ECLOSED, RIFT_ETIMEDOUT, RIFT_ECONNRESET, ...  the session ended
+ *                  first (before its DISCONNECTED event)
+ * After rift_conn_close or rift_conn_abort no such callback runs (as no
+ * other does), and no byte lands in local any more.
+ * The range [local_off, local_off + len) must lie in local, and
+ * [remote_off, remote_off + len) in the token's range.  Until the
+ * callback, the operation uses both ranges: do not touch local's (a
+ * read may write it more than once with the same bytes), and local may
+ * not be deregistered.  An operation larger than a message goes in
+ * pieces.  Operations and messages go in the order called: a read called
+ * after rift_conn_send sees what the peer's on_recv of that message
+ * wrote, and while an operation waits for room in the send window,
+ * rift_conn_send returns RIFT_EAGAIN (WRITABLE follows), so no message
+ * overtakes it.  The peer's rift serves an operation between its
+ * messages: while the peer's application has stopped receiving
+ * (rift_conn_recv_stop), operations wait there with the messages, and so
+ * do answers here.  Returns 0 (cb will run), RIFT_EINVAL (a NULL argument, len
+ * 0, a range outside local, a token that does not parse), RIFT_EACCES
+ * (as above, refused before anything went; cb does not run),
+ * RIFT_ENOTCONN (the session is not established, or ended),
+ * RIFT_ENOTSUP (the peer's rift has no one-sided access), RIFT_ECLOSED
+ * (closing), RIFT_ENOMEM.  On a non-zero return cb never runs.
+ */
+typedef void (*rift_rma_cb)(rift_conn *conn, void *user, int status,
+			    size_t bytes);
+int rift_conn_read(rift_conn *conn, rift_mem *local, size_t local_off,
+		   const void *token, size_t token_len, size_t remote_off,
+		   size_t len, rift_rma_cb cb, void *user);
+int rift_conn_write(rift_conn *conn, rift_mem *local, size_t local_off,
+		    const void *token, size_t token_len, size_t remote_off,
+		    size_t len, rift_rma_cb cb, void *user);
+/*
+ * A write the exporter is told of: as rift_conn_write, and once its bytes
+ * are in place the exporter's application gets RIFT_EVENT_WRITTEN with
+ * the range and tag, in order with the messages: a one-sided write can
+ * stand for a message (log shipping).  The callback here runs after the
+ * exporter's rift has emitted the event.
+ */
+int rift_conn_write_notify(rift_conn *conn, rift_mem *local, size_t local_off,
+			   const void *token, size_t token_len,
+			   size_t remote_off, size_t len, uint64_t tag,
+			   rift_rma_cb cb, void *user);
 
 #ifdef __cplusplus
 }

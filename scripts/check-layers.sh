@@ -38,6 +38,7 @@ rift__hdr_encode rift__hdr_decode rift__error_encode rift__frame_name
 rift__conn_emit rift__conn_confirm rift__buf_release_slow rift__spare_put
 rift__metrics_acked rift__spread_acked rift__spread_kick
 rift__metrics_recv rift__spread_ooo_has
+rift__rma_frame rift__rma_kick
 rift__metrics_wc_error rift__metrics_credit_stall
 rift__group_links_changed
 '
@@ -51,11 +52,13 @@ rift__group_links_changed
 #    in, rift__path_on_frame out
 #  - the frame codec (session/wire.h): transports write headers of their
 #    own (control batches, bare frames, rendezvous descriptors)
-#  - (three lines) what the session's per-message half, inline in
+#  - (four lines) what the session's per-message half, inline in
 #    session/session.h (rift__path_on_data, rift__conn_ack_apply,
 #    rift__conn_deliver), calls out of line when a transport delivers a
 #    frame; and whether a message waits in the reorder buffer already
-#    (verbs drops a rendezvous descriptor seen before, with no READ)
+#    (verbs drops a rendezvous descriptor seen before, with no READ);
+#    an RMA frame delivered, and one-sided operations waiting for the
+#    window an ack opened (session/rma.c)
 #  - counters of transport events (session/stats.c): failed completions,
 #    credit stalls
 

@@ -611,6 +611,7 @@ struct rift__omsg {
 	 * that path took it and has not written all of it yet */
 	uint8_t slot;
 	bool busy;
+	uint8_t type;      /* frame type: RIFT_FRAME_DATA, or _RMA (rift's own) */
 	void (*cb)(rift_conn *conn, void *user, int status); /* or NULL */
 	void *cb_user;
 	uint64_t enq_us;   /* loop time when enqueued (ack latency), us */
@@ -741,6 +742,9 @@ struct rift_ctx {
 	/* The process's registered block pool: a reference a transport's
 	 * pool hook took (rift__ctx_pool), dropped by its ctx_destroy. */
 	struct rift__pool *pool;
+	/* One-sided access: regions and exports (session/rma.h), made on
+	 * first use. */
+	struct rift__rma_ctx *rma;
 	char errmsg[RIFT_ERRMSG_LEN];
 };
 

@@ -566,6 +566,13 @@ static inline int send_check(rift_conn *conn, size_t len)
 		return RIFT_ENOTCONN;
 	if (len > ctx->cfg.max_msg_size)
 		return RIFT_EMSGSIZE;
+	/* One-sided operations called before wait for room: they go
+	 * first (session/rma.c). */
+	if (__builtin_expect(conn->rma_queued, 0)) {
+		conn->want_writable = true;
+		conn->stats.send_eagain++;
+		return RIFT_EAGAIN;
+	}
 	/* The peer's limit, from the handshake: its decoder would end the
 	 * session over a longer message. */
 	if (conn->peer_max_msg && len > conn->peer_max_msg) {

@@ -20,6 +20,7 @@
 
 #include "internal.h"
 #include "memory/pool.h"
+#include "session/rma.h"
 #include "session/session.h"
 #include "util/toml.h"
 
@@ -354,13 +355,16 @@ static int ctx_busy(rift_ctx *ctx)
 {
 	if (!rift__list_empty(&ctx->conns) || !rift__list_empty(&ctx->listeners) ||
 	    !rift__list_empty(&ctx->closing_conns) ||
-	    !rift__list_empty(&ctx->closing_listeners) || ctx->n_timers)
+	    !rift__list_empty(&ctx->closing_listeners) || ctx->n_timers ||
+	    rift__rma_mems(ctx))
 		return rift__ctx_fail(ctx, RIFT_EBUSY,
 				      "rift_ctx_destroy: %llu connections, "
-				      "%llu listeners and %llu timers still open",
+				      "%llu listeners, %llu timers and %zu "
+				      "registered regions still open",
 				      (unsigned long long)ctx->stats.conns_active,
 				      (unsigned long long)ctx->stats.listeners_active,
-				      (unsigned long long)ctx->n_timers);
+				      (unsigned long long)ctx->n_timers,
+				      rift__rma_mems(ctx));
 	return 0;
 }
 
@@ -398,6 +402,7 @@ int rift_ctx_destroy(rift_ctx *ctx)
 	rift__transports_ctx_destroy(ctx);
 	rift__ctx_free_small_bufs(ctx);
 	rift__sessions_free(ctx);
+	rift__rma_ctx_free(ctx);
 	close(ctx->tfd);
 	close(ctx->evfd);
 	close(ctx->epfd);

@@ -50,6 +50,7 @@ int rift__ctx_deferred_run(rift_ctx *ctx)
 
 		rift__list_del(&conn->node);
 		rift__conn_drop_queue(conn);
+		rift__rma_conn_free(conn);
 		if (conn->close_cb)
 			conn->close_cb(conn);
 		explicit_bzero(conn->key, sizeof(conn->key));

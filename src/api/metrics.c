@@ -305,6 +305,29 @@ static const struct family_def ctx_counters[] = {
 	  "Paths failed at once because the peer said its end had failed "
 	  "(active-active: PATH_CTL).",
 	  CTX_STAT(peer_path_downs) },
+	{ "rift_rma_reads_total",
+	  "One-sided reads this side asked for that completed "
+	  "(rift_conn_read).",
+	  CTX_STAT(rma_reads) },
+	{ "rift_rma_read_bytes_total",
+	  "Bytes those reads moved.",
+	  CTX_STAT(rma_read_bytes) },
+	{ "rift_rma_writes_total",
+	  "One-sided writes this side asked for that completed "
+	  "(rift_conn_write, rift_conn_write_notify).",
+	  CTX_STAT(rma_writes) },
+	{ "rift_rma_write_bytes_total",
+	  "Bytes those writes moved.",
+	  CTX_STAT(rma_write_bytes) },
+	{ "rift_rma_served_total",
+	  "Pieces of the peer's one-sided operations this side's exports "
+	  "served.",
+	  CTX_STAT(rma_served) },
+	{ "rift_rma_refused_total",
+	  "One-sided operations refused: outside the token's range or "
+	  "access, revoked, forged or altered, another session's token "
+	  "(by this side as requester or as exporter).",
+	  CTX_STAT(rma_refused) },
 	{ "rift_fallback_returns_total",
 	  "auto:// client sessions moved back from TCP, where they had "
 	  "fallen back, to RDMA once it worked again "
@@ -876,6 +899,12 @@ int rift_metrics_info(rift_ctx *ctx, char *buf, size_t len)
 	kv(&o, "fallbacks", lv.fallbacks);
 	kv(&o, "fallback_returns", st->fallback_returns);
 	kv(&o, "peer_path_downs", st->peer_path_downs);
+	kv(&o, "rma_reads", st->rma_reads);
+	kv(&o, "rma_read_bytes", st->rma_read_bytes);
+	kv(&o, "rma_writes", st->rma_writes);
+	kv(&o, "rma_write_bytes", st->rma_write_bytes);
+	kv(&o, "rma_served", st->rma_served);
+	kv(&o, "rma_refused", st->rma_refused);
 	for (unsigned r = 1; r < RIFT_FALLBACK__COUNT; r++) {
 		lower(name, sizeof(name), fallback_names[r]);
 		snprintf(key, sizeof(key), "fallback_%s", name);

@@ -211,6 +211,7 @@ void rift__conn_die(rift_conn *conn, rift_event_type type, int status)
 	conn->state = RIFT_CONN_DEAD;
 	conn->transport = RIFT_TRANSPORT_NONE;
 	unconfirm(conn, status);
+	rift__rma_conn_end(conn, status);
 	if (status == RIFT_ETIMEDOUT && type == RIFT_EVENT_DISCONNECTED)
 		conn->ctx->stats.sessions_expired++;
 	if (type == RIFT_EVENT_ERROR)
@@ -425,7 +426,7 @@ void rift__hello_fill(rift__path *p, uint8_t type, struct rift__hello *h)
 	h->flags = ((uint32_t)(rift__path_returning(p) ? RIFT_FALLBACK_NONE
 						       : conn->fallback) &
 		    RIFT_HELLO_FB_MASK) |
-		   rift__group_caps(conn);
+		   rift__group_caps(conn) | RIFT_CAP_RMA;
 	if (type == RIFT_FRAME_HELLO_ACK)
 		memcpy(h->auth, conn->key, sizeof(h->auth));
 	else if (type == RIFT_FRAME_RESUME || type == RIFT_FRAME_JOIN)
@@ -736,6 +737,7 @@ int rift__held_new(rift__path *p, const struct rift__hdr *h, void *payload,
 	m->next = NULL;
 	m->seq = h->seq;
 	m->len = h->len;
+	m->type = h->type;
 	m->owned = owned;
 	*out = m;
 	return 0;
@@ -786,7 +788,7 @@ void rift__conn_drain(rift_conn *conn)
 	while (conn->held_head && !conn->recv_stopped && !conn->closing &&
 	       conn->state != RIFT_CONN_DEAD) {
 		struct rift__held *m = conn->held_head;
-		struct rift__hdr h = { .type = RIFT_FRAME_DATA,
+		struct rift__hdr h = { .type = m->type,
 				       .seq = m->seq,
 				       .len = m->len };
 
@@ -815,7 +817,7 @@ static int data_frame(rift__path *p, const struct rift__hdr *h, void *payload,
 	const char *why = NULL;
 	int rc;
 
-	if (h->type == RIFT_FRAME_DATA) {
+	if (rift__frame_sequenced(h->type)) {
 		p->rx_data_seq = h->seq;
 		p->rx_data_ack = h->ack;
 		p->rx_msgs++;
@@ -834,7 +836,7 @@ static int data_frame(rift__path *p, const struct rift__hdr *h, void *payload,
 		free(owned);
 		return RIFT_ECLOSED; /* closed from WRITABLE, or ended */
 	}
-	if (h->type != RIFT_FRAME_DATA)
+	if (!rift__frame_sequenced(h->type))
 		return 0;
 	if (h->seq <= conn->held_seq) {
 		conn->stats.dups_dropped++;
@@ -871,7 +873,8 @@ static int not_negotiated(rift__path *p, const struct rift__hdr *h)
 	char why[96];
 
 	snprintf(why, sizeof(why), "%s: %s", rift__frame_name(h->type),
-		 rift__group_negotiated(conn) ? "not a frame of the data path"
+		 h->type != RIFT_FRAME_RMA && rift__group_negotiated(conn)
+			 ? "not a frame of the data path"
 			 : "frame of a capability not negotiated");
 	return rift__path_reject(p, RIFT_EPROTO, why);
 }
@@ -898,13 +901,14 @@ int rift__path_on_frame(rift__path *p, const struct rift__hdr *h,
 		 * before our RESUME reached it.  Dropped: the RESUME says
 		 * what we hold, and the server sends the rest again.  A
 		 * bare frame after it still counts from it (verbs). */
-		if (h->type == RIFT_FRAME_DATA && rift__path_takes_data(p)) {
+		if (rift__frame_sequenced(h->type) &&
+		    rift__path_takes_data(p)) {
 			p->rx_data_seq = h->seq;
 			p->rx_data_ack = h->ack;
 			free(owned);
 			return 0;
 		}
-		if (h->type == RIFT_FRAME_DATA) {
+		if (rift__frame_sequenced(h->type)) {
 			free(owned);
 			return rift__path_reject(p, RIFT_EPROTO,
 					   "data before the handshake");
@@ -931,8 +935,8 @@ int rift__path_on_frame(rift__path *p, const struct rift__hdr *h,
 			return 0;
 		}
 		if (p->slot && conn &&
-		    (h->type == RIFT_FRAME_DATA || h->type == RIFT_FRAME_ACK ||
-		     h->type == RIFT_FRAME_PING))
+		    (rift__frame_sequenced(h->type) ||
+		     h->type == RIFT_FRAME_ACK || h->type == RIFT_FRAME_PING))
 			return data_frame(p, h, payload, owned);
 		if (p->slot && conn && conn->spread &&
 		    h->type == RIFT_FRAME_PATH_CTL) {
@@ -967,6 +971,11 @@ int rift__path_on_frame(rift__path *p, const struct rift__hdr *h,
 	case RIFT_FRAME_ACK:
 	case RIFT_FRAME_PING:
 		return data_frame(p, h, payload, owned);
+	case RIFT_FRAME_RMA:
+		if (rift__rma_negotiated(conn))
+			return data_frame(p, h, payload, owned);
+		free(owned);
+		return not_negotiated(p, h);
 	case RIFT_FRAME_CLOSE:
 		/* Its ack is the peer's last word on ours (close.c). */
 		if (rift__conn_ack(conn, h->ack, &why))

@@ -168,6 +168,14 @@ struct rift_conn {
 	uint64_t rx_unacked;    /* bytes received since ack_sent */
 	uint64_t peer_window;   /* peer's send window, bytes; 0 before */
 	uint64_t peer_max_msg;  /* peer's max_msg_size, bytes; 0 before */
+	/* One-sided access (session/rma.c): its state, made on first use;
+	 * something of it waits for room in the send window. */
+	struct rift__rma_conn *rma;
+	bool rma_wait;
+	/* ... and this side's operations have pieces not issued yet:
+	 * messages wait behind them (rift_conn_send: RIFT_EAGAIN), so both
+	 * leave in the order called. */
+	bool rma_queued;
 
 	rift_transport transport;
 	bool quiet;             /* holds the pool quiet (rift__conn_quiet) */
@@ -214,6 +222,22 @@ static inline int rift__conn_local(const rift_conn *conn, unsigned i)
 	return conn->n_locals == 1 ? 0 : (int)i;
 }
 
+/* ---- one-sided access (session/rma.c, session/rma.h) ---- */
+/* Whether both sides of the session offered RIFT_CAP_RMA. */
+static inline bool rift__rma_negotiated(const rift_conn *conn)
+{
+	return (conn->peer_caps & RIFT_CAP_RMA) != 0;
+}
+/* An RMA frame delivered in order (its payload of len bytes, borrowed). */
+void rift__rma_frame(rift_conn *conn, const uint8_t *payload, uint32_t len);
+/* Room in the send window again: issue what waited for it. */
+void rift__rma_kick(rift_conn *conn);
+/* The session ended (status: why): operations fail with it (no callback
+ * once the application closed the connection), exports are revoked. */
+void rift__rma_conn_end(rift_conn *conn, int status);
+/* The connection's handle is freed: whatever of it is left goes. */
+void rift__rma_conn_free(rift_conn *conn);
+
 /* ---- metrics hooks (session/stats.c) ----
  *
  * One call per event, each one line at its call site.  Counters are kept
@@ -252,6 +276,7 @@ struct rift__held {
 	struct rift__held *next; /* the held list's */
 	uint64_t seq;
 	uint32_t len;
+	uint8_t type; /* RIFT_FRAME_DATA or _RMA */
 	void *owned; /* malloc'd payload (NULL when len is 0) */
 };
 
@@ -689,7 +714,7 @@ static RIFT_HOT_INLINE struct rift__omsg *rift__sess_take(rift__path *p,
 							  struct rift__omsg *m)
 {
 	rift_conn *conn = p->conn;
-	struct rift__hdr h = { .type = RIFT_FRAME_DATA };
+	struct rift__hdr h = { .type = m->type };
 
 	h.len = (uint32_t)m->len;
 	h.seq = m->seq;
@@ -771,9 +796,12 @@ static inline void rift__buf_release(struct rift__buf *b)
 	rift__buf_release_slow(b);
 }
 
-/* Put a new message at the tail and schedule a flush. */
-static RIFT_HOT_INLINE void rift__conn_enqueue(rift_conn *conn,
-					       struct rift__buf *b, size_t len)
+/* Put a new message of frame type `type` (RIFT_FRAME_DATA: the
+ * application's; RIFT_FRAME_RMA: one-sided access, session/rma.c) at the
+ * tail and schedule a flush. */
+static RIFT_HOT_INLINE void rift__conn_enqueue_type(rift_conn *conn,
+						    struct rift__buf *b,
+						    size_t len, uint8_t type)
 {
 	struct rift__omsg *m = &b->om;
 
@@ -784,6 +812,7 @@ static RIFT_HOT_INLINE void rift__conn_enqueue(rift_conn *conn,
 	m->cb = NULL;
 	m->slot = 0;
 	m->busy = false;
+	m->type = type;
 	if (conn->tail)
 		conn->tail->next = m;
 	else
@@ -795,8 +824,10 @@ static RIFT_HOT_INLINE void rift__conn_enqueue(rift_conn *conn,
 	conn->unacked_msgs++;
 	conn->window_used += len + RIFT_HDR_SIZE;
 	rift__metrics_enqueue(conn, m);
-	conn->stats.msgs_sent++;
-	conn->stats.bytes_sent += len;
+	if (type == RIFT_FRAME_DATA) {
+		conn->stats.msgs_sent++;
+		conn->stats.bytes_sent += len;
+	}
 	if (conn->path && conn->path->state == RIFT_PATH_ATTACHED) {
 		rift__path *p = conn->path;
 
@@ -811,6 +842,13 @@ static RIFT_HOT_INLINE void rift__conn_enqueue(rift_conn *conn,
 	}
 	if (__builtin_expect(conn->spread, 0))
 		rift__spread_kick(conn);
+}
+
+/* An application message (rift_conn_send and its kin). */
+static RIFT_HOT_INLINE void rift__conn_enqueue(rift_conn *conn,
+					       struct rift__buf *b, size_t len)
+{
+	rift__conn_enqueue_type(conn, b, len, RIFT_FRAME_DATA);
 }
 
 /*
@@ -883,7 +921,12 @@ static RIFT_HOT_INLINE void rift__conn_ack_release(rift_conn *conn,
 	/* Room for the carriers again (their shares of the window). */
 	if (__builtin_expect(conn->spread, 0) && conn->cursor)
 		rift__spread_kick(conn);
-	if (conn->want_writable && conn->window_used < rift__conn_window(conn)) {
+	/* One-sided operations waiting for room in the window: before the
+	 * application's sends take it again. */
+	if (__builtin_expect(conn->rma_wait, 0))
+		rift__rma_kick(conn);
+	if (conn->want_writable && conn->window_used < rift__conn_window(conn) &&
+	    !conn->rma_queued) {
 		conn->want_writable = false;
 		rift__conn_emit(conn, RIFT_EVENT_WRITABLE, 0, "send window open");
 	}
@@ -929,6 +972,15 @@ static inline void rift__conn_deliver(rift_conn *conn, const rift__path *from,
 	conn->recv_seq = h->seq;
 	if (conn->held_seq < h->seq)
 		conn->held_seq = h->seq;
+	if (__builtin_expect(h->type != RIFT_FRAME_DATA, 0)) {
+		/* rift's own (one-sided access, session/rma.c): served
+		 * here, never shown to the application. */
+		conn->rx_unacked += h->len + RIFT_HDR_SIZE;
+		rift__rma_frame(conn, payload, h->len);
+		if (owned)
+			rift__spare_put(conn->ctx, owned);
+		goto ack;
+	}
 	conn->stats.msgs_recv++;
 	conn->stats.bytes_recv += h->len;
 	rift__metrics_recv(conn, h->len);
@@ -939,6 +991,7 @@ static inline void rift__conn_deliver(rift_conn *conn, const rift__path *from,
 		conn->cbs.on_recv(conn, &msg);
 	if (msg.owned) /* NULL if retained or read in place */
 		rift__spare_put(conn->ctx, msg.owned);
+ack:
 
 	/* Ack soon enough that the peer's window never closes for want of
 	 * one: at a quarter of it at once.  Otherwise the ack rides on what

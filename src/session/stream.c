@@ -82,7 +82,8 @@ static int decode(const rift__path *p, const uint8_t *in, size_t n,
 {
 	int rc = rift__hdr_decode(in, n, p->ctx->cfg.max_msg_size, h, why);
 
-	if (!rc && h->type == RIFT_FRAME_DATA && !rift__path_takes_data(p)) {
+	if (!rc && rift__frame_sequenced(h->type) &&
+	    !rift__path_takes_data(p)) {
 		*why = "data before the handshake";
 		return RIFT_EPROTO;
 	}

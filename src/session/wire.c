@@ -145,6 +145,18 @@ int rift__hdr_decode(const uint8_t *in, size_t n, uint64_t max_msg,
 			return RIFT_EPROTO;
 		}
 		break;
+	case RIFT_FRAME_RMA:
+		/* Its payload's own checks are rift__rma_hdr_decode's. */
+		if (h->len < RIFT_RMA_HEAD || h->len > max_msg) {
+			*why = "RMA frame shorter than its head or longer than "
+			       "max_msg_size";
+			return RIFT_EPROTO;
+		}
+		if (h->seq == 0) {
+			*why = "RMA frame with sequence 0";
+			return RIFT_EPROTO;
+		}
+		break;
 	default:
 		*why = "unknown frame type";
 		return RIFT_EPROTO;
@@ -419,7 +431,7 @@ const char *rift__frame_name(unsigned type)
 		[RIFT_FRAME_JOIN_ACK] = "JOIN_ACK",
 		[RIFT_FRAME_PROBE] = "PROBE",   [RIFT_FRAME_PROBE_ACK] = "PROBE_ACK",
 		[RIFT_FRAME_PATH_CTL] = "PATH_CTL",
-		[RIFT_FRAME_ADDRS] = "ADDRS",
+		[RIFT_FRAME_ADDRS] = "ADDRS",   [RIFT_FRAME_RMA] = "RMA",
 	};
 	_Static_assert(RIFT_ARRAY_SIZE(names) == RIFT_FRAME__MAX + 1,
 		       "a name for every frame type");
@@ -547,6 +559,87 @@ int rift__token_allows(const struct rift__token *t, uint64_t off,
 	if (off > t->len || len > t->len - off) {
 		*why = "range beyond the exported one";
 		return RIFT_EACCES;
+	}
+	return 0;
+}
+
+/* ---- RMA frames (wire.h) ---- */
+
+void rift__rma_hdr_encode(uint8_t *out, const struct rift__rma_hdr *m)
+{
+	out[0] = m->op;
+	out[1] = 0;
+	put16(out + 2, m->tok_len);
+	put32(out + 4, (uint32_t)m->status);
+	put64(out + 8, m->id);
+	put64(out + 16, m->off);
+	put64(out + 24, m->len);
+	put64(out + 32, m->tag);
+}
+
+int rift__rma_hdr_decode(const uint8_t *in, size_t n, struct rift__rma_hdr *m,
+			 const char **why)
+{
+	bool tok, data;
+
+	if (n < RIFT_RMA_HEAD) {
+		*why = "RMA frame shorter than its head";
+		return RIFT_EPROTO;
+	}
+	m->op = in[0];
+	m->tok_len = get16(in + 2);
+	m->status = (int32_t)get32(in + 4);
+	m->id = get64(in + 8);
+	m->off = get64(in + 16);
+	m->len = get64(in + 24);
+	m->tag = get64(in + 32);
+	if (in[1] != 0) {
+		*why = "RMA frame with reserved bits set";
+		return RIFT_EPROTO;
+	}
+	if (m->tok_len > RIFT_TOKEN_MAX || RIFT_RMA_HEAD + m->tok_len > n) {
+		*why = "RMA frame's token longer than a token or its frame";
+		return RIFT_EPROTO;
+	}
+	m->tok = in + RIFT_RMA_HEAD;
+	m->data = m->tok + m->tok_len;
+	m->data_len = n - RIFT_RMA_HEAD - m->tok_len;
+	switch (m->op) {
+	case RIFT_RMA_READ_REQ:
+	case RIFT_RMA_NOTIFY:
+		tok = true, data = false;
+		break;
+	case RIFT_RMA_WRITE:
+		tok = true, data = true;
+		break;
+	case RIFT_RMA_READ_RESP:
+		tok = false, data = m->status == 0;
+		break;
+	case RIFT_RMA_WRITE_ACK:
+	case RIFT_RMA_REVOKED:
+		tok = false, data = false;
+		break;
+	default:
+		*why = "RMA frame of an unknown op";
+		return RIFT_EPROTO;
+	}
+	if (tok != (m->tok_len != 0)) {
+		*why = tok ? "RMA request without a token"
+			   : "RMA answer with a token";
+		return RIFT_EPROTO;
+	}
+	if (data ? m->data_len != m->len : m->data_len != 0) {
+		*why = "RMA frame whose data is not the length it says";
+		return RIFT_EPROTO;
+	}
+	if (m->status > 0 || (m->status && m->op != RIFT_RMA_READ_RESP &&
+			      m->op != RIFT_RMA_WRITE_ACK)) {
+		*why = "RMA frame with a status it cannot carry";
+		return RIFT_EPROTO;
+	}
+	if (m->off + m->len < m->off) {
+		*why = "RMA range wraps";
+		return RIFT_EPROTO;
 	}
 	return 0;
 }

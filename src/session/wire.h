@@ -115,8 +115,18 @@ enum rift__frame_type {
 	RIFT_FRAME_PROBE_ACK = 13, /* seq: the PROBE's nonce */
 	RIFT_FRAME_PATH_CTL = 14,  /* a path is down, promoted, draining, back */
 	RIFT_FRAME_ADDRS = 15,     /* server: addresses to add paths through */
-	RIFT_FRAME__MAX = 15,
+	/* RIFT_CAP_RMA's: one-sided access served by the peer's library
+	 * (below).  Sequenced like DATA: its seq is a message sequence, it
+	 * is acknowledged, replayed and ordered with the messages. */
+	RIFT_FRAME_RMA = 16,
+	RIFT_FRAME__MAX = 16,
 };
+
+/* Frames that carry a message sequence number (DATA, RMA). */
+static inline bool rift__frame_sequenced(unsigned type)
+{
+	return type == RIFT_FRAME_DATA || type == RIFT_FRAME_RMA;
+}
 
 /* Payloads of RIFT_CAP_GROUP's frames other than JOIN and JOIN_ACK
  * (below); PROBE and PROBE_ACK have none.  PATH_CTL: u8 op, u8 path_id,
@@ -145,6 +155,8 @@ struct rift__hdr {
 /* client: spreads its data over the joined paths and asks the server to
  * (active-active; both need RIFT_CAP_REORDER) */
 #define RIFT_CAP_SPREAD (1u << 10)
+/* one-sided access (docs/design/one-sided.md): RMA frames */
+#define RIFT_CAP_RMA (1u << 11)
 #define RIFT_HELLO_AUTH_AT 56u   /* the auth field: the tag covers what is before */
 #define RIFT_SESSION_KEY_LEN 16u /* the session key, and a tag, bytes */
 struct rift__hello {
@@ -377,5 +389,51 @@ bool rift__token_tag_ok(const void *in, size_t n,
  * asked: 0, or RIFT_EACCES with a static reason in *why. */
 int rift__token_allows(const struct rift__token *t, uint64_t off,
 		       uint64_t len, unsigned access, const char **why);
+
+/*
+ * RMA frame payload (RIFT_CAP_RMA; docs/design/one-sided.md, section 4):
+ * a 40-byte head, then tok_len bytes of a token, then the data.
+ *
+ *   0  u8  op                 1  u8  0
+ *   2  u16 tok_len            4  i32 status (0 or RIFT_E*)
+ *   8  u64 id (the requester's operation)
+ *  16  u64 off (in the token's range)   24  u64 len   32  u64 tag
+ *
+ *   READ_REQ   token; len bytes at off asked; no data
+ *   READ_RESP  no token; status 0: the len bytes at off as data, else none
+ *   WRITE      token; len bytes of data for off
+ *   WRITE_ACK  no token, no data: the WRITE of len bytes at off landed
+ *              (status 0) or why not
+ *   NOTIFY     token; no data: the writes of [off, off + len) before it
+ *              are the writer's, tag its word (RIFT_EVENT_WRITTEN)
+ *   REVOKED    no token, no data: off is an export id the sender revoked
+ */
+#define RIFT_RMA_HEAD 40u
+enum rift__rma_op {
+	RIFT_RMA_READ_REQ = 1,
+	RIFT_RMA_READ_RESP = 2,
+	RIFT_RMA_WRITE = 3,
+	RIFT_RMA_WRITE_ACK = 4,
+	RIFT_RMA_NOTIFY = 5,
+	RIFT_RMA_REVOKED = 6,
+};
+struct rift__rma_hdr {
+	uint8_t op;
+	uint16_t tok_len;
+	int32_t status;
+	uint64_t id, off, len, tag;
+	const uint8_t *tok;  /* decode: in the payload (tok_len bytes) */
+	const uint8_t *data; /* decode: in the payload */
+	size_t data_len;     /* decode */
+};
+/* Encodes the head of m into out (RIFT_RMA_HEAD bytes; the token and data
+ * are the caller's to place after it). */
+void rift__rma_hdr_encode(uint8_t *out, const struct rift__rma_hdr *m);
+/* Parses an RMA payload of n bytes: 0, or RIFT_EPROTO with *why set for
+ * a head too short, an unknown op, a token where the op has none (or
+ * none where it needs one, or one over RIFT_TOKEN_MAX), data that does
+ * not match len, a range that wraps. */
+int rift__rma_hdr_decode(const uint8_t *in, size_t n, struct rift__rma_hdr *m,
+			 const char **why);
 
 #endif

@@ -116,6 +116,8 @@ const char *rift_event_name(rift_event_type t)
 		return "writable";
 	case RIFT_EVENT_FAILBACK:
 		return "failback";
+	case RIFT_EVENT_WRITTEN:
+		return "written";
 	}
 	return "unknown";
 }

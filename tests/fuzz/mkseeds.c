@@ -317,6 +317,55 @@ static void two_connections(struct stream *s, struct stream *a,
 	}
 }
 
+/* An RMA frame (one-sided access, session/wire.h) of seq seq: head m,
+ * then m->tok_len bytes of a token (tok, or zeros), then data_len bytes
+ * of 'd'. */
+static void rma(struct stream *s, uint64_t seq, const struct rift__rma_hdr *m,
+		const uint8_t *tok, size_t data_len)
+{
+	uint8_t p[RIFT_RMA_HEAD + RIFT_TOKEN_MAX + 64];
+	size_t n = RIFT_RMA_HEAD + m->tok_len + data_len;
+
+	rift__rma_hdr_encode(p, m);
+	memset(p + RIFT_RMA_HEAD, 0, m->tok_len);
+	if (tok)
+		memcpy(p + RIFT_RMA_HEAD, tok, m->tok_len);
+	memset(p + RIFT_RMA_HEAD + m->tok_len, 'd', data_len);
+	frame(s, RIFT_FRAME_RMA, (uint32_t)n, seq, 0, p);
+}
+
+/* A session offering one-sided access that asks for what it may not
+ * have (a token tagged under the key the target gives, for an export
+ * that does not exist), revokes, then answers what it never asked. */
+static void rma_seed(struct stream *s)
+{
+	struct rift__hello m = hello_of(NEW_ID, 0, 0);
+	struct rift__token t = { .access = RIFT_TOKEN_READ | RIFT_TOKEN_WRITE,
+				 .export_id = 1, .session_id = NEW_ID,
+				 .len = 4096 };
+	uint8_t tok[RIFT_TOKEN_MAX];
+	size_t tl = sizeof(tok);
+	struct rift__rma_hdr r = { .op = RIFT_RMA_READ_REQ, .id = 1, .len = 8 };
+
+	m.flags = RIFT_CAP_RMA;
+	handshake(s, RIFT_FRAME_HELLO, &m, fz_session_key);
+	if (rift__token_encode(&t, fz_session_key, tok, &tl)) {
+		fprintf(stderr, "mkseeds: token\n");
+		exit(1);
+	}
+	r.tok_len = (uint16_t)tl;
+	rma(s, 1, &r, tok, 0);
+	r.op = RIFT_RMA_WRITE, r.id = 2, r.len = 16;
+	rma(s, 2, &r, tok, 16);
+	r.op = RIFT_RMA_NOTIFY, r.id = 3, r.tag = 7;
+	rma(s, 3, &r, tok, 0);
+	r = (struct rift__rma_hdr){ .op = RIFT_RMA_REVOKED, .off = 1 };
+	rma(s, 4, &r, NULL, 0);
+	r = (struct rift__rma_hdr){ .op = RIFT_RMA_WRITE_ACK, .id = 9,
+				    .len = 4 };
+	rma(s, 5, &r, NULL, 0);
+}
+
 static void hostile_seeds(void)
 {
 	static struct stream a, b;
@@ -387,6 +436,9 @@ static void hostile_seeds(void)
 	error(&a, RIFT_EPROTO, "bye");
 	two_connections(&s, &a, &b);
 	put("hostile", "error", s.b, s.n);
+	s.n = 0;
+	rma_seed(&s);
+	put("hostile", "rma", s.b, s.n);
 }
 
 /* ---- the frame decoder ---- */

@@ -153,6 +153,8 @@ static void on_event(rift_conn *conn, const rift_event *ev)
 		s->writable++;
 		echo_resume(conn, s);
 		break;
+	case RIFT_EVENT_WRITTEN:
+		break;
 	}
 }
 

@@ -776,7 +776,8 @@ TEST(group_frames_are_refused_until_negotiated)
 	CHECK_EQ(rift__hdr_decode(b, RIFT_HDR_SIZE, 1u << 20, &h, &why), 0);
 	CHECK_EQ(h.type, RIFT_FRAME_HELLO_ACK);
 	CHECK_EQ(rift__hello_decode(b + RIFT_HDR_SIZE, h.len, &ack, &why), 0);
-	CHECK_EQ(ack.flags & RIFT_HELLO_CAP_MASK, RIFT_CAP_GROUP | RIFT_CAP_REORDER);
+	CHECK_EQ(ack.flags & RIFT_HELLO_CAP_MASK,
+		 RIFT_CAP_GROUP | RIFT_CAP_REORDER | RIFT_CAP_RMA);
 	/* ... so a JOIN there is refused. */
 	n = frame(b, RIFT_FRAME_JOIN, RIFT_JOIN_SIZE, 0, 0);
 	memset(b + n, 0, RIFT_JOIN_SIZE);
@@ -814,6 +815,140 @@ TEST(group_frames_are_refused_until_negotiated)
 	attack(ctx, port, &cli, b, n + RIFT_JOIN_SIZE, "join first");
 	CHECK_EQ(n_hostile, (int)n_frames);
 
+	conns[nc++] = cli.conn;
+	conns[nc++] = srv.conn;
+	rift_listener_close(hl, NULL);
+	h_teardown(ctx, l, conns, nc);
+}
+
+/* ---- one-sided access's frames (RIFT_CAP_RMA) ---- */
+
+/* A HELLO offering caps, the peer's window as given. */
+static size_t hello_caps(uint8_t *out, uint64_t session, uint64_t window,
+			 uint32_t caps)
+{
+	struct rift__hello m = { .proto = RIFT_WIRE_VERSION,
+				 .flags = caps,
+				 .session_id = session,
+				 .max_msg_size = 1u << 20,
+				 .window = window };
+	size_t n = frame(out, RIFT_FRAME_HELLO, RIFT_HELLO_SIZE, 0, 0);
+
+	return n + rift__hello_encode(out + n, &m);
+}
+
+/* An RMA frame of seq seq: head m, then tok_len bytes of 0x5a, then
+ * data_len bytes. */
+static size_t rma_frame(uint8_t *out, uint64_t seq,
+			const struct rift__rma_hdr *m, size_t data_len)
+{
+	size_t len = RIFT_RMA_HEAD + m->tok_len + data_len;
+	size_t n = frame(out, RIFT_FRAME_RMA, (uint32_t)len, seq, 0);
+
+	rift__rma_hdr_encode(out + n, m);
+	memset(out + n + RIFT_RMA_HEAD, 0x5a, m->tok_len + data_len);
+	return n + len;
+}
+
+/*
+ * A peer that did not offer one-sided access may not send its frames; one
+ * that did may not send a malformed one, answer what was never asked, or
+ * keep more requests unanswered than a requester can (it never
+ * acknowledges, so the answers wait for a window that does not open): each
+ * ends its session with RIFT_EPROTO.  A token that is not one is refused
+ * and counted, the session intact.
+ */
+TEST(rma_frames_a_peer_may_not_send)
+{
+	rift_ctx *ctx = h_ctx(NULL);
+	struct side srv = { .echo = true }, cli = { 0 };
+	rift_listener *l = h_listen(ctx, &srv), *hl = NULL;
+	static uint8_t b[1 << 20];
+	struct rift__rma_hdr m;
+	rift_conn *conns[16];
+	rift_ctx_stats st;
+	int port, nc = 0, fd;
+	size_t n;
+	static const char *const want[] = {
+		"RMA: frame of a capability not negotiated",
+		"RMA frame of an unknown op",
+		"an answer to no one-sided operation asked",
+		"more one-sided requests unanswered than a requester may have",
+	};
+
+	n_hostile = 0;
+	CHECK_EQ(rift_listen(ctx, "tcp://127.0.0.1:0", &h_callbacks, NULL,
+			     hostile_accept, &hl),
+		 0);
+	port = rift_listener_port(hl);
+	h_connect(ctx, rift_listener_port(l), &cli);
+	h_connected(ctx, &cli);
+
+	/* Not negotiated. */
+	m = (struct rift__rma_hdr){ .op = RIFT_RMA_READ_REQ, .tok_len = 48,
+				    .len = 8 };
+	n = hello_caps(b, 400, 1u << 20, 0);
+	n += rma_frame(b + n, 1, &m, 0);
+	attack(ctx, port, &cli, b, n, "rma not negotiated");
+	/* An op no rift sends. */
+	n = hello_caps(b, 401, 1u << 20, RIFT_CAP_RMA);
+	m.op = 9;
+	n += rma_frame(b + n, 1, &m, 0);
+	attack(ctx, port, &cli, b, n, "rma unknown op");
+	/* An answer to nothing. */
+	n = hello_caps(b, 402, 1u << 20, RIFT_CAP_RMA);
+	m = (struct rift__rma_hdr){ .op = RIFT_RMA_READ_RESP, .id = 77,
+				    .len = 16 };
+	n += rma_frame(b + n, 1, &m, 16);
+	attack(ctx, port, &cli, b, n, "rma answer to nothing");
+	/* Requests by the thousand, answers never taken: a 4 KiB window
+	 * holds about 60 answers, then they wait here, bounded. */
+	n = hello_caps(b, 403, 4096, RIFT_CAP_RMA);
+	m = (struct rift__rma_hdr){ .op = RIFT_RMA_READ_REQ, .tok_len = 48,
+				    .len = 8 };
+	for (uint64_t i = 1; i <= 1200; i++) {
+		m.id = i;
+		n += rma_frame(b + n, i, &m, 0);
+	}
+	attack(ctx, port, &cli, b, n, "rma requests unanswered");
+	CHECK_EQ(n_hostile, 4);
+	for (int i = 0; i < 4; i++) {
+		CHECK_EQ(hostile_sides[i].disconnected, 1);
+		CHECK_EQ(hostile_sides[i].last_status, RIFT_EPROTO);
+		CHECK_CONTAINS(rift_conn_last_error(hostile_conns[i]), want[i]);
+		conns[nc++] = hostile_conns[i];
+	}
+	/* Garbage for a token: refused, answered, counted; the session
+	 * lives. */
+	rift_ctx_stats_init(&st);
+	rift_ctx_stats_get(ctx, &st);
+	CHECK(st.rma_refused >= 1000);
+	fd = raw_connect(port);
+	n = hello_caps(b, 404, 1u << 20, RIFT_CAP_RMA);
+	m.id = 1;
+	n += rma_frame(b + n, 1, &m, 0);
+	CHECK_EQ(send(fd, b, n, MSG_NOSIGNAL), (ssize_t)n);
+	recv_all(ctx, fd, b, RIFT_HDR_SIZE + RIFT_HELLO_SIZE);
+	{
+		struct rift__hdr h;
+		struct rift__rma_hdr a;
+		const char *why = NULL;
+
+		recv_all(ctx, fd, b, RIFT_HDR_SIZE);
+		CHECK_EQ(rift__hdr_decode(b, RIFT_HDR_SIZE, 1u << 20, &h, &why),
+			 0);
+		CHECK_EQ(h.type, RIFT_FRAME_RMA);
+		CHECK_EQ(h.ack, 1);
+		recv_all(ctx, fd, b, h.len);
+		CHECK_EQ(rift__rma_hdr_decode(b, h.len, &a, &why), 0);
+		CHECK_EQ(a.op, RIFT_RMA_READ_RESP);
+		CHECK_EQ(a.status, RIFT_EACCES);
+		CHECK(a.id == 1);
+	}
+	CHECK_EQ(n_hostile, 5);
+	CHECK_EQ(hostile_sides[4].disconnected, 0);
+	close(fd);
+	conns[nc++] = hostile_conns[4];
 	conns[nc++] = cli.conn;
 	conns[nc++] = srv.conn;
 	rift_listener_close(hl, NULL);

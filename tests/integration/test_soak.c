@@ -405,6 +405,7 @@ static void soak_event(rift_conn *conn, const rift_event *ev)
 		soak_note_link(s);
 		break;
 	case RIFT_EVENT_WRITABLE:
+	case RIFT_EVENT_WRITTEN:
 		break;
 	}
 }

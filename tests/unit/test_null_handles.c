@@ -237,6 +237,61 @@ NULL_CHECK(rift_conn_send_buf)
 {
 	CHECK_EQ(rift_conn_send_buf(NULL, NULL, 0), RIFT_EINVAL);
 }
+NULL_CHECK(rift_mem_reg)
+{
+	rift_mem *m = (rift_mem *)1;
+	char x;
+
+	CHECK_EQ(rift_mem_reg(NULL, &x, 1, RIFT_MEM_READ, &m), RIFT_EINVAL);
+	CHECK(m == NULL);
+	CHECK_EQ(rift_mem_reg(NULL, &x, 1, RIFT_MEM_READ, NULL), RIFT_EINVAL);
+}
+NULL_CHECK(rift_mem_dereg)
+{
+	CHECK_EQ(rift_mem_dereg(NULL), RIFT_EINVAL);
+}
+NULL_CHECK(rift_mem_addr)
+{
+	CHECK(rift_mem_addr(NULL) == NULL);
+}
+NULL_CHECK(rift_mem_len)
+{
+	CHECK_EQ(rift_mem_len(NULL), 0);
+}
+NULL_CHECK(rift_mem_export)
+{
+	uint8_t t[RIFT_TOKEN_MAX_LEN];
+	size_t tl = sizeof(t);
+
+	CHECK_EQ(rift_mem_export(NULL, NULL, 0, 1, RIFT_MEM_READ, t, &tl),
+		 RIFT_EINVAL);
+}
+NULL_CHECK(rift_mem_revoke)
+{
+	CHECK_EQ(rift_mem_revoke(NULL, "x", 1), RIFT_EINVAL);
+}
+static void null_rma_cb(rift_conn *c, void *u, int st, size_t b)
+{
+	(void)c, (void)u, (void)st, (void)b;
+	abort();
+}
+NULL_CHECK(rift_conn_read)
+{
+	CHECK_EQ(rift_conn_read(NULL, NULL, 0, "x", 1, 0, 1, null_rma_cb, NULL),
+		 RIFT_EINVAL);
+}
+NULL_CHECK(rift_conn_write)
+{
+	CHECK_EQ(rift_conn_write(NULL, NULL, 0, "x", 1, 0, 1, null_rma_cb,
+				 NULL),
+		 RIFT_EINVAL);
+}
+NULL_CHECK(rift_conn_write_notify)
+{
+	CHECK_EQ(rift_conn_write_notify(NULL, NULL, 0, "x", 1, 0, 1, 7,
+					null_rma_cb, NULL),
+		 RIFT_EINVAL);
+}
 NULL_CHECK(rift_conn_recv_stop)
 {
 	CHECK_EQ(rift_conn_recv_stop(NULL), RIFT_EINVAL);
@@ -408,6 +463,15 @@ static const struct api_check api[] = {
 	ENTRY(rift_msg_seq),
 	ENTRY(rift_msg_retain),
 	ENTRY(rift_msg_release),
+	ENTRY(rift_mem_reg),
+	ENTRY(rift_mem_dereg),
+	ENTRY(rift_mem_addr),
+	ENTRY(rift_mem_len),
+	ENTRY(rift_mem_export),
+	ENTRY(rift_mem_revoke),
+	ENTRY(rift_conn_read),
+	ENTRY(rift_conn_write),
+	ENTRY(rift_conn_write_notify),
 };
 
 TEST(every_public_call_takes_a_null_handle)

@@ -274,7 +274,7 @@ TEST(wire_group_frame_lengths)
 			   "address list of impossible length");
 	expect_len(RIFT_FRAME__MAX + 1, 0, "unknown frame type");
 
-	CHECK_EQ(RIFT_FRAME__MAX, 15);
+	CHECK_EQ(RIFT_FRAME__MAX, 16);
 	CHECK_STR(rift__frame_name(RIFT_FRAME_JOIN), "JOIN");
 	CHECK_STR(rift__frame_name(RIFT_FRAME_JOIN_ACK), "JOIN_ACK");
 	CHECK_STR(rift__frame_name(RIFT_FRAME_PROBE), "PROBE");
@@ -296,6 +296,7 @@ TEST(wire_capability_bits)
 
 	CHECK_EQ(RIFT_CAP_GROUP, 1u << 8);
 	CHECK_EQ(RIFT_CAP_REORDER, 1u << 9);
+	CHECK_EQ(RIFT_CAP_RMA, 1u << 11);
 	CHECK_EQ(RIFT_HELLO_CAP_MASK, ~(uint32_t)RIFT_HELLO_FB_MASK);
 	in.flags = RIFT_CAP_GROUP | RIFT_CAP_REORDER | (1u << 31) |
 		   RIFT_FALLBACK_NO_DEVICE;
@@ -580,4 +581,108 @@ TEST(wire_path_ctl_round_trip)
 	CHECK_EQ(back.op, m.op);
 	CHECK_EQ(back.path_id, m.path_id);
 	CHECK_EQ(back.reason, m.reason);
+}
+
+/* RMA frames (RIFT_CAP_RMA): the header's length rules, then the
+ * payload's codec, each rule refused. */
+TEST(wire_rma_frame_header_rules)
+{
+	struct rift__hdr h;
+
+	h = (struct rift__hdr){ .type = RIFT_FRAME_RMA, .len = RIFT_RMA_HEAD - 1,
+				.seq = 1 };
+	expect_reject(h, -1, 0, "shorter than its head");
+	h = (struct rift__hdr){ .type = RIFT_FRAME_RMA, .len = (1u << 20) + 1,
+				.seq = 1 };
+	expect_reject(h, -1, 0, "max_msg_size");
+	h = (struct rift__hdr){ .type = RIFT_FRAME_RMA, .len = RIFT_RMA_HEAD };
+	expect_reject(h, -1, 0, "sequence 0");
+	CHECK(rift__frame_sequenced(RIFT_FRAME_RMA));
+	CHECK(rift__frame_sequenced(RIFT_FRAME_DATA));
+	CHECK(!rift__frame_sequenced(RIFT_FRAME_ACK));
+	CHECK(strcmp(rift__frame_name(RIFT_FRAME_RMA), "RMA") == 0);
+}
+
+static size_t rma_build(uint8_t *b, const struct rift__rma_hdr *m,
+			size_t data_len)
+{
+	rift__rma_hdr_encode(b, m);
+	memset(b + RIFT_RMA_HEAD, 0x5a, m->tok_len + data_len);
+	return RIFT_RMA_HEAD + m->tok_len + data_len;
+}
+
+static void rma_reject(const struct rift__rma_hdr *m, size_t data_len,
+		       int patch_at, uint8_t patch, const char *reason)
+{
+	static uint8_t b[RIFT_RMA_HEAD + RIFT_TOKEN_MAX + 4096];
+	struct rift__rma_hdr out;
+	const char *why = NULL;
+	size_t n = rma_build(b, m, data_len);
+
+	if (patch_at >= 0)
+		b[patch_at] = patch;
+	CHECK_EQ(rift__rma_hdr_decode(b, n, &out, &why), RIFT_EPROTO);
+	CHECK(why != NULL);
+	CHECK_CONTAINS(why, reason);
+}
+
+TEST(wire_rma_payload_round_trip_and_rejections)
+{
+	static uint8_t b[RIFT_RMA_HEAD + RIFT_TOKEN_MAX + 4096];
+	struct rift__rma_hdr m = { .op = RIFT_RMA_WRITE, .tok_len = 48,
+				   .id = 0x0102030405060708ull, .off = 100,
+				   .len = 1000, .tag = 0xfeedull },
+			     out;
+	const char *why = NULL;
+	size_t n = rma_build(b, &m, 1000);
+
+	CHECK_EQ(rift__rma_hdr_decode(b, n, &out, &why), 0);
+	CHECK_EQ(out.op, RIFT_RMA_WRITE);
+	CHECK_EQ(out.tok_len, 48);
+	CHECK(out.id == m.id && out.off == 100 && out.len == 1000 &&
+	      out.tag == 0xfeed);
+	CHECK(out.tok == b + RIFT_RMA_HEAD);
+	CHECK(out.data == b + RIFT_RMA_HEAD + 48);
+	CHECK_EQ(out.data_len, 1000);
+	/* A refused read answers with its status and no data. */
+	m = (struct rift__rma_hdr){ .op = RIFT_RMA_READ_RESP,
+				    .status = RIFT_EACCES, .len = 64 };
+	n = rma_build(b, &m, 0);
+	CHECK_EQ(rift__rma_hdr_decode(b, n, &out, &why), 0);
+	CHECK_EQ(out.status, RIFT_EACCES);
+	CHECK_EQ(out.data_len, 0);
+
+	CHECK_EQ(rift__rma_hdr_decode(b, RIFT_RMA_HEAD - 1, &out, &why),
+		 RIFT_EPROTO);
+	m = (struct rift__rma_hdr){ .op = RIFT_RMA_WRITE, .tok_len = 48,
+				    .len = 10 };
+	rma_reject(&m, 10, 0, 0, "unknown op");
+	rma_reject(&m, 10, 0, 7, "unknown op");
+	rma_reject(&m, 10, 1, 1, "reserved");
+	rma_reject(&m, 9, -1, 0, "not the length it says");
+	rma_reject(&m, 11, -1, 0, "not the length it says");
+	m.tok_len = 0;
+	rma_reject(&m, 10, -1, 0, "without a token");
+	m.tok_len = RIFT_TOKEN_MAX + 1;
+	rma_reject(&m, 10, -1, 0, "longer than a token");
+	m = (struct rift__rma_hdr){ .op = RIFT_RMA_READ_REQ, .tok_len = 48,
+				    .len = 10 };
+	rma_reject(&m, 10, -1, 0, "not the length"); /* a request has none */
+	m.off = UINT64_MAX - 5;
+	rma_reject(&m, 0, -1, 0, "wraps");
+	m = (struct rift__rma_hdr){ .op = RIFT_RMA_WRITE_ACK, .tok_len = 48 };
+	rma_reject(&m, 0, -1, 0, "with a token");
+	m = (struct rift__rma_hdr){ .op = RIFT_RMA_READ_RESP, .len = 4 };
+	rma_reject(&m, 3, -1, 0, "not the length");
+	m.status = 5;
+	rma_reject(&m, 0, -1, 0, "status");
+	m = (struct rift__rma_hdr){ .op = RIFT_RMA_REVOKED,
+				    .status = RIFT_EACCES };
+	rma_reject(&m, 0, -1, 0, "status");
+	/* The head claims a token longer than the frame. */
+	m = (struct rift__rma_hdr){ .op = RIFT_RMA_NOTIFY, .tok_len = 200 };
+	rift__rma_hdr_encode(b, &m);
+	CHECK_EQ(rift__rma_hdr_decode(b, RIFT_RMA_HEAD + 100, &out, &why),
+		 RIFT_EPROTO);
+	CHECK_CONTAINS(why, "longer than a token or its frame");
 }

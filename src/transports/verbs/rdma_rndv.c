@@ -544,7 +544,7 @@ int rift__rdma_rndv_start(struct rdma_path *rp, uint32_t i, uint32_t len)
 	raddr = get_be64(d + RIFT_HDR_SIZE);
 	rkey = get_be32(d + RIFT_HDR_SIZE + 8);
 	dlen = get_be32(d + RIFT_HDR_SIZE + 12);
-	if (h.type != RIFT_FRAME_DATA || h.len == 0 || dlen != h.len ||
+	if (!rift__frame_sequenced(h.type) || h.len == 0 || dlen != h.len ||
 	    raddr + dlen < raddr) {
 		rndv_refuse(rp, "peer advertised a buffer it does not own "
 				"(%u bytes at 0x%llx for a %s frame of %u "

@@ -45,8 +45,10 @@ static RIFT_HOT_INLINE bool bare_ok(const struct rdma_path *rp,
 	const rift__path *p = &rp->base;
 	uint64_t d = p->conn->recv_seq - p->tx_data_ack;
 
+	/* A bare frame is always DATA: an RMA frame keeps its header. */
 	bool ok = rp->peer_bare && p->tx_data_seq &&
-		  m->seq == p->tx_data_seq + 1 && d < BARE_DELTA_MAX;
+		  m->seq == p->tx_data_seq + 1 && d < BARE_DELTA_MAX &&
+		  m->type == RIFT_FRAME_DATA;
 
 	/* Test builds: play a peer that breaks the rules. */
 	if (rift__fault_hit(RIFT_FAULT_BARE_EARLY))
