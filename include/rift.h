@@ -976,6 +976,8 @@ typedef enum rift_event_type {
 					an address it prefers (appended) */
 	RIFT_EVENT_WRITTEN = 8,      /* the peer wrote into an export with
 					rift_conn_write_notify (appended) */
+	RIFT_EVENT_PATH_UP = 9,      /* a standby path joined the session
+					(port groups; appended) */
 } rift_event_type;
 
 /* Name of an event type ("connected", ...); static storage. */
@@ -1002,6 +1004,14 @@ const char *rift_event_name(rift_event_type t);
  *                 close).
  *  PATH_DOWN      status: why the path broke.  Sending still works (it is
  *                 buffered within the send window) and will be replayed.
+ *                 With standby 1 (port groups): a standby path broke
+ *                 (transport, peer, local and device are its), the data
+ *                 path carries on and nothing is replayed; rift opens
+ *                 another in the background.
+ *  PATH_UP        (port groups) a standby path joined the session: it is
+ *                 set up and ready for a failover to take over at once
+ *                 (with group.policy active-active it carries data too);
+ *                 transport, peer, local and device are its, standby 1.
  *  PATH_CHANGED   transport, peer and local address of the new path.
  *  WRITABLE       a send that returned RIFT_EAGAIN may be retried.
  *  FAILBACK       (client, port groups) the session moved from a working
@@ -1014,11 +1024,13 @@ const char *rift_event_name(rift_event_type t);
  *                 saying from where.  No PATH_DOWN precedes it; nothing is
  *                 lost, doubled or reordered (the peer sees PATH_CHANGED).
  *  WRITTEN        (the exporter's side) the peer's rift_conn_write_notify
- *                 completed here: the bytes are in place, in order with
- *                 the messages (a message the peer sent before the write
- *                 was delivered first, one after it comes after this
- *                 event); mem, offset, length: where, tag: the writer's.
+ *                 completed here: the bytes are in place, and every
+ *                 message the peer sent before the write was delivered
+ *                 first; mem, offset, length: where, tag: the writer's.
  *                 One event per write, after its last byte.
+ * Every event of a path (CONNECTED, PATH_DOWN, PATH_CHANGED, FAILBACK,
+ * PATH_UP) names its local device and port in device ("rxe0:1"; "" over
+ * TCP).
  * Events may be added: on_event ignores types it does not know.
  */
 typedef struct rift_event {
@@ -1041,6 +1053,13 @@ typedef struct rift_event {
 	uint64_t offset;
 	uint64_t length;
 	uint64_t tag;
+	/* The local device and port of the path the event is about,
+	 * "rxe0:1", or "" (TCP, none) (appended) */
+	const char *device;
+	/* 1 when the event is about a standby path of a port group
+	 * (PATH_UP, and PATH_DOWN of a standby), 0 when about the data
+	 * path (appended) */
+	int standby;
 } rift_event;
 
 typedef struct rift_conn_callbacks {
@@ -1550,14 +1569,15 @@ int rift_mem_revoke(rift_mem *mem, const void *token, size_t token_len);
  * callback, the operation uses both ranges: do not touch local's (a
  * read may write it more than once with the same bytes), and local may
  * not be deregistered.  An operation larger than a message goes in
- * pieces.  Operations and messages go in the order called: a read called
- * after rift_conn_send sees what the peer's on_recv of that message
- * wrote, and while an operation waits for room in the send window,
- * rift_conn_send returns RIFT_EAGAIN (WRITABLE follows), so no message
- * overtakes it.  The peer's rift serves an operation between its
- * messages: while the peer's application has stopped receiving
- * (rift_conn_recv_stop), operations wait there with the messages, and so
- * do answers here.  Returns 0 (cb will run), RIFT_EINVAL (a NULL argument, len
+ * pieces.  Operations and messages leave in the order called: while an
+ * operation waits for room in the send window, rift_conn_send returns
+ * RIFT_EAGAIN (WRITABLE follows), so no message overtakes it.  A
+ * message sent after a write completed finds the write's bytes in place
+ * at the peer.  A read gives the peer's memory as it is when the read
+ * reaches it: do not count on the peer's application having handled the
+ * messages sent before the read (wait for its answer).  While an
+ * application has stopped receiving (rift_conn_recv_stop), operations
+ * served by its rift may wait with the messages.  Returns 0 (cb will run), RIFT_EINVAL (a NULL argument, len
  * 0, a range outside local, a token that does not parse), RIFT_EACCES
  * (as above, refused before anything went; cb does not run),
  * RIFT_ENOTCONN (the session is not established, or ended),

@@ -143,6 +143,9 @@ void rift__group_standby_lost(rift_conn *conn, rift__path *p, int err)
 		snprintf(why, sizeof(why), "%s: %s", p->peer,
 			 conn->return_why[0] ? conn->return_why
 					     : rift_err_name(err));
+		if (p->up_us && conn->state != RIFT_CONN_DEAD)
+			rift__conn_emit_standby(conn, RIFT_EVENT_PATH_DOWN,
+						err, why, p);
 		rift__path_release(p);
 		rift__group_return_failed(conn, why);
 		return;
@@ -159,6 +162,15 @@ void rift__group_standby_lost(rift_conn *conn, rift__path *p, int err)
 		  p->addr_idx < conn->n_addrs ? conn->addr_down[p->addr_idx].why
 					      : "",
 		  (unsigned long long)wait);
+	/* One that had joined was up for the application (PATH_UP). */
+	if (p->up_us && conn->state != RIFT_CONN_DEAD) {
+		snprintf(why, sizeof(why), "standby path lost: %s",
+			 p->addr_idx < conn->n_addrs
+				 ? conn->addr_down[p->addr_idx].why
+				 : rift_err_name(err));
+		rift__conn_emit_standby(conn, RIFT_EVENT_PATH_DOWN, err, why,
+					p);
+	}
 	rift__path_release(p);
 	if (conn->state == RIFT_CONN_ESTABLISHED && conn->group_timer.cb)
 		rift__group_timer_within(conn, wait);
@@ -269,7 +281,9 @@ int rift__group_join(rift__path *p, const struct rift__hdr *h,
 	rift__path_kick(p);
 	RIFT_INFO(p->ctx, "session %016llx: standby path %u joined from %s",
 		  (unsigned long long)conn->session_id, j.path_id, p->peer);
-	return 0;
+	rift__conn_emit_standby(conn, RIFT_EVENT_PATH_UP, 0,
+				"standby path joined", p);
+	return p->state == RIFT_PATH_DEAD ? RIFT_ECLOSED : 0;
 }
 
 size_t rift__group_join_encode(rift__path *p, uint8_t type, uint8_t *out)
@@ -325,7 +339,9 @@ int rift__group_handshake(rift__path *p, const struct rift__hdr *h,
 		  (unsigned long long)conn->session_id, p->gid, p->peer);
 	/* Through an address the client prefers: failback is due later. */
 	rift_timer_start(&conn->failback_timer, 0, 0);
-	return 0;
+	rift__conn_emit_standby(conn, RIFT_EVENT_PATH_UP, 0,
+				"standby path joined", p);
+	return p->state == RIFT_PATH_DEAD ? RIFT_ECLOSED : 0;
 }
 
 int rift__group_standby_frame(rift__path *p, const struct rift__hdr *h,

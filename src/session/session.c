@@ -141,9 +141,19 @@ void rift__conn_error(rift_conn *conn, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* The local device and port of p, "rxe0:1", into buf ("" without). */
+static const char *path_device(const rift__path *p, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	if (p && p->ops && p->ops->describe)
+		p->ops->describe(p, buf, len);
+	return buf;
+}
+
 void rift__conn_emit(rift_conn *conn, rift_event_type type, int status,
 		     const char *message)
 {
+	char dev[RIFT_DEVICE_NAME_MAX + 8];
 	rift_event ev = {
 		.type = type,
 		.status = status,
@@ -158,6 +168,34 @@ void rift__conn_emit(rift_conn *conn, rift_event_type type, int status,
 
 	if (conn->closing || !conn->cbs.on_event)
 		return;
+	ev.device = type == RIFT_EVENT_WRITABLE || type == RIFT_EVENT_ERROR ||
+				    type == RIFT_EVENT_DISCONNECTED
+			    ? ""
+			    : path_device(conn->path, dev, sizeof(dev));
+	conn->cbs.on_event(conn, &ev);
+}
+
+void rift__conn_emit_standby(rift_conn *conn, rift_event_type type,
+			     int status, const char *message,
+			     const rift__path *p)
+{
+	char dev[RIFT_DEVICE_NAME_MAX + 8];
+	rift_event ev = {
+		.type = type,
+		.status = status,
+		.transport = p->ops->kind,
+		.peer = p->peer,
+		.message = message ? message : "",
+		.local = p->local,
+		.down_reason = type == RIFT_EVENT_PATH_DOWN
+				       ? (rift_path_down_reason)p->down_why
+				       : RIFT_PATH_DOWN_NONE,
+		.standby = 1,
+	};
+
+	if (conn->closing || !conn->cbs.on_event)
+		return;
+	ev.device = path_device(p, dev, sizeof(dev));
 	conn->cbs.on_event(conn, &ev);
 }
 

@@ -364,6 +364,10 @@ void rift__conn_error(rift_conn *conn, const char *fmt, ...)
 /* Deliver an event unless the conn is closing. */
 void rift__conn_emit(rift_conn *conn, rift_event_type type, int status,
 		     const char *message);
+/* The same for an event about standby path p (PATH_UP, PATH_DOWN). */
+void rift__conn_emit_standby(rift_conn *conn, rift_event_type type,
+			     int status, const char *message,
+			     const rift__path *p);
 /* Start (or retry) the next connection attempt of a client conn. */
 void rift__conn_attempt(rift_conn *conn);
 /* Run the delivery callbacks of acknowledged messages (a list, released

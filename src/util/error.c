@@ -118,6 +118,8 @@ const char *rift_event_name(rift_event_type t)
 		return "failback";
 	case RIFT_EVENT_WRITTEN:
 		return "written";
+	case RIFT_EVENT_PATH_UP:
+		return "path_up";
 	}
 	return "unknown";
 }

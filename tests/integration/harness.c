@@ -122,9 +122,23 @@ static void on_event(rift_conn *conn, const rift_event *ev)
 
 	if (!s)
 		return;
+	/* A standby path's events (port groups) are counted apart: what
+	 * the tests read of the last event stays the data path's. */
+	if (ev->standby) {
+		snprintf(s->standby_device, sizeof(s->standby_device), "%s",
+			 ev->device);
+		if (ev->type == RIFT_EVENT_PATH_UP)
+			s->path_up++;
+		else if (ev->type == RIFT_EVENT_PATH_DOWN)
+			s->standby_down++;
+		return;
+	}
 	s->last_status = ev->status;
 	snprintf(s->last_message, sizeof(s->last_message), "%s", ev->message);
 	snprintf(s->last_local, sizeof(s->last_local), "%s", ev->local);
+	if (ev->type != RIFT_EVENT_WRITABLE)
+		snprintf(s->last_device, sizeof(s->last_device), "%s",
+			 ev->device);
 	switch (ev->type) {
 	case RIFT_EVENT_CONNECTED:
 		s->connected++;
@@ -139,6 +153,8 @@ static void on_event(rift_conn *conn, const rift_event *ev)
 	case RIFT_EVENT_PATH_DOWN:
 		s->path_down++;
 		s->last_down_reason = ev->down_reason;
+		break;
+	case RIFT_EVENT_PATH_UP:
 		break;
 	case RIFT_EVENT_PATH_CHANGED:
 		s->path_changed++;

@@ -21,6 +21,9 @@ struct side {
 	size_t max_size;         /* largest message of the peer's stream */
 	int connected, errors, disconnected, path_down, path_changed;
 	int writable, closed, failback;
+	int path_up, standby_down; /* port groups: standby joined, lost */
+	char last_device[48];    /* the last path event's device */
+	char standby_device[48]; /* the last standby event's */
 	int last_status;
 	rift_path_down_reason last_down_reason; /* the last PATH_DOWN's */
 	uint64_t disconnected_us;

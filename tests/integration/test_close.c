@@ -51,7 +51,8 @@ static void rx_event(rift_conn *conn, const rift_event *ev)
 		snprintf(r->message, sizeof(r->message), "%s", ev->message);
 		break;
 	case RIFT_EVENT_PATH_DOWN:
-		r->path_down++;
+		if (!ev->standby)
+			r->path_down++;
 		break;
 	case RIFT_EVENT_PATH_CHANGED:
 		r->path_changed++;

@@ -163,6 +163,46 @@ TEST_T(standby_path_takes_over_without_a_new_connection)
 	grp_close(&g);
 }
 
+/*
+ * The application hears of its standby paths (issue 16, item 5): PATH_UP
+ * on both sides when one joins, PATH_DOWN with standby set when one
+ * breaks (the data path untouched: no PATH_DOWN of it, no re-attach),
+ * PATH_UP again when rift has joined another; each names the path's
+ * local device ("rxeN:port" over verbs, "" over TCP).
+ */
+TEST_T(standby_paths_tell_the_application_up_and_down)
+{
+	struct grp g;
+	rift__path *standby;
+	bool rdma = !strcmp(rt_transport(), "rdma");
+
+	grp_open(&g, "", true);
+	standby = joined_standby(g.ctx, g.c, &g.srv.conn);
+	CHECK(standby != NULL);
+	CHECK(h_wait(g.ctx, &g.cli.path_up, 5000));
+	CHECK(h_wait(g.ctx, &g.srv.path_up, 5000));
+	CHECK_EQ(g.cli.path_up, 1);
+	CHECK_EQ(g.srv.path_up, 1);
+	printf("connected on device '%s', standby on '%s'\n", g.cli.last_device,
+	       g.cli.standby_device);
+	CHECK(rdma ? strncmp(g.cli.standby_device, "rxe", 3) == 0
+		   : g.cli.standby_device[0] == '\0');
+	CHECK(rdma ? strncmp(g.cli.last_device, "rxe", 3) == 0
+		   : g.cli.last_device[0] == '\0');
+	standby->ops->cut(standby);
+	CHECK(h_wait(g.ctx, &g.cli.standby_down, 10000));
+	/* Another standby joins; the data path never moved. */
+	for (int i = 0; i < 2500 && g.cli.path_up < 2; i++)
+		rift_ctx_run(g.ctx, 2);
+	CHECK_EQ(g.cli.path_up, 2);
+	CHECK_EQ(g.cli.path_down, 0);
+	CHECK_EQ(g.cli.path_changed, 0);
+	CHECK_EQ(g.srv.path_down, 0);
+	CHECK_EQ(rift_conn_send(g.c, "x", 1), 0);
+	CHECK(h_wait_u64(g.ctx, &g.srv.recv_count, 1, 5000));
+	grp_close(&g);
+}
+
 /* Messages from..n-1 of seed 21 both ways at once: a to b and b to a. */
 static void stream_both(rift_ctx *ctx, rift_conn *a, rift_conn *b,
 			uint64_t from, uint64_t n)

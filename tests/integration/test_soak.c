@@ -153,6 +153,7 @@ struct soak_side {
 	rift_conn *conn;
 	rift_listener *l;
 	rift_config cfg;
+	uint64_t standby_events; /* PATH_UP and PATH_DOWN of standbys */
 	uint64_t tx_seed, rx_seed;
 	/* written by the side's thread, read by the main one when it ends */
 	uint64_t sent, recvd, bad;
@@ -336,6 +337,10 @@ static void soak_event(rift_conn *conn, const rift_event *ev)
 	struct soak_side *s = rift_conn_user(conn);
 	uint64_t now = h_now_us();
 
+	if (ev->standby) { /* a standby's PATH_UP, PATH_DOWN */
+		s->standby_events++;
+		return;
+	}
 	snprintf(s->last_message, sizeof(s->last_message), "%s", ev->message);
 	switch (ev->type) {
 	case RIFT_EVENT_CONNECTED:
@@ -406,6 +411,7 @@ static void soak_event(rift_conn *conn, const rift_event *ev)
 		break;
 	case RIFT_EVENT_WRITABLE:
 	case RIFT_EVENT_WRITTEN:
+	case RIFT_EVENT_PATH_UP:
 		break;
 	}
 }
