@@ -322,7 +322,7 @@ bool h_wait_u64(rift_ctx *ctx, const uint64_t *v, uint64_t target,
 	return *v >= target;
 }
 
-static int closes_done;
+static int closes_done, closes_wanted;
 static void count_close(rift_conn *c)
 {
 	(void)c;
@@ -336,7 +336,19 @@ static void count_lclose(rift_listener *l)
 
 void h_teardown(rift_ctx *ctx, rift_listener *l, rift_conn **conns, int n)
 {
-	int want = 0, rc;
+	int rc;
+
+	h_close_all(ctx, l, conns, n);
+	rc = rift_ctx_destroy(ctx);
+	if (rc)
+		FAIL("leak check: rift_ctx_destroy: %s: %s", rift_err_name(rc),
+		     rift_ctx_last_error(ctx));
+	CHECK_EQ(closes_done, closes_wanted);
+}
+
+void h_close_all(rift_ctx *ctx, rift_listener *l, rift_conn **conns, int n)
+{
+	int want = 0;
 
 	closes_done = 0;
 	for (int i = 0; i < n_stalled; i++) {
@@ -363,11 +375,7 @@ void h_teardown(rift_ctx *ctx, rift_listener *l, rift_conn **conns, int n)
 		printf("teardown: %d close(s) still lingering after 1 s: "
 		       "rift_ctx_destroy aborts them\n",
 		       want - closes_done);
-	rc = rift_ctx_destroy(ctx);
-	if (rc)
-		FAIL("leak check: rift_ctx_destroy: %s: %s", rift_err_name(rc),
-		     rift_ctx_last_error(ctx));
-	CHECK_EQ(closes_done, want);
+	closes_wanted = want;
 }
 
 void h_teardown2(rift_ctx *a, rift_listener *la, rift_conn **ca, int na,

@@ -74,6 +74,10 @@ int h_send(rift_conn *conn, uint64_t seed, uint64_t i, size_t max_size);
  * rift_ctx_destroy aborts closes still lingering then, whose peer did not
  * answer), destroy ctx and fail the test if anything is left (the leak
  * check). */
+/* Close conns and the listener and run until their close callbacks ran
+ * (1 s at most), the context left for the caller (h_teardown's first
+ * half). */
+void h_close_all(rift_ctx *ctx, rift_listener *l, rift_conn **conns, int n);
 void h_teardown(rift_ctx *ctx, rift_listener *l, rift_conn **conns, int n);
 /* The same for two contexts on this thread whose connections are each
  * other's peers: both loops run while they close, so the closes end in

@@ -29,6 +29,20 @@ static void hostile_accept(rift_listener *l, rift_conn *conn)
 		CHECK_EQ(rift_conn_recv_stop(conn), 0);
 }
 
+/* The hostile listener beside l (its port returned in *hl's), and the
+ * well-behaved neighbour, cli, connected to l. */
+static int hostile_listen(rift_ctx *ctx, rift_listener *l, struct side *cli,
+			  rift_listener **hl)
+{
+	n_hostile = 0;
+	CHECK_EQ(rift_listen(ctx, "tcp://127.0.0.1:0", &h_callbacks, NULL,
+			     hostile_accept, hl),
+		 0);
+	h_connect(ctx, rift_listener_port(l), cli);
+	h_connected(ctx, cli);
+	return rift_listener_port(*hl);
+}
+
 static int raw_connect(int port)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET,
@@ -759,13 +773,7 @@ TEST(group_frames_are_refused_until_negotiated)
 	int port, fd, nc = 0;
 	size_t n;
 
-	n_hostile = 0;
-	CHECK_EQ(rift_listen(ctx, "tcp://127.0.0.1:0", &h_callbacks, NULL,
-			     hostile_accept, &hl),
-		 0);
-	port = rift_listener_port(hl);
-	h_connect(ctx, rift_listener_port(l), &cli);
-	h_connected(ctx, &cli);
+	port = hostile_listen(ctx, l, &cli, &hl);
 
 	/* The server offers port groups; this client did not ask. */
 	before = proto_errors(ctx);
@@ -876,13 +884,7 @@ TEST(rma_frames_a_peer_may_not_send)
 		"more one-sided requests unanswered than a requester may have",
 	};
 
-	n_hostile = 0;
-	CHECK_EQ(rift_listen(ctx, "tcp://127.0.0.1:0", &h_callbacks, NULL,
-			     hostile_accept, &hl),
-		 0);
-	port = rift_listener_port(hl);
-	h_connect(ctx, rift_listener_port(l), &cli);
-	h_connected(ctx, &cli);
+	port = hostile_listen(ctx, l, &cli, &hl);
 
 	/* Not negotiated. */
 	m = (struct rift__rma_hdr){ .op = RIFT_RMA_READ_REQ, .tok_len = 48,

@@ -94,38 +94,12 @@ static void pair_up(struct pair *p, const rift_config *cfg)
 	rift_conn_set_callbacks(p->srv.conn, &cbs);
 }
 
-static int closes;
-static void count_close(rift_conn *c)
-{
-	(void)c;
-	closes++;
-}
-static void count_lclose(rift_listener *l)
-{
-	(void)l;
-	closes++;
-}
-
 /* Close what is open, then deregister the regions (their exports end
  * with the sessions), then the context must go. */
 static void teardown(rift_ctx *ctx, rift_listener *l, rift_conn **conns,
 		     int nc, rift_mem **mems, int n)
 {
-	int want = 0;
-
-	closes = 0;
-	for (int i = 0; i < nc; i++)
-		if (conns[i]) {
-			rift_conn_close(conns[i], count_close);
-			want++;
-		}
-	if (l) {
-		rift_listener_close(l, count_lclose);
-		want++;
-	}
-	for (int i = 0; i < 400 && closes < want; i++)
-		rift_ctx_run(ctx, 5);
-	CHECK_EQ(closes, want);
+	h_close_all(ctx, l, conns, nc);
 	for (int i = 0; i < n; i++)
 		CHECK_EQ(rift_mem_dereg(mems[i]), 0);
 	CHECK_EQ(rift_ctx_destroy(ctx), 0);
