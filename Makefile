@@ -40,7 +40,8 @@ LIB_SRCS  := $(sort $(wildcard src/*/*.c src/*/*/*.c))
 # Example code the unit tests cover (rift-kv's RESP codec): built into the
 # test binaries only, its objects under build/<flavour>/examples, away
 # from the library's that check-layers reads.
-EX_TEST_SRCS := examples/rift-kv/resp.c
+EX_TEST_SRCS := examples/rift-kv/resp.c examples/rift-kv/store.c \
+                examples/rift-kv/glob.c examples/rift-kv/config.c
 TEST_SRCS := tests/runner.c $(sort $(wildcard tests/unit/*.c tests/integration/*.c)) \
              $(EX_TEST_SRCS)
 TOOL_SRCS := $(filter-out tools/metrics_http.c,$(sort $(wildcard tools/*.c)))
@@ -51,7 +52,7 @@ rel_objs  = $(LIB_SRCS:%.c=$(BUILD)/rel/%.o)
 tst_objs  = $(LIB_SRCS:%.c=$(BUILD)/tst/%.o) $(TEST_SRCS:%.c=$(BUILD)/tst/%.o)
 asan_objs = $(LIB_SRCS:%.c=$(BUILD)/asan/%.o) $(TEST_SRCS:%.c=$(BUILD)/asan/%.o)
 
-.PHONY: all deps lib tools man test check-layers test-unit test-asan test-install test-lab fuzz fuzz-corpus fuzz-seeds fuzz-seeds-check demo bench bench-rdma bench-failover install clean FORCE
+.PHONY: all deps lib tools man kv test-kv test check-layers test-unit test-asan test-install test-lab fuzz fuzz-corpus fuzz-seeds fuzz-seeds-check demo bench bench-rdma bench-failover install clean FORCE
 
 all: lib tools man
 
@@ -112,6 +113,33 @@ $(BUILD)/bin/rift-info: $(INFO_SRCS) $(wildcard tools/rift-info/*.h) $(BUILD)/li
 $(BUILD)/bin/rift-perf: $(PERF_SRCS) $(wildcard tools/rift-perf/*.h tools/*.h) $(BUILD)/lib/librift.a
 	@mkdir -p $(dir $@)
 	$(CC) $(TOOL_CF) $(PERF_SRCS) -o $@ $(TOOL_LIBS)
+
+# ---- rift-kv (examples/rift-kv, issue 18) -------------------------------
+# The example key-value server, built as the tools are (rift.h only, the
+# static library), and an ASan/UBSan build of it over the sanitized
+# library for the end-to-end test.  tests/kv/kvprobe sends raw bytes or
+# RESP over rift.  make test-kv (docs/rift-kv.md): redis-cli and
+# redis-benchmark (Debian's redis-tools) against it, under a minute.
+KV_SRCS := $(sort $(wildcard examples/rift-kv/*.c))
+KV_HDRS := $(wildcard examples/rift-kv/*.h)
+kv: $(BUILD)/bin/rift-kv
+all: kv
+$(BUILD)/bin/rift-kv: $(KV_SRCS) $(KV_HDRS) $(BUILD)/lib/librift.a
+	@mkdir -p $(dir $@)
+	$(CC) $(TOOL_CF) $(KV_SRCS) -o $@ $(TOOL_LIBS)
+$(BUILD)/asan/rift-kv: $(KV_SRCS) $(KV_HDRS) $(LIB_SRCS:%.c=$(BUILD)/asan/%.o)
+	@mkdir -p $(dir $@)
+	$(CC) $(ASAN_CF) $(KV_SRCS) $(LIB_SRCS:%.c=$(BUILD)/asan/%.o) -o $@ $(LIBS) -lm
+$(BUILD)/kv/kvprobe: tests/kv/kvprobe.c $(BUILD)/lib/librift.a
+	@mkdir -p $(dir $@)
+	$(CC) $(TOOL_CF) $< -o $@ $(TOOL_LIBS)
+test-kv: $(BUILD)/bin/rift-kv $(BUILD)/asan/rift-kv $(BUILD)/kv/kvprobe
+	@sh scripts/setup.sh
+	sh tests/kv/run.sh $(BUILD)/bin/rift-kv $(BUILD)/kv/kvprobe
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  sh tests/kv/run.sh --quick $(BUILD)/asan/rift-kv $(BUILD)/kv/kvprobe
+# ---- end of rift-kv -------------------------------------------------------
 
 # Man pages, each generated from the one source of its text
 # (scripts/man.sh): the tools' and the config file's from docs/, the
@@ -291,6 +319,7 @@ test: all
 	$(MAKE) --no-print-directory test-install
 	$(MAKE) --no-print-directory test-unit
 	$(MAKE) --no-print-directory test-asan
+	$(MAKE) --no-print-directory test-kv
 	$(MAKE) --no-print-directory fuzz
 	$(MAKE) --no-print-directory test-lab
 

@@ -1,0 +1,576 @@
+/*
+ * config.c - rift-kv's config file and command line.  See config.h.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+
+/* A config file is read whole; a bigger one is refused (ours, not a
+ * claim: the file is the operator's, but a wrong path to a huge file
+ * should not fill memory). */
+#define MAX_FILE_BYTES (1u << 20)
+
+enum type { T_INT, T_STR, T_BOOL, T_ADDR, T_FALLBACK, T_URL };
+
+static const struct knob {
+	const char *key;
+	enum type type;
+	long min, max; /* T_INT */
+	const char *what;
+} knobs[KV_KNOBS] = {
+	[KV_PORT] = { "port", T_INT, 1, 65535, "TCP port of RESP" },
+	[KV_BIND] = { "bind", T_ADDR, 0, 0, "address of RESP over TCP" },
+	[KV_RDMA_ENABLED] = { "rdma_enabled", T_BOOL, 0, 0, "" },
+	[KV_RDMA_DEVICE] = { "rdma_device", T_STR, 0, 0, "" },
+	[KV_RDMA_PORT] = { "rdma_port", T_INT, 1, 65535,
+			   "port of the rift listener" },
+	[KV_RDMA_BIND] = { "rdma_bind", T_ADDR, 0, 0, "" },
+	[KV_RDMA_GID_INDEX] = { "rdma_gid_index", T_INT, -1, 4095,
+				"GID table index, -1 = the address's" },
+	[KV_RDMA_QUEUE_DEPTH] = { "rdma_queue_depth", T_INT, 16, 32768,
+				  "send and receive queue entries" },
+	[KV_RDMA_FALLBACK] = { "rdma_fallback", T_FALLBACK, 0, 0, "" },
+	[KV_RIFT_URL] = { "rift_url", T_URL, 0, 0, "" },
+};
+
+static void errf(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void errf(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+const char *kv_config_key(enum kv_knob k)
+{
+	return k < KV_KNOBS ? knobs[k].key : "?";
+}
+
+void kv_config_defaults(struct kv_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->port = 6379;
+	snprintf(c->bind, sizeof(c->bind), "127.0.0.1");
+	c->rdma_gid_index = -1;
+	c->rdma_fallback_tcp = 1;
+}
+
+static bool parse_long(const char *s, long *out)
+{
+	char *end;
+	long v;
+
+	if (!*s || (*s != '-' && (*s < '0' || *s > '9')))
+		return false;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end)
+		return false;
+	*out = v;
+	return true;
+}
+
+static bool numeric_addr(const char *s)
+{
+	unsigned char buf[16];
+
+	return inet_pton(AF_INET, s, buf) == 1 ||
+	       inet_pton(AF_INET6, s, buf) == 1;
+}
+
+static bool copy_str(char *dst, const char *src)
+{
+	size_t n = strlen(src);
+
+	if (n >= KV_CFG_STR)
+		return false;
+	memcpy(dst, src, n + 1);
+	return true;
+}
+
+int kv_config_set(struct kv_config *c, const char *key, const char *value,
+		  int quoted, const char *origin, char *err, size_t errlen)
+{
+	const struct knob *k = NULL;
+	enum kv_knob id;
+	long v = 0;
+
+	for (id = 0; id < KV_KNOBS; id++) {
+		if (strcmp(knobs[id].key, key) == 0) {
+			k = &knobs[id];
+			break;
+		}
+	}
+	if (!k) {
+		errf(err, errlen,
+		     "%s: unknown key '%s' (rift-kv knows port, bind, "
+		     "rdma_enabled, rdma_device, rdma_port, rdma_bind, "
+		     "rdma_gid_index, rdma_queue_depth, rdma_fallback, "
+		     "rift_url)",
+		     origin, key);
+		return -1;
+	}
+	if (c->origin[id][0]) {
+		errf(err, errlen, "%s: %s set twice (first by %s)", origin,
+		     key, c->origin[id]);
+		return -1;
+	}
+	/* In the file, strings are quoted and the rest is not; an option's
+	 * value (quoted < 0) is taken as it comes. */
+	if (quoted >= 0 && quoted != (k->type != T_INT && k->type != T_BOOL)) {
+		errf(err, errlen, "%s: %s: expected %s, got %s'%s'", origin,
+		     key,
+		     k->type == T_INT    ? "an integer"
+		     : k->type == T_BOOL ? "true or false"
+					 : "a quoted string",
+		     quoted ? "the string " : "", value);
+		return -1;
+	}
+	switch (k->type) {
+	case T_INT:
+		if (!parse_long(value, &v) || v < k->min || v > k->max) {
+			errf(err, errlen,
+			     "%s: %s = '%s' is not an integer in %ld..%ld "
+			     "(%s)",
+			     origin, key, value, k->min, k->max, k->what);
+			return -1;
+		}
+		break;
+	case T_BOOL:
+		/* the command line also takes valkey's yes and no */
+		if (!strcmp(value, "true") ||
+		    (quoted < 0 && !strcmp(value, "yes")))
+			v = 1;
+		else if (!strcmp(value, "false") ||
+			 (quoted < 0 && !strcmp(value, "no")))
+			v = 0;
+		else {
+			errf(err, errlen,
+			     "%s: %s = '%s': expected true or false", origin,
+			     key, value);
+			return -1;
+		}
+		break;
+	case T_ADDR:
+		if (!numeric_addr(value)) {
+			errf(err, errlen,
+			     "%s: %s = '%s' is not a numeric IPv4 or IPv6 "
+			     "address",
+			     origin, key, value);
+			return -1;
+		}
+		break;
+	case T_FALLBACK:
+		if (strcmp(value, "tcp") && strcmp(value, "none")) {
+			errf(err, errlen,
+			     "%s: %s = '%s': expected \"tcp\" (auto://: RDMA, "
+			     "else TCP) or \"none\" (rdma:// only)",
+			     origin, key, value);
+			return -1;
+		}
+		break;
+	case T_URL:
+		if (strncmp(value, "tcp://", 6) && strncmp(value, "rdma://", 7) &&
+		    strncmp(value, "auto://", 7)) {
+			errf(err, errlen,
+			     "%s: %s = '%s': expected a rift URL, tcp://, "
+			     "rdma:// or auto://HOST:PORT",
+			     origin, key, value);
+			return -1;
+		}
+		break;
+	case T_STR:
+		if (!*value || strlen(value) >= 64) {
+			errf(err, errlen,
+			     "%s: %s = '%s': expected an RDMA device name "
+			     "(1..63 bytes, as rift-info lists it)",
+			     origin, key, value);
+			return -1;
+		}
+		break;
+	}
+	if (strlen(value) >= KV_CFG_STR) {
+		errf(err, errlen, "%s: %s: value longer than %d bytes", origin,
+		     key, KV_CFG_STR - 1);
+		return -1;
+	}
+	switch (id) {
+	case KV_PORT: c->port = (int)v; break;
+	case KV_BIND: copy_str(c->bind, value); break;
+	case KV_RDMA_ENABLED: c->rdma_enabled = (int)v; break;
+	case KV_RDMA_DEVICE: copy_str(c->rdma_device, value); break;
+	case KV_RDMA_PORT: c->rdma_port = (int)v; break;
+	case KV_RDMA_BIND: copy_str(c->rdma_bind, value); break;
+	case KV_RDMA_GID_INDEX: c->rdma_gid_index = (int)v; break;
+	case KV_RDMA_QUEUE_DEPTH: c->rdma_queue_depth = (int)v; break;
+	case KV_RDMA_FALLBACK:
+		c->rdma_fallback_tcp = !strcmp(value, "tcp");
+		break;
+	case KV_RIFT_URL: copy_str(c->rift_url, value); break;
+	case KV_KNOBS: break;
+	}
+	snprintf(c->origin[id], sizeof(c->origin[id]), "%s", origin);
+	return 0;
+}
+
+/* ---- the file ---- */
+
+static char *read_file(const char *path, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	size_t n;
+
+	if (!f) {
+		errf(err, errlen, "%s: cannot open: %s", path,
+		     strerror(errno));
+		return NULL;
+	}
+	buf = malloc(MAX_FILE_BYTES + 1);
+	if (!buf) {
+		fclose(f);
+		errf(err, errlen, "%s: out of memory", path);
+		return NULL;
+	}
+	n = fread(buf, 1, MAX_FILE_BYTES + 1, f);
+	if (ferror(f) || n > MAX_FILE_BYTES) {
+		errf(err, errlen, "%s: %s", path,
+		     ferror(f) ? "read error" : "larger than 1 MiB");
+		fclose(f);
+		free(buf);
+		return NULL;
+	}
+	fclose(f);
+	buf[n] = '\0';
+	if (strlen(buf) != n) {
+		errf(err, errlen, "%s: holds a NUL byte", path);
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+static const char *skip_blank(const char *s)
+{
+	while (*s == ' ' || *s == '\t')
+		s++;
+	return s;
+}
+
+/* After a value or section: blanks, then a comment or the end. */
+static bool line_rest_ok(const char *s)
+{
+	s = skip_blank(s);
+	return *s == '\0' || *s == '#';
+}
+
+/* One line (NUL-terminated, no LF) at lineno. */
+static int load_line(struct kv_config *c, const char *path, int lineno,
+		     char *line, int *section, char *err, size_t errlen)
+{
+	char origin[KV_CFG_STR + 16], key[64], val[KV_CFG_STR];
+	const char *s = skip_blank(line);
+	size_t n = 0;
+	int quoted = 0;
+
+	snprintf(origin, sizeof(origin), "%s:%d", path, lineno);
+	if (*s == '\0' || *s == '#')
+		return 0;
+	if (*s == '[') {
+		const char *e = strchr(s, ']');
+
+		if (!e || !line_rest_ok(e + 1)) {
+			errf(err, errlen, "%s: expected [network]", origin);
+			return -1;
+		}
+		if (e - s - 1 != 7 || strncmp(s + 1, "network", 7)) {
+			errf(err, errlen,
+			     "%s: unknown section %.*s (rift-kv's file has "
+			     "one: [network])",
+			     origin, (int)(e - s + 1), s);
+			return -1;
+		}
+		if (*section) {
+			errf(err, errlen, "%s: [network] given twice", origin);
+			return -1;
+		}
+		*section = 1;
+		return 0;
+	}
+	while ((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+	       (*s >= '0' && *s <= '9') || *s == '_' || *s == '-') {
+		if (n + 1 >= sizeof(key)) {
+			errf(err, errlen, "%s: key too long", origin);
+			return -1;
+		}
+		key[n++] = *s++;
+	}
+	key[n] = '\0';
+	s = skip_blank(s);
+	if (!n || *s != '=') {
+		errf(err, errlen, "%s: expected key = value", origin);
+		return -1;
+	}
+	if (!*section) {
+		errf(err, errlen, "%s: key '%s' before [network]", origin,
+		     key);
+		return -1;
+	}
+	s = skip_blank(s + 1);
+	n = 0;
+	if (*s == '"') {
+		quoted = 1;
+		for (s++; *s != '"'; s++) {
+			if (!*s) {
+				errf(err, errlen, "%s: %s: unterminated string",
+				     origin, key);
+				return -1;
+			}
+			if (*s == '\\' && (s[1] == '"' || s[1] == '\\'))
+				s++;
+			else if (*s == '\\') {
+				errf(err, errlen,
+				     "%s: %s: unknown escape \\%c (only \\\" "
+				     "and \\\\)",
+				     origin, key, s[1] ? s[1] : ' ');
+				return -1;
+			}
+			if (n + 1 >= sizeof(val)) {
+				errf(err, errlen, "%s: %s: value too long",
+				     origin, key);
+				return -1;
+			}
+			val[n++] = *s;
+		}
+		s++;
+	} else {
+		while (*s && *s != ' ' && *s != '\t' && *s != '#') {
+			if (n + 1 >= sizeof(val)) {
+				errf(err, errlen, "%s: %s: value too long",
+				     origin, key);
+				return -1;
+			}
+			val[n++] = *s++;
+		}
+		if (!n) {
+			errf(err, errlen, "%s: %s: missing value", origin, key);
+			return -1;
+		}
+	}
+	val[n] = '\0';
+	if (!line_rest_ok(s)) {
+		errf(err, errlen, "%s: %s: unexpected text after the value",
+		     origin, key);
+		return -1;
+	}
+	return kv_config_set(c, key, val, quoted, origin, err, errlen);
+}
+
+int kv_config_load(struct kv_config *c, const char *path, char *err,
+		   size_t errlen)
+{
+	char *buf = read_file(path, err, errlen), *line, *next;
+	int lineno = 0, section = 0, rc = 0;
+
+	if (!buf)
+		return -1;
+	for (line = buf; line && rc == 0; line = next) {
+		size_t len;
+
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		len = strlen(line);
+		if (len && line[len - 1] == '\r')
+			line[len - 1] = '\0';
+		lineno++;
+		rc = load_line(c, path, lineno, line, &section, err, errlen);
+	}
+	free(buf);
+	if (rc == 0)
+		snprintf(c->config_file, sizeof(c->config_file), "%s", path);
+	return rc;
+}
+
+/* ---- the command line ---- */
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: rift-kv [CONFIG_FILE] [--OPTION VALUE ...]\n"
+		"  --port N             RESP over TCP on port N (6379)\n"
+		"  --bind ADDR          ... on address ADDR (127.0.0.1)\n"
+		"  --rdma-port N        RESP over rift on port N (RDMA on)\n"
+		"  --rdma-bind ADDR     ... on address ADDR (--bind's)\n"
+		"  --rdma-device DEV    ... on DEV's address\n"
+		"  --rdma-gid-index N   rift's rdma.gid_index\n"
+		"  --rdma-queue-depth N rift's rdma.sq_depth and rq_depth\n"
+		"  --rdma-fallback tcp|none  auto:// (default) or rdma://\n"
+		"  --rdma-enabled yes|no\n"
+		"  --rift-url URL       the rift listener's URL outright\n"
+		"                       (tcp://, rdma:// or auto://HOST:PORT)\n"
+		"Every option is the config file's key of [network] with\n"
+		"'-' for '_' (docs/rift-kv.md).\n");
+}
+
+int kv_config_args(struct kv_config *c, int argc, char **argv, char *err,
+		   size_t errlen)
+{
+	int i = 1;
+
+	if (i < argc && (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))) {
+		usage(stdout);
+		return 1;
+	}
+	if (i < argc &&
+	    (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--version"))) {
+		printf("rift-kv (rift %s) RESP2, Redis 7.0 commands\n",
+		       "0.1.0");
+		return 1;
+	}
+	if (i < argc && strncmp(argv[i], "--", 2) != 0) {
+		if (kv_config_load(c, argv[i], err, errlen))
+			return -1;
+		i++;
+	}
+	for (; i < argc; i += 2) {
+		char key[64];
+		const char *o = argv[i];
+		size_t n;
+
+		if (strncmp(o, "--", 2) != 0 || !o[2]) {
+			errf(err, errlen,
+			     "%s: expected --OPTION VALUE (the config file "
+			     "goes first)",
+			     o);
+			return -1;
+		}
+		n = strlen(o + 2);
+		if (n >= sizeof(key)) {
+			errf(err, errlen, "%.64s...: unknown option", o);
+			return -1;
+		}
+		for (size_t k = 0; k <= n; k++)
+			key[k] = o[2 + k] == '-' ? '_' : o[2 + k];
+		if (i + 1 >= argc) {
+			errf(err, errlen, "%s needs a value", o);
+			return -1;
+		}
+		if (kv_config_set(c, key, argv[i + 1], -1, o, err, errlen))
+			return -1;
+	}
+	return kv_config_check(c, err, errlen);
+}
+
+int kv_config_check(struct kv_config *c, char *err, size_t errlen)
+{
+	static const enum kv_knob rdma_knobs[] = {
+		KV_RDMA_DEVICE,	   KV_RDMA_PORT,	KV_RDMA_BIND,
+		KV_RDMA_GID_INDEX, KV_RDMA_QUEUE_DEPTH, KV_RDMA_FALLBACK,
+	};
+	static const enum kv_knob url_replaces[] = {
+		KV_RDMA_DEVICE, KV_RDMA_PORT, KV_RDMA_BIND, KV_RDMA_FALLBACK,
+	};
+	const char *en = c->origin[KV_RDMA_ENABLED];
+
+	if (!en[0] && (c->rdma_port || c->rift_url[0]))
+		c->rdma_enabled = 1;
+	if (en[0] && !c->rdma_enabled && c->rift_url[0]) {
+		errf(err, errlen, "%s: rift_url, but %s: rdma_enabled = false",
+		     c->origin[KV_RIFT_URL], en);
+		return -1;
+	}
+	if (!c->rdma_enabled) {
+		for (size_t i = 0; i < sizeof(rdma_knobs) / sizeof(*rdma_knobs);
+		     i++) {
+			enum kv_knob k = rdma_knobs[i];
+
+			if (c->origin[k][0]) {
+				errf(err, errlen,
+				     "%s: %s cannot take effect: RDMA is off "
+				     "(rdma_enabled = false)",
+				     c->origin[k], knobs[k].key);
+				return -1;
+			}
+		}
+		return 0;
+	}
+	if (c->rift_url[0]) {
+		for (size_t i = 0;
+		     i < sizeof(url_replaces) / sizeof(*url_replaces); i++) {
+			enum kv_knob k = url_replaces[i];
+
+			if (c->origin[k][0]) {
+				errf(err, errlen,
+				     "%s: %s cannot take effect with rift_url "
+				     "(%s): the URL names the listener",
+				     c->origin[k], knobs[k].key,
+				     c->origin[KV_RIFT_URL]);
+				return -1;
+			}
+		}
+		if (strncmp(c->rift_url, "tcp://", 6) == 0) {
+			for (enum kv_knob k = KV_RDMA_GID_INDEX;
+			     k <= KV_RDMA_QUEUE_DEPTH; k++) {
+				if (!c->origin[k][0])
+					continue;
+				errf(err, errlen,
+				     "%s: %s cannot take effect: rift_url (%s) "
+				     "is tcp://, no RDMA",
+				     c->origin[k], knobs[k].key,
+				     c->origin[KV_RIFT_URL]);
+				return -1;
+			}
+		}
+		return 0;
+	}
+	if (!c->rdma_port) {
+		errf(err, errlen,
+		     "%s: rdma_enabled = true needs rdma_port (or rift_url)",
+		     en[0] ? en : "rdma_enabled");
+		return -1;
+	}
+	if (c->rdma_port == c->port) {
+		errf(err, errlen,
+		     "%s: rdma_port %d is the RESP port too: the rift "
+		     "listener takes that TCP port as well",
+		     c->origin[KV_RDMA_PORT], c->rdma_port);
+		return -1;
+	}
+	if (c->rdma_device[0] && c->rdma_bind[0]) {
+		errf(err, errlen,
+		     "%s: rdma_device and rdma_bind (%s) both name the "
+		     "listener's address: set one",
+		     c->origin[KV_RDMA_DEVICE], c->origin[KV_RDMA_BIND]);
+		return -1;
+	}
+	return 0;
+}
+
+int kv_config_rift_url(const struct kv_config *c, const char *addr, char *out,
+		       size_t outlen)
+{
+	const char *host;
+	int n;
+
+	if (c->rift_url[0])
+		n = snprintf(out, outlen, "%s", c->rift_url);
+	else {
+		host = addr ? addr : c->rdma_bind[0] ? c->rdma_bind : c->bind;
+		n = snprintf(out, outlen, "%s://%s%s%s:%d",
+			     c->rdma_fallback_tcp ? "auto" : "rdma",
+			     strchr(host, ':') ? "[" : "", host,
+			     strchr(host, ':') ? "]" : "", c->rdma_port);
+	}
+	return n < 0 || (size_t)n >= outlen ? -1 : 0;
+}

@@ -1,0 +1,110 @@
+/*
+ * config.h - rift-kv's configuration: a config file and command-line
+ * options in the manner of valkey-server.
+ *
+ *   rift-kv [CONFIG_FILE] [--port N] [--bind ADDR] [--rdma-port N]
+ *           [--rdma-bind ADDR] [--rift-url URL] [--KEY VALUE ...]
+ *
+ * The file is TOML-ish: "# comments", one [network] section, "key =
+ * value" lines whose values are integers, "strings" or true/false:
+ *
+ *   [network]
+ *   port = 6379               TCP port of RESP (1..65535)
+ *   bind = "127.0.0.1"        its numeric address
+ *   rdma_enabled = true       serve RESP over rift too
+ *   rdma_device = "rxe0"      the RDMA device (its address, when
+ *                             rdma_bind is not set)
+ *   rdma_port = 6380          the rift listener's port
+ *   rdma_bind = "10.0.0.1"    its numeric address
+ *   rdma_gid_index = 1        rift's rdma.gid_index (-1..4095)
+ *   rdma_queue_depth = 256    rift's rdma.sq_depth and rq_depth
+ *   rdma_fallback = "tcp"     "tcp": auto:// (RDMA, else TCP);
+ *                             "none": rdma:// only
+ *
+ * Every option --some-key VALUE is the key some_key of [network] (so
+ * --rdma-port is rdma_port), applied after the file.  Unknown keys,
+ * values of the wrong type or out of range, a key given twice in the
+ * file, and knobs that could not take effect (an rdma_* key while RDMA
+ * is off) are errors naming the file and line, or the option.
+ */
+#ifndef RIFT_KV_CONFIG_H
+#define RIFT_KV_CONFIG_H
+
+#include <stddef.h>
+
+#define KV_CFG_STR 256
+#define KV_CFG_ERRLEN 512
+
+/* Knobs, indexes of kv_config.origin. */
+enum kv_knob {
+	KV_PORT,
+	KV_BIND,
+	KV_RDMA_ENABLED,
+	KV_RDMA_DEVICE,
+	KV_RDMA_PORT,
+	KV_RDMA_BIND,
+	KV_RDMA_GID_INDEX,
+	KV_RDMA_QUEUE_DEPTH,
+	KV_RDMA_FALLBACK,
+	KV_RIFT_URL,
+	KV_KNOBS
+};
+
+struct kv_config {
+	int port;                     /* TCP port of RESP */
+	char bind[KV_CFG_STR];        /* numeric address */
+	int rdma_enabled;             /* the rift listener is on (bool) */
+	char rdma_device[KV_CFG_STR]; /* "" = the bind address's */
+	int rdma_port;                /* the rift listener's port, 0 unset */
+	char rdma_bind[KV_CFG_STR];   /* "" = bind's */
+	int rdma_gid_index;           /* -1 = rift's default */
+	int rdma_queue_depth;         /* 0 = rift's default */
+	int rdma_fallback_tcp;        /* auto:// (1) or rdma:// (0) */
+	char rift_url[KV_CFG_STR];    /* --rift-url: the listener's URL */
+	char config_file[KV_CFG_STR]; /* "" if none */
+	/* where each knob was set: "file.toml:12", "--rdma-port", or ""
+	 * (default) */
+	char origin[KV_KNOBS][KV_CFG_STR + 16];
+};
+
+/* The name of a knob as the file spells it ("rdma_port"). */
+const char *kv_config_key(enum kv_knob k);
+
+/* Defaults: port 6379, bind 127.0.0.1, RDMA off. */
+void kv_config_defaults(struct kv_config *c);
+
+/* Apply the file at path.  0, or -1 with err = "path:line: message". */
+int kv_config_load(struct kv_config *c, const char *path, char *err,
+		   size_t errlen);
+
+/* Apply "key = value" as text (value as in the file, strings with or
+ * without quotes) set by origin.  0, or -1 with err. */
+int kv_config_set(struct kv_config *c, const char *key, const char *value,
+		  int quoted, const char *origin, char *err, size_t errlen);
+
+/*
+ * Parse argv: a config file as the first argument, then options.  0; 1
+ * when --help or --version printed what they print (exit 0); -1 with err.
+ * Checks the result (kv_config_check) too.
+ */
+int kv_config_args(struct kv_config *c, int argc, char **argv, char *err,
+		   size_t errlen);
+
+/* Rules between knobs, after which rdma_enabled is what holds: a
+ * non-zero rdma_port or a rift_url turns RDMA on unless rdma_enabled =
+ * false was set (an error then); an rdma_* knob needs RDMA on; RDMA on
+ * needs rdma_port or rift_url; rift_url excludes rdma_port, rdma_bind,
+ * rdma_device and rdma_fallback, which it replaces; rdma_port may not be
+ * port.  0, or -1 with err naming where the knob was set. */
+int kv_config_check(struct kv_config *c, char *err, size_t errlen);
+
+/*
+ * The rift listener's URL: rift_url, or "auto://" (rdma_fallback tcp) or
+ * "rdma://" with rdma_bind (else bind) and rdma_port.  addr, when not
+ * NULL, replaces the address (rdma_device's).  0, or -1 if it does not
+ * fit.
+ */
+int kv_config_rift_url(const struct kv_config *c, const char *addr,
+		       char *out, size_t outlen);
+
+#endif

@@ -1,0 +1,175 @@
+/*
+ * server.h - rift-kv's server: clients, replies, the command table.
+ *
+ * One thread runs everything: an epoll loop over the RESP listening
+ * socket, the clients' sockets, a signalfd and rift's context fd
+ * (rift_ctx_fd), whose readiness runs rift_ctx_progress; rift's timer
+ * drives the periodic work (kv_server_cron).  A client is a TCP socket
+ * or a rift connection; both carry the RESP byte stream, the rift one as
+ * messages, each a piece of it (server.c, rift_io.c).
+ */
+#ifndef RIFT_KV_SERVER_H
+#define RIFT_KV_SERVER_H
+
+#include <stdarg.h>
+#include <stdint.h>
+
+#include <rift.h>
+
+#include "config.h"
+#include "resp.h"
+#include "store.h"
+
+/* Output a client may have waiting before the server stops reading its
+ * requests, and the level that starts reading again (backpressure). */
+#define KV_OUT_HIGH ((size_t)1 << 20)
+#define KV_OUT_LOW  ((size_t)256 << 10)
+/* Bytes of requests read from a TCP client at once. */
+#define KV_IBUF     ((size_t)16 << 10)
+/* The periodic work's rate (Redis's hz) and its expiry budget, us. */
+#define KV_HZ 10
+#define KV_EXPIRE_BUDGET_US 25000
+
+enum kv_client_flags {
+	KV_CLOSE_AFTER_REPLY = 1, /* QUIT, protocol error */
+	KV_CLOSE_ASAP = 2,        /* write error, peer gone */
+	KV_PAUSED = 4,            /* too much output waiting: not reading */
+	KV_RIFT_BLOCKED = 8,      /* rift send window full: wait WRITABLE */
+	KV_RIFT_STOPPED = 16,     /* rift_conn_recv_stop in force */
+	KV_CLOSING = 32,          /* rift close under way */
+};
+
+struct kv_server;
+
+struct kv_client {
+	struct kv_server *srv;
+	uint64_t id;            /* CLIENT ID */
+	int fd;                 /* TCP socket, or -1 */
+	rift_conn *conn;        /* rift connection, or NULL */
+	unsigned flags;         /* enum kv_client_flags */
+	uint32_t events;        /* epoll mask in force */
+	kv_resp_parser *parser;
+	char *ibuf;             /* requests not parsed yet */
+	size_t ipos;            /* bytes of ibuf parsed */
+	size_t ilen;            /* bytes in ibuf */
+	size_t icap;            /* bytes allocated at ibuf */
+	struct kv_resp_out out; /* replies; [opos, out.len) unsent */
+	size_t opos;
+	int oom;                /* a reply of this command failed */
+	char *name;             /* CLIENT SETNAME, or NULL */
+	char addr[64];          /* peer, "127.0.0.1:5555" */
+	char laddr[64];         /* local end */
+	int64_t ctime_ms;       /* connected, Unix ms */
+	int64_t atime_ms;       /* last command, Unix ms */
+	const char *last_cmd;   /* its name, static */
+	struct kv_client *prev, *next;
+};
+
+struct kv_server {
+	struct kv_config cfg;
+	struct kv_store *store;
+	int ep;                  /* epoll */
+	int lfd;                 /* RESP listening socket */
+	int sfd;                 /* signalfd: SIGINT, SIGTERM */
+	rift_ctx *rift;
+	rift_config rcfg;        /* what rift was created with */
+	rift_listener *rl;       /* RESP over rift, or NULL */
+	rift_timer *cron;
+	char rift_url[300];      /* the rift listener's URL, or "" */
+	struct kv_client *clients;
+	size_t nclients;         /* TCP and rift */
+	size_t rift_clients;     /* of those, rift */
+	uint64_t next_id;
+	int64_t now_ms;          /* Unix ms, per loop round */
+	int64_t start_ms;
+	int stop;
+	/* INFO stats */
+	uint64_t conns_received; /* count */
+	uint64_t conns_rejected; /* out of memory, count */
+	uint64_t cmds;           /* commands run, count */
+	uint64_t hits, misses;   /* key lookups of reads, count */
+	uint64_t net_in, net_out; /* bytes of RESP, both ways */
+	/* rift connections whose path is RDMA when a message passes
+	 * (rift_conn_transport): messages and their bytes */
+	uint64_t rdma_msgs_sent, rdma_msgs_recv;
+	uint64_t rdma_bytes_sent, rdma_bytes_recv;
+};
+
+/* ---- replies (cmd.c): each sets c->oom when memory runs out ---- */
+void kv_reply_simple(struct kv_client *c, const char *s);
+void kv_reply_ok(struct kv_client *c);
+/* "-<text>": text is "ERR message" or "WRONGTYPE message"; CR and LF in
+ * it become blanks (it may quote a client's bytes). */
+void kv_reply_error(struct kv_client *c, const char *text);
+void kv_reply_errorf(struct kv_client *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void kv_reply_int(struct kv_client *c, long long v);
+void kv_reply_bulk(struct kv_client *c, const void *p, size_t n);
+void kv_reply_bulk_str(struct kv_client *c, const char *s);
+void kv_reply_null(struct kv_client *c);
+void kv_reply_array(struct kv_client *c, size_t n);
+void kv_reply_syntax(struct kv_client *c);
+void kv_reply_not_int(struct kv_client *c);
+
+/* Redis's arity error for the command name given. */
+void kv_reply_arity(struct kv_client *c, const char *fullname);
+
+/* ---- commands ---- */
+typedef void kv_cmd_fn(struct kv_client *c, size_t argc,
+		       const struct kv_resp_arg *argv);
+
+struct kv_cmd {
+	const char *name;  /* lowercase; "config|get" for a subcommand */
+	int arity;         /* Redis's: n exactly, -n at least n */
+	kv_cmd_fn *fn;     /* NULL for a container of subcommands */
+	const char *flags; /* COMMAND's flags, blank-separated */
+	int first_key, last_key, step;
+	const char *acl;   /* ACL categories, blank-separated */
+	const char *group; /* COMMAND DOCS */
+	const char *since;
+	const char *summary;
+	const struct kv_cmd *subs; /* subcommands, ending with a NULL name */
+};
+
+/* The tables of cmd_string.c and cmd_server.c, ending with NULL name. */
+extern const struct kv_cmd kv_string_cmds[];
+extern const struct kv_cmd kv_server_cmds[];
+
+/* Sort the table (once, at start); 0 or -ENOMEM. */
+int kv_cmd_init(void);
+void kv_cmd_fini(void);
+/* The command named n bytes at name (any case), or NULL. */
+const struct kv_cmd *kv_cmd_lookup(const char *name, size_t n);
+/* Every top-level command, for COMMAND: count and i-th. */
+size_t kv_cmd_count(void);
+const struct kv_cmd *kv_cmd_at(size_t i);
+/* Run one command for c, its reply appended to c->out. */
+void kv_cmd_exec(struct kv_client *c, const struct kv_resp_cmd *cmd);
+
+/* Case-insensitive: does the n bytes at a spell the C string b? */
+int kv_arg_is(const struct kv_resp_arg *a, const char *b);
+/* Parse an argument as a long long (Redis's string2ll): 1, else 0. */
+int kv_arg_ll(const struct kv_resp_arg *a, long long *out);
+
+/* ---- the server (server.c, rift_io.c) ---- */
+/* Add s's figures of rift's to *st (rift_ctx_stats_get); 0 or RIFT_E*. */
+int kv_rift_stats(struct kv_server *s, rift_ctx_stats *st);
+/* Rift clients whose path is RDMA now, count. */
+size_t kv_rift_rdma_clients(struct kv_server *s);
+
+/* Start the rift listener of s->cfg (rift_io.c): 0, or -1 having
+ * printed why. */
+int kv_rift_listen(struct kv_server *s);
+/* Abort c's rift connection; c is freed by its close callback. */
+void kv_rift_abort(struct kv_client *c);
+
+/* A new client (fd, or conn), linked to s.  NULL when out of memory. */
+struct kv_client *kv_client_new(struct kv_server *s, int fd, rift_conn *conn);
+void kv_client_free(struct kv_client *c);
+/* Parse and run c's buffered requests, until they are all done, or c
+ * has KV_OUT_HIGH of output waiting (KV_PAUSED), or is to close. */
+void kv_client_process(struct kv_client *c);
+/* Bytes of output c has waiting. */
+size_t kv_client_pending(const struct kv_client *c);
+
+#endif

@@ -1,0 +1,273 @@
+#!/bin/sh
+# tests/kv/run.sh - rift-kv end to end, with stock Redis clients.
+#
+#   sh tests/kv/run.sh [--quick] RIFT_KV_BINARY KVPROBE_BINARY
+#
+# Starts the server on a free port (RESP over TCP, and RESP over rift on
+# tcp://127.0.0.1:0), then: every command of commands.txt through
+# redis-cli against expected.txt (Redis 7.0.15's own replies, but for
+# SELECT 1 and CONFIG GET databases: rift-kv has one database); KEYS
+# patterns; expiry, lazy and active; protocol errors that close;
+# pipelining and backpressure (kvprobe); RESP over rift; INFO; config
+# errors; redis-benchmark (skipped with --quick, which the ASan build
+# runs); and a clean exit on SIGTERM (ASan's leak check runs then).
+# Fails if any check fails or the server died.
+set -u
+
+quick=0
+if [ "${1:-}" = "--quick" ]; then
+	quick=1
+	shift
+fi
+[ $# -eq 2 ] || { echo "usage: run.sh [--quick] RIFT_KV KVPROBE" >&2; exit 2; }
+BIN=$1
+PROBE=$2
+HERE=$(cd "$(dirname "$0")" && pwd)
+T=$(mktemp -d)
+PID=
+failures=0
+trap '[ -n "$PID" ] && kill "$PID" 2>/dev/null; rm -rf "$T"' EXIT
+
+fail() {
+	echo "FAIL: $*"
+	failures=$((failures + 1))
+}
+mark=0
+ok() { # at the end of a group of checks: said only if none failed
+	[ $failures -eq $mark ] && echo "  ok    $*"
+	mark=$failures
+}
+
+# ---- start -------------------------------------------------------------
+start() {
+	for try in 1 2 3 4 5 6 7 8 9 10; do
+		PORT=$(( $(od -An -N2 -tu2 /dev/urandom) % 30000 + 20000 ))
+		"$BIN" --port "$PORT" --rift-url tcp://127.0.0.1:0 \
+			>"$T/log" 2>&1 &
+		PID=$!
+		i=0
+		while [ $i -lt 100 ]; do
+			grep -q "ready" "$T/log" && break
+			kill -0 "$PID" 2>/dev/null || break
+			sleep 0.05
+			i=$((i + 1))
+		done
+		if grep -q "ready" "$T/log"; then
+			RIFT_URL=$(sed -n 's/.*rift on \([^ ]*\) .*/\1/p' "$T/log")
+			return 0
+		fi
+		kill "$PID" 2>/dev/null
+		wait "$PID" 2>/dev/null
+		PID=
+		grep -q "in use" "$T/log" || break
+	done
+	cat "$T/log"
+	echo "FAIL: rift-kv did not start"
+	exit 1
+}
+start
+CLI="redis-cli -p $PORT"
+echo "rift-kv on $PORT (pid $PID), rift on $RIFT_URL"
+
+alive() {
+	kill -0 "$PID" 2>/dev/null && [ "$($CLI ping 2>&1)" = "PONG" ]
+}
+
+# ---- the command table -------------------------------------------------
+$CLI --no-raw < "$HERE/commands.txt" > "$T/out" 2>&1
+if diff -u "$HERE/expected.txt" "$T/out" > "$T/diff"; then
+	ok "commands.txt: $(wc -l < "$HERE/commands.txt") commands, replies as Redis 7.0"
+else
+	head -n 60 "$T/diff"
+	fail "commands.txt: replies differ from expected.txt"
+fi
+
+# ---- KEYS patterns (Redis lists keys in no order: sorted here) ---------
+$CLI flushall >/dev/null
+$CLI mset hello 1 hallo 2 hxllo 3 hllo 4 heeeello 5 'h[e]llo' 6 'h*llo' 7 'h\llo' 8 >/dev/null
+keys() { # pattern, expected keys blank-separated (sorted)
+	got=$($CLI --raw keys "$1" | sort | tr '\n' ' ' | sed 's/ $//')
+	[ "$got" = "$2" ] || fail "KEYS '$1': got '$got', expected '$2'"
+}
+keys 'h?llo' 'h*llo h\llo hallo hello hxllo'
+keys 'h*llo' 'h*llo h[e]llo h\llo hallo heeeello hello hllo hxllo'
+keys 'h[ae]llo' 'hallo hello'
+keys 'h[^e]llo' 'h*llo h\llo hallo hxllo'
+keys 'h[a-b]llo' 'hallo'
+keys 'h[b-a]llo' 'hallo'
+keys 'h\*llo' 'h*llo'
+keys 'h\[e]llo' 'h[e]llo'
+keys 'h\\llo' 'h\llo'
+keys '*' 'h*llo h[e]llo h\llo hallo heeeello hello hllo hxllo'
+keys 'x*' ''
+ok "KEYS patterns"
+
+# ---- expiry ------------------------------------------------------------
+$CLI flushall >/dev/null
+$CLI set lazy v px 100 >/dev/null
+sleep 0.3
+[ "$($CLI --no-raw get lazy)" = "(nil)" ] || fail "a key past its PX is still there"
+[ "$($CLI ttl lazy)" = "-2" ] || fail "TTL of an expired key is not -2"
+# Active expiry: 300 keys that nobody reads again go within a second or
+# two (the periodic cycle samples them), 10 without a time stay.
+i=0
+while [ $i -lt 300 ]; do
+	echo "SET vol:$i v PX 100"
+	i=$((i + 1))
+done > "$T/vol"
+i=0
+while [ $i -lt 10 ]; do
+	echo "SET keep:$i v"
+	i=$((i + 1))
+done >> "$T/vol"
+$CLI < "$T/vol" >/dev/null
+n=$($CLI dbsize)
+[ "$n" -ge 300 ] || fail "DBSIZE after 310 SETs: $n"
+i=0
+while [ $i -lt 40 ] && [ "$($CLI dbsize)" != 10 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+n=$($CLI dbsize)
+[ "$n" = 10 ] || fail "active expiry: DBSIZE $n 4 s later, expected 10"
+exp=$($CLI info stats | tr -d '\r' | sed -n 's/^expired_keys://p')
+[ "$exp" -ge 300 ] || fail "INFO expired_keys $exp, expected >= 300"
+ok "expiry: lazy, and active (expired_keys $exp)"
+
+# ---- protocol errors close the connection ------------------------------
+proto() { # bytes (printf format), expected first line
+	got=$(printf "$1" | "$PROBE" -w 2000 "tcp:127.0.0.1:$PORT")
+	rc=$?
+	first=$(printf '%s' "$got" | head -n 1 | tr -d '\r')
+	[ "$first" = "$2" ] || fail "protocol error '$1': got '$first', expected '$2'"
+	[ $rc -eq 0 ] || fail "protocol error '$1': the connection stayed open"
+}
+proto '*1\r\n$x\r\n' '-ERR Protocol error: invalid bulk length'
+proto '*x\r\n' '-ERR Protocol error: invalid multibulk length'
+proto '*1\r\n+PING\r\n' "-ERR Protocol error: expected '\$', got '+'"
+proto 'SET a "b\r\n' '-ERR Protocol error: unbalanced quotes in request'
+proto 'PING\r\n*1\r\n$-5\r\n' '+PONG'
+# QUIT replies, then closes; what follows it is not run.
+got=$(printf 'SET q 1\r\nQUIT\r\nSET q 2\r\n' | "$PROBE" -w 2000 "tcp:127.0.0.1:$PORT" | tr -d '\r' | tr '\n' ' ')
+[ "$got" = "+OK +OK " ] || fail "QUIT: got '$got'"
+[ "$($CLI get q)" = "1" ] || fail "a command after QUIT ran"
+ok "protocol errors and QUIT close the connection"
+
+# ---- pipelining: many commands in one write, replies in order ----------
+i=0
+while [ $i -lt 2000 ]; do
+	printf 'SET p:%d %d\r\n*2\r\n$3\r\nGET\r\n$%d\r\np:%d\r\n' $i $i $((${#i} + 2)) $i
+	i=$((i + 1))
+done > "$T/pipe"
+printf 'PING\r\n' >> "$T/pipe"
+"$PROBE" -w 1000 "tcp:127.0.0.1:$PORT" < "$T/pipe" | tr -d '\r' > "$T/pipe.out"
+i=0
+while [ $i -lt 2000 ]; do
+	printf '+OK\n$%d\n%d\n' ${#i} $i
+	i=$((i + 1))
+done > "$T/pipe.want"
+echo "+PONG" >> "$T/pipe.want"
+cmp -s "$T/pipe.want" "$T/pipe.out" || fail "pipelined SET/GET: replies differ or out of order"
+ok "pipelining: 4001 commands in one write, replies in order"
+
+# ---- backpressure: a reader that stalls holds ~1 MiB, not 64 MiB -------
+$CLI flushall >/dev/null
+head -c 1048576 /dev/zero | tr '\0' 'x' > "$T/big"
+redis-cli -p "$PORT" -x set big < "$T/big" >/dev/null
+i=0
+while [ $i -lt 64 ]; do
+	printf 'GET big\r\n'
+	i=$((i + 1))
+done > "$T/gets"
+"$PROBE" -c -d 1500 -w 2000 "tcp:127.0.0.1:$PORT" < "$T/gets" > "$T/bp.count" &
+BP=$!
+sleep 0.7
+omem=$($CLI client list | grep -v 'cmd=client|list' | sed -n 's/.* obl=\([0-9]*\).*/\1/p' | sort -n | tail -n 1)
+wait $BP
+total=$(cat "$T/bp.count")
+want=$((64 * (1048576 + 12)))
+[ "$total" = "$want" ] || fail "backpressure: the stalled reader got $total bytes, expected $want"
+[ -n "$omem" ] && [ "$omem" -le 3145728 ] || fail "backpressure: ${omem:-?} bytes of replies waiting while the reader stalled (limit: 1 MiB + one reply)"
+ok "backpressure: stalled reader had ${omem} bytes of replies waiting, all $total bytes delivered"
+$CLI flushall >/dev/null
+
+# ---- RESP over rift ----------------------------------------------------
+got=$(printf 'SET r 1\r\nGET r\r\n*2\r\n$4\r\nECHO\r\n$5\r\nhello\r\n' | "$PROBE" -w 500 "$RIFT_URL" | tr -d '\r' | tr '\n' ' ')
+[ "$got" = '+OK $1 1 $5 hello ' ] || fail "RESP over rift: got '$got'"
+# a command cut across messages of 3 bytes each
+got=$(printf '*3\r\n$3\r\nSET\r\n$2\r\nr2\r\n$10\r\n0123456789\r\nGET r2\r\nQUIT\r\n' | "$PROBE" -m 3 -w 2000 "$RIFT_URL" | tr -d '\r' | tr '\n' ' ')
+rc=$?
+[ "$got" = '+OK $10 0123456789 +OK ' ] || fail "RESP over rift in 3-byte messages: got '$got'"
+[ "$($CLI get r2)" = "0123456789" ] || fail "a key set over rift is not seen over TCP"
+info=$($CLI info rdma | tr -d '\r')
+echo "$info" | grep -q '^rdma_enabled:1$' || fail "INFO rdma: rdma_enabled is not 1"
+for f in rdma_connections rdma_send_ops rdma_recv_ops rdma_read_ops rdma_write_ops \
+	rdma_bytes_sent rdma_bytes_received rdma_completion_errors rdma_retry_exceeded; do
+	echo "$info" | grep -q "^$f:[0-9][0-9]*\$" || fail "INFO rdma: no $f"
+done
+ok "RESP over rift ($RIFT_URL), INFO rdma"
+
+# ---- INFO sections -----------------------------------------------------
+info=$($CLI info | tr -d '\r')
+for s in Server Clients Memory Stats Keyspace rdma; do
+	echo "$info" | grep -q "^# $s\$" || fail "INFO: no section $s"
+done
+[ "$($CLI info keyspace | tr -d '\r' | grep -c '^db0:keys=2,expires=0')" = 1 ] || fail "INFO keyspace: db0 line"
+[ "$($CLI info nosuchsection)" = "" ] || fail "INFO nosuchsection is not empty"
+$CLI client list | grep -q "^id=[0-9]* addr=127.0.0.1:" || fail "CLIENT LIST"
+ok "INFO sections, CLIENT LIST"
+
+# ---- configuration errors ----------------------------------------------
+cfgerr() { # file content, expected text in the error
+	printf "$1" > "$T/bad.toml"
+	"$BIN" "$T/bad.toml" > "$T/cfg.out" 2>&1
+	rc=$?
+	[ $rc -ne 0 ] || fail "config '$1' accepted"
+	grep -qF "$2" "$T/cfg.out" || fail "config '$1': '$(cat "$T/cfg.out")' does not say '$2'"
+}
+cfgerr '[network]\nprot = 6379\n' "bad.toml:2: unknown key 'prot'"
+cfgerr '[network]\nport = "6379"\n' "bad.toml:2: port: expected an integer"
+cfgerr '[network]\nport = 70000\n' "bad.toml:2: port = '70000' is not an integer in 1..65535"
+cfgerr '[network]\nbind = "localhost"\n' "bad.toml:2: bind = 'localhost' is not a numeric"
+cfgerr '[server]\n' "bad.toml:1: unknown section [server]"
+cfgerr 'port = 1\n' "bad.toml:1: key 'port' before [network]"
+cfgerr '[network]\nport = 1\nport = 2\n' "bad.toml:3: port set twice (first by"
+cfgerr '[network]\nrdma_queue_depth = 64\n' "bad.toml:2: rdma_queue_depth cannot take effect: RDMA is off"
+cfgerr '[network]\nrdma_enabled = true\n' "rdma_enabled = true needs rdma_port"
+cfgerr '[network]\nrdma_enabled = true\nrdma_port = 7400\nrdma_fallback = "udp"\n' "bad.toml:4: rdma_fallback = 'udp'"
+cfgerr '[network]\nrdma_enabled = yes\n' "bad.toml:2: rdma_enabled = 'yes': expected true or false"
+"$BIN" --port 1 --nosuch 2 > "$T/cfg.out" 2>&1 && fail "--nosuch accepted"
+grep -qF -- "--nosuch: unknown key 'nosuch'" "$T/cfg.out" || fail "--nosuch: $(cat "$T/cfg.out")"
+"$BIN" --rift-url tcp://127.0.0.1:0 --rdma-gid-index 1 > "$T/cfg.out" 2>&1 && fail "gid index on tcp:// accepted"
+grep -qF "rdma_gid_index cannot take effect" "$T/cfg.out" || fail "--rdma-gid-index with tcp://: $(cat "$T/cfg.out")"
+ok "config errors name the file, line and key, and exit non-zero"
+
+# ---- redis-benchmark ---------------------------------------------------
+if [ $quick -eq 0 ]; then
+	for args in "-P 16" "-c 50"; do
+		# shellcheck disable=SC2086
+		redis-benchmark -p "$PORT" -q -n 20000 -t set,get $args > "$T/bench" 2>&1
+		rc=$?
+		tr '\r' '\n' < "$T/bench" | grep -E '^(SET|GET):.*requests per second' | sed "s/^/  bench ($args) /"
+		[ $rc -eq 0 ] || fail "redis-benchmark $args exited $rc"
+		[ "$(tr '\r' '\n' < "$T/bench" | grep -cE '^(SET|GET):.*requests per second')" = 2 ] ||
+			fail "redis-benchmark $args: no SET and GET figures: $(cat "$T/bench")"
+		if tr '\r' '\n' < "$T/bench" | grep -qiE 'error|warning'; then
+			fail "redis-benchmark $args reported errors: $(cat "$T/bench")"
+		fi
+		alive || fail "rift-kv died during redis-benchmark $args"
+	done
+fi
+
+# ---- the end: alive, then a clean exit on SIGTERM ----------------------
+alive || fail "rift-kv is not answering at the end"
+kill -TERM "$PID"
+wait "$PID"
+rc=$?
+PID=
+[ $rc -eq 0 ] || { cat "$T/log"; fail "rift-kv exited $rc on SIGTERM"; }
+if [ $failures -ne 0 ]; then
+	echo "tests/kv: $failures check(s) FAILED"
+	exit 1
+fi
+echo "tests/kv: all checks passed"

@@ -1,0 +1,142 @@
+/* rift-kv's config file and command line: every error names where. */
+#include <unistd.h>
+
+#include "../../examples/rift-kv/config.h"
+#include "../runner.h"
+
+static char path[64];
+
+static const char *file(const char *text)
+{
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/tmp/kvcfg-%d.toml", (int)getpid());
+	f = fopen(path, "w");
+	CHECK(f != NULL);
+	fputs(text, f);
+	fclose(f);
+	return path;
+}
+
+/* Load text, run the checks; the error, or "" when it passed. */
+static const char *load(struct kv_config *c, const char *text)
+{
+	static char err[KV_CFG_ERRLEN];
+
+	kv_config_defaults(c);
+	err[0] = '\0';
+	if (kv_config_load(c, file(text), err, sizeof(err)) == 0)
+		kv_config_check(c, err, sizeof(err));
+	unlink(path);
+	return err;
+}
+
+TEST(kv_config_file_sets_every_knob)
+{
+	struct kv_config c;
+	char url[300];
+
+	CHECK_STR(load(&c, "# rift-kv\n[network]\nport = 7000  # resp\n"
+			   "bind = \"::1\"\nrdma_enabled = true\n"
+			   "rdma_port = 7400\nrdma_bind = \"10.0.0.1\"\n"
+			   "rdma_gid_index = 3\nrdma_queue_depth = 512\n"
+			   "rdma_fallback = \"none\"\n"),
+		  "");
+	CHECK_EQ(c.port, 7000);
+	CHECK_STR(c.bind, "::1");
+	CHECK_EQ(c.rdma_enabled, 1);
+	CHECK_EQ(c.rdma_port, 7400);
+	CHECK_EQ(c.rdma_gid_index, 3);
+	CHECK_EQ(c.rdma_queue_depth, 512);
+	CHECK_EQ(c.rdma_fallback_tcp, 0);
+	CHECK_EQ(kv_config_rift_url(&c, NULL, url, sizeof(url)), 0);
+	CHECK_STR(url, "rdma://10.0.0.1:7400");
+	CHECK_CONTAINS(c.origin[KV_RDMA_PORT], ".toml:6");
+}
+
+TEST(kv_config_file_errors_name_file_line_key)
+{
+	struct kv_config c;
+
+	CHECK_CONTAINS(load(&c, "[network]\nprot = 1\n"),
+		       ".toml:2: unknown key 'prot'");
+	CHECK_CONTAINS(load(&c, "[network]\nport = \"1\"\n"),
+		       ".toml:2: port: expected an integer");
+	CHECK_CONTAINS(load(&c, "[network]\nport = 0\n"),
+		       ".toml:2: port = '0' is not an integer in 1..65535");
+	CHECK_CONTAINS(load(&c, "[network]\nport = 12x\n"),
+		       ".toml:2: port = '12x'");
+	CHECK_CONTAINS(load(&c, "[network]\nport = 1 2\n"),
+		       ".toml:2: port: unexpected text after the value");
+	CHECK_CONTAINS(load(&c, "[network]\nbind = \"example.com\"\n"),
+		       ".toml:2: bind = 'example.com' is not a numeric");
+	CHECK_CONTAINS(load(&c, "[net]\n"), ".toml:1: unknown section [net]");
+	CHECK_CONTAINS(load(&c, "port = 1\n"), ".toml:1: key 'port' before");
+	CHECK_CONTAINS(load(&c, "[network]\nport = 1\nport = 2\n"),
+		       ".toml:3: port set twice (first by");
+	CHECK_CONTAINS(load(&c, "[network]\nbind = \"1.2.3.4\n"),
+		       ".toml:2: bind: unterminated string");
+	CHECK_CONTAINS(load(&c, "[network]\nrdma_enabled = 1\n"),
+		       ".toml:2: rdma_enabled = '1': expected true or false");
+	CHECK_CONTAINS(load(&c, "[network]\nrdma_queue_depth = 8\n"),
+		       "16..32768");
+}
+
+TEST(kv_config_knobs_that_cannot_take_effect_are_refused)
+{
+	struct kv_config c;
+
+	CHECK_CONTAINS(load(&c, "[network]\nrdma_gid_index = 1\n"),
+		       ".toml:2: rdma_gid_index cannot take effect: RDMA is "
+		       "off");
+	CHECK_CONTAINS(load(&c, "[network]\nrdma_enabled = true\n"),
+		       "needs rdma_port");
+	CHECK_CONTAINS(load(&c, "[network]\nrdma_enabled = false\n"
+				"rdma_port = 7400\n"),
+		       ".toml:3: rdma_port cannot take effect");
+	CHECK_CONTAINS(load(&c, "[network]\nrdma_port = 6379\n"),
+		       "rdma_port 6379 is the RESP port too");
+	CHECK_CONTAINS(load(&c, "[network]\nrdma_port = 1\nrdma_bind = "
+				"\"1.1.1.1\"\nrdma_device = \"rxe0\"\n"),
+		       "rdma_device and rdma_bind");
+	CHECK_CONTAINS(load(&c, "[network]\nrift_url = \"tcp://0.0.0.0:1\"\n"
+				"rdma_queue_depth = 64\n"),
+		       ".toml:3: rdma_queue_depth cannot take effect: "
+		       "rift_url");
+	CHECK_CONTAINS(load(&c, "[network]\nrift_url = \"auto://0.0.0.0:1\"\n"
+				"rdma_port = 5\n"),
+		       ".toml:3: rdma_port cannot take effect with rift_url");
+	/* rdma_port alone turns RDMA on, auto:// by default */
+	CHECK_STR(load(&c, "[network]\nrdma_port = 7400\n"), "");
+	CHECK_EQ(c.rdma_enabled, 1);
+	CHECK_EQ(c.rdma_fallback_tcp, 1);
+}
+
+TEST(kv_config_command_line)
+{
+	struct kv_config c;
+	char err[KV_CFG_ERRLEN], url[300];
+	char *ok[] = { "rift-kv", "--port", "7001", "--rdma-port", "7401",
+		       "--rdma-bind", "fd00::1", "--rdma-queue-depth", "128",
+		       NULL };
+	char *bad[] = { "rift-kv", "--port", "x", NULL };
+	char *unknown[] = { "rift-kv", "--nope", "1", NULL };
+	char *novalue[] = { "rift-kv", "--port", NULL };
+
+	kv_config_defaults(&c);
+	CHECK_EQ(kv_config_args(&c, 9, ok, err, sizeof(err)), 0);
+	CHECK_EQ(c.port, 7001);
+	CHECK_EQ(c.rdma_enabled, 1);
+	CHECK_EQ(c.rdma_queue_depth, 128);
+	CHECK_EQ(kv_config_rift_url(&c, NULL, url, sizeof(url)), 0);
+	CHECK_STR(url, "auto://[fd00::1]:7401");
+	kv_config_defaults(&c);
+	CHECK_EQ(kv_config_args(&c, 3, bad, err, sizeof(err)), -1);
+	CHECK_CONTAINS(err, "--port: port = 'x' is not an integer");
+	kv_config_defaults(&c);
+	CHECK_EQ(kv_config_args(&c, 3, unknown, err, sizeof(err)), -1);
+	CHECK_CONTAINS(err, "--nope: unknown key 'nope'");
+	kv_config_defaults(&c);
+	CHECK_EQ(kv_config_args(&c, 2, novalue, err, sizeof(err)), -1);
+	CHECK_CONTAINS(err, "--port needs a value");
+}
