@@ -285,6 +285,9 @@ void rift__timer_init(rift_ctx *ctx, rift_timer *t, rift_timer_cb cb,
 		      void *user);
 /* Run the timers that are due at ctx->now_us; returns how many ran. */
 int rift__timers_run(rift_ctx *ctx);
+/* Program the timerfd for the earliest timer (core/loop.c): before the
+ * loop sleeps; event polling does it whenever a timer starts. */
+void rift__timers_arm(rift_ctx *ctx);
 static inline bool rift__timer_active(const rift_timer *t)
 {
 	return t->heap_idx != SIZE_MAX;

@@ -432,6 +432,9 @@ static int timeout_at(rift_ctx *ctx, uint64_t now)
 		return 0;
 	if (ctx->heap_len == 0)
 		return -1;
+	/* About to sleep: a spinning loop's timerfd is armed only now
+	 * (core/loop.c, arm_tfd). */
+	rift__timers_arm(ctx);
 	if (ctx->heap[0]->due_us <= now)
 		return 0;
 	return (int)((ctx->heap[0]->due_us - now + 999) / 1000);
@@ -500,6 +503,8 @@ static int loop_round(rift_ctx *ctx, int timeout_ms)
 			handled += polled + rift__ctx_deferred(ctx);
 		return handled;
 	}
+	if (timeout_ms != 0)
+		rift__timers_arm(ctx);
 	n = epoll_wait(ctx->epfd, evs, MAX_EVENTS, timeout_ms);
 	if (n < 0) {
 		if (errno != EINTR)

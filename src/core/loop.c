@@ -109,7 +109,7 @@ static void heap_remove(rift_ctx *ctx, rift_timer *t)
  * re-arms it.  That keeps a syscall off paths that restart timers per
  * message (ack delay).
  */
-static void arm_tfd(rift_ctx *ctx)
+void rift__timers_arm(rift_ctx *ctx)
 {
 	struct itimerspec its = { 0 };
 	uint64_t due;
@@ -125,6 +125,22 @@ static void arm_tfd(rift_ctx *ctx)
 	its.it_value.tv_nsec = (long)(due % 1000000u) * 1000;
 	if (timerfd_settime(ctx->tfd, TFD_TIMER_ABSTIME, &its, NULL) == 0)
 		ctx->tfd_armed_us = due;
+}
+
+/*
+ * A loop that spins (busy polling, adaptive while it spins) runs its
+ * timers by the loop time each full round (api/ctx.c, fast_round), not by
+ * the timerfd: programming the timerfd, and reading it when it fires, are
+ * three system calls per timer, each 8-10 us in the lab's QEMU guest, and
+ * the delayed-ack timer (ack_delay_ms) starts every few milliseconds in
+ * request/reply traffic.  So it is armed only before the loop (or an
+ * external loop: rift_ctx_timeout) sleeps, and always under event
+ * polling, where an external loop may sleep on rift_ctx_fd alone.
+ */
+static void arm_tfd(rift_ctx *ctx)
+{
+	if (ctx->cfg.polling == RIFT_POLL_EVENT)
+		rift__timers_arm(ctx);
 }
 
 void rift__timer_init(rift_ctx *ctx, rift_timer *t, rift_timer_cb cb,
@@ -181,6 +197,7 @@ int rift_timer_start(rift_timer *t, uint64_t timeout_ms, uint64_t repeat_ms)
 	arm_tfd(ctx);
 	return 0;
 }
+
 
 void rift_timer_stop(rift_timer *t)
 {

@@ -389,6 +389,58 @@ TEST_T(external_event_loop_integration)
 	h_teardown(ctx, l, conns, 2);
 }
 
+/*
+ * An external loop sleeping on rift_ctx_fd wakes for rift's timers: under
+ * event polling the fd alone does it; under busy and adaptive polling,
+ * whose spinning loop leaves the timerfd unarmed (core/loop.c, arm_tfd),
+ * once rift_ctx_timeout was asked before sleeping, as rift.h says.
+ */
+static int timer_fired;
+static void on_timer(rift_timer *t, void *user)
+{
+	(void)t, (void)user;
+	timer_fired++;
+}
+
+TEST(external_loop_wakes_for_timers_in_every_polling_mode)
+{
+	static const rift_polling modes[] = { RIFT_POLL_EVENT, RIFT_POLL_BUSY,
+					      RIFT_POLL_ADAPTIVE };
+
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		rift_config cfg = h_config();
+		rift_ctx *ctx;
+		rift_timer *t;
+		struct pollfd pfd;
+		uint64_t t0;
+		int n;
+
+		cfg.polling = modes[i];
+		ctx = h_ctx(&cfg);
+		CHECK_EQ(rift_timer_create(ctx, on_timer, NULL, &t), 0);
+		/* A spinning loop's rounds first: the timer starts between
+		 * them, as rift's own (keepalive, delayed ack) do. */
+		for (int k = 0; k < 100; k++)
+			CHECK(rift_ctx_progress(ctx) >= 0);
+		timer_fired = 0;
+		CHECK_EQ(rift_timer_start(t, 40, 0), 0);
+		CHECK(rift_ctx_progress(ctx) >= 0);
+		if (modes[i] != RIFT_POLL_EVENT)
+			CHECK(rift_ctx_timeout(ctx) > 0);
+		pfd = (struct pollfd){ .fd = rift_ctx_fd(ctx), .events = POLLIN };
+		t0 = h_now_us();
+		n = poll(&pfd, 1, 3000);
+		printf("polling %d: fd readable after %.1f ms\n", (int)modes[i],
+		       (double)(h_now_us() - t0) / 1000);
+		CHECK_EQ(n, 1);
+		CHECK(h_now_us() - t0 < 2000000u);
+		CHECK(rift_ctx_progress(ctx) >= 0);
+		CHECK_EQ(timer_fired, 1);
+		rift_timer_destroy(t);
+		CHECK_EQ(rift_ctx_destroy(ctx), 0);
+	}
+}
+
 TEST(auto_falls_back_to_tcp_with_reason_and_rdma_refuses)
 {
 	rift_ctx *ctx = h_ctx(NULL);
