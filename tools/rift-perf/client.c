@@ -45,6 +45,10 @@ static void cl_closed(rift_conn *conn)
 {
 	struct cconn *c = rift_conn_user(conn);
 
+	/* write/read: the session is over, and with it the exports and
+	 * the operations: the region may go */
+	if (c->idx >= 0)
+		rma_conn_release(c);
 	c->cl->open--;
 }
 
@@ -73,7 +77,7 @@ static void progress_tick(struct client *cl)
 	for (uint32_t i = 0; i < cl->n_data; i++)
 		done += o->test == TEST_LAT ? cl->data[i].recvd
 					    : cl->data[i].sent;
-	fprintf(stderr, "\r\033[K" PROG ": %s %" PRIu64 " B",
+	fprintf(stderr, "\r\033[K" PROG ": %s %s %" PRIu64 " B", op_name(o->op),
 		o->test == TEST_LAT ? "lat" : "bw", cl->size);
 	if (o->n_sizes > 1)
 		fprintf(stderr, " (size %d of %d)", cl->step_no + 1,
@@ -224,7 +228,9 @@ int client_run(const struct opts *o, int port, struct metrics_src *msrc,
 	       struct client **out)
 {
 	struct client *cl = calloc(1, sizeof(*cl));
-	uint64_t max_size = 0, v[5], end;
+	uint64_t max_size = 0, v[7], end;
+	uint8_t tok[RIFT_TOKEN_MAX_LEN];
+	size_t tok_len;
 	int rc, ret = 0, step_rc = 0;
 	char why[200];
 
@@ -241,7 +247,10 @@ int client_run(const struct opts *o, int port, struct metrics_src *msrc,
 		if (o->sizes[i] > max_size)
 			max_size = o->sizes[i];
 	cl->data = calloc(o->conns, sizeof(*cl->data));
-	cl->payload = calloc(1, o->test == TEST_LAT && max_size ? max_size : 1);
+	cl->payload =
+		calloc(1, o->test == TEST_LAT && o->op == OP_SEND && max_size
+				  ? max_size
+				  : 1);
 	if (!cl->data || !cl->payload) {
 		cl_fail_rc(cl, RIFT_ENOMEM, "out of memory");
 		goto fail_early;
@@ -288,7 +297,9 @@ int client_run(const struct opts *o, int port, struct metrics_src *msrc,
 	v[2] = o->conns;
 	v[3] = o->qd;
 	v[4] = max_size;
-	if (cl_ask(cl, CTL_HELLO, v, 5, CTL_HELLO_OK, "HELLO"))
+	v[5] = (uint64_t)o->op;
+	v[6] = o->rma_len;
+	if (cl_ask(cl, CTL_HELLO, v, 7, CTL_HELLO_OK, "HELLO"))
 		goto close;
 	cl->token = cl->reply.v[0];
 
@@ -301,9 +312,17 @@ int client_run(const struct opts *o, int port, struct metrics_src *msrc,
 	if (cl_wait(cl, all_connected, NULL, "connect", 0))
 		goto close;
 	for (uint32_t i = 0; i < cl->n_data; i++) {
+		/* write/read: a region to read into or write from; write
+		 * lat: exported, for the server to answer into */
+		tok_len = sizeof(tok);
+		if (o->op == OP_SEND)
+			tok_len = 0;
+		else if (rma_conn_setup(&cl->data[i], tok, &tok_len))
+			goto close;
 		v[0] = cl->token;
 		v[1] = i;
-		rc = ctl_send(cl->data[i].conn, CTL_JOIN, v, 2, NULL);
+		rc = ctl_send_blob(cl->data[i].conn, CTL_JOIN, v, 2, tok,
+				   tok_len);
 		if (rc) {
 			cl_fail_rc(cl, rc, "JOIN: %s", rift_strerror(rc));
 			goto close;
@@ -400,8 +419,14 @@ int client_report(struct client *cl, int status)
 	if (cl->o->json)
 		print_json(cl, status == EXIT_INTR);
 	if (cl->data)
-		for (uint32_t i = 0; i < cl->o->conns; i++)
-			free(cl->data[i].ts);
+		for (uint32_t i = 0; i < cl->o->conns; i++) {
+			struct cconn *c = &cl->data[i];
+
+			free(c->ts);
+			free(c->ops);
+			if (!c->mem) /* else rift still has it: leave it */
+				free(c->buf);
+		}
 	free(cl->data);
 	free(cl->payload);
 	free(cl->lat.v);

@@ -2,7 +2,8 @@
  * rift-perf's measurement, on the client: one message size as a step,
  * BEGIN .. END/DONE, the traffic of the data connections in it (lat:
  * ping-pong, qd round trips in flight; bw: a one-way stream of zero-copy
- * buffers), the client's connection callbacks and the step's statistics.
+ * buffers; --op write and read: rma.c), the client's connection
+ * callbacks and the step's statistics.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -11,32 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#if defined(__x86_64__)
-#include <x86intrin.h>
-#endif
 
 #include "perf.h"
-
-/*
- * Latency timestamps.  perftest stamps with the TSC (get_cycles), and so
- * does rift-perf on x86-64, converted to ns at a rate measured against
- * CLOCK_MONOTONIC over each step.  clock_gettime costs a system call where
- * the kernel cannot read the TSC itself (a QEMU TCG guest reads the HPET:
- * about 3 us), and one such call would sit inside every sample, a cost
- * perftest's samples do not carry.  Like perftest, a sample whose ends ran
- * on two CPUs is kept as it is (rare with busy polling; TSCs of one host
- * agree), only never negative.
- */
-static uint64_t stamp_now(void)
-{
-#if defined(__x86_64__)
-	unsigned int cpu;
-
-	return __rdtscp(&cpu);
-#else
-	return now_ns();
-#endif
-}
 
 static uint64_t cpu_us(void)
 {
@@ -59,19 +36,7 @@ static const char *conn_name(const struct cconn *c, char *buf, size_t len)
 	return buf;
 }
 
-static inline __attribute__((always_inline)) bool more_to_send(const struct cconn *c)
-{
-	const struct client *cl = c->cl;
-
-	if (cl->warming)
-		return c->sent < cl->total;
-	if (cl->o->duration > 0)
-		return c->sent < cl->o->warmup * (cl->o->test == TEST_LAT) ||
-		       now_ns() < cl->deadline;
-	return c->sent < cl->total;
-}
-
-static int samples_push(struct samples *s, uint64_t v)
+int samples_push(struct samples *s, uint64_t v)
 {
 	if (s->n == s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 4096;
@@ -215,13 +180,14 @@ void cl_on_recv(rift_conn *conn, rift_msg *msg)
 	char name[64];
 
 	if (c->idx >= 0 && c->joined) {
-		if (cl->o->test == TEST_LAT)
+		if (cl->o->test == TEST_LAT && cl->o->op == OP_SEND)
 			lat_recv(c, msg);
 		else
 			cl_fail(cl,
-				"data connection %d: the server sent data in a "
-				"bw test",
-				c->idx);
+				"data connection %d: the server sent a message "
+				"in a %s %s test",
+				c->idx, op_name(cl->o->op),
+				cl->o->test == TEST_LAT ? "lat" : "bw");
 		return;
 	}
 	if (ctl_decode(rift_msg_data(msg), rift_msg_len(msg), &m)) {
@@ -239,6 +205,14 @@ void cl_on_recv(rift_conn *conn, rift_msg *msg)
 		if (m.type != CTL_JOIN_OK)
 			cl_fail(cl, "data connection %d: unexpected answer %u",
 				c->idx, m.type);
+		else if (cl->o->op != OP_SEND && !m.blob_len)
+			cl_fail(cl,
+				"data connection %d: the server's JOIN_OK "
+				"carries no token for --op %s",
+				c->idx, op_name(cl->o->op));
+		/* write/read: the server's export, used as it came */
+		memcpy(c->rtok, m.blob, m.blob_len);
+		c->rtok_len = m.blob_len;
 		c->joined = true;
 		return;
 	}
@@ -295,6 +269,14 @@ void cl_on_event(rift_conn *conn, const rift_event *ev)
 			rift_path_down_reason_str(ev->down_reason),
 			ev->message);
 		break;
+	case RIFT_EVENT_WRITTEN:
+		if (c->idx >= 0 && cl->in_step && cl->o->op == OP_WRITE &&
+		    cl->o->test == TEST_LAT)
+			rma_on_written(c, ev);
+		else
+			cl_fail(cl, "%s: the server wrote here unasked",
+				conn_name(c, name, sizeof(name)));
+		break;
 	case RIFT_EVENT_PATH_CHANGED:
 		cl->path_changes++;
 		fprintf(stderr, PROG ": %s: path changed, now %s via %s\n",
@@ -311,7 +293,7 @@ static bool step_done(struct client *cl)
 	for (uint32_t i = 0; i < cl->n_data; i++) {
 		const struct cconn *c = &cl->data[i];
 
-		if (more_to_send(c) || c->ts_n)
+		if (more_to_send(c) || c->ts_n || c->inflight)
 			return false;
 	}
 	return true;
@@ -438,20 +420,39 @@ static int cl_begin(struct client *cl, uint64_t size, bool timed)
 	return 0;
 }
 
+/*
+ * What the server's application sees of sent messages or operations:
+ * the messages; with --op write --test lat the writes it is told of
+ * (RIFT_EVENT_WRITTEN, each before its writer's callback); nothing of
+ * the other one-sided tests, whose operations its rift serves without a
+ * word to it (as perftest's server sits idle in ib_write_bw).
+ */
+static uint64_t srv_sees(const struct client *cl, uint64_t sent)
+{
+	const struct opts *o = cl->o;
+
+	if (o->op == OP_SEND || (o->op == OP_WRITE && o->test == TEST_LAT))
+		return sent;
+	return 0;
+}
+
 /* END a phase: wait until the server has every message sent (DONE). */
 static int cl_end(struct client *cl, uint64_t sent)
 {
-	uint64_t v[2] = { sent, sent * cl->size };
+	uint64_t n = srv_sees(cl, sent);
+	uint64_t v[2] = {n, n * cl->size};
 	int rc;
 
 	rc = cl_ask(cl, CTL_END, v, 2, CTL_DONE, "END");
 	if (rc)
 		return rc;
-	if (cl->reply.v[0] != sent || cl->reply.v[1] != sent * cl->size) {
+	if (cl->reply.v[0] != n || cl->reply.v[1] != n * cl->size) {
 		cl_fail(cl,
-			"the server received %" PRIu64 " messages (%" PRIu64
+			"the server received %" PRIu64 " %s (%" PRIu64
 			" bytes) of %" PRIu64 " (%" PRIu64 " bytes)",
-			cl->reply.v[0], cl->reply.v[1], sent, sent * cl->size);
+			cl->reply.v[0],
+			cl->o->op == OP_SEND ? "messages" : "writes",
+			cl->reply.v[1], n, n * cl->size);
 		return -1;
 	}
 	return 0;
@@ -491,19 +492,29 @@ static int cl_warm(struct client *cl, uint64_t size)
 		return rc;
 	cl->total = cl->o->warmup;
 	cl->warming = true;
-	rc = cl_wait(cl, step_done, bw_pump_all, "warm-up", 0);
+	if (cl->o->op != OP_SEND)
+		rma_start(cl);
+	rc = cl_wait(cl, step_done, cl->o->op == OP_SEND ? bw_pump_all : NULL,
+		     "warm-up", 0);
 	cl->warming = false;
 	if (rc)
 		return rc;
 	return cl_end(cl, cl_unhold(cl));
 }
 
-/* One message size: BEGIN, the measurement, END/DONE.  0, -1 or -2. */
+/*
+ * One message size: BEGIN, the measurement, END/DONE.  0, -1 or -2.
+ * A send step's time runs to DONE (the server has the last byte); a
+ * write or read step's to the last operation's callback (its bytes are
+ * in place), as perftest's bw times from the first post to the last
+ * completion.
+ */
 int cl_step(struct client *cl, uint64_t size, struct result *r)
 {
 	const struct opts *o = cl->o;
 	uint64_t c0, c1, t1, sent, srv_cpu, srv_wall;
 	uint64_t s0, s1;
+	bool rma = o->op != OP_SEND;
 	int rc;
 
 	if (o->test == TEST_BW && o->warmup) {
@@ -520,13 +531,17 @@ int cl_step(struct client *cl, uint64_t size, struct result *r)
 	s0 = stamp_now();
 	cl->deadline = cl->t0 + (uint64_t)(o->duration * 1e9);
 	cl->in_step = true;
-	if (o->test == TEST_LAT)
+	if (rma)
+		rma_start(cl);
+	else if (o->test == TEST_LAT)
 		for (uint32_t i = 0; i < cl->n_data && !cl->failed; i++)
 			lat_pump(&cl->data[i], 0);
-	rc = cl_wait(cl, step_done, o->test == TEST_BW ? bw_pump_all : NULL,
-		     "step", 0);
+	rc = cl_wait(cl, step_done,
+		     o->test == TEST_BW && !rma ? bw_pump_all : NULL, "step",
+		     0);
 	s1 = stamp_now();
 	t1 = now_ns();
+	c1 = cpu_us();
 	cl->in_step = false;
 	samples_to_ns(cl, s0, s1, t1);
 	sent = cl_unhold(cl);
@@ -536,8 +551,10 @@ int cl_step(struct client *cl, uint64_t size, struct result *r)
 	rc = cl_end(cl, sent);
 	if (rc)
 		return rc;
-	t1 = now_ns();
-	c1 = cpu_us();
+	if (!rma) {
+		t1 = now_ns();
+		c1 = cpu_us();
+	}
 	memset(r, 0, sizeof(*r));
 	r->size = size;
 	r->secs = (double)(t1 - cl->t0) / 1e9;

@@ -31,6 +31,7 @@ enum {
 	OPT_FILL,
 	OPT_METRICS_PORT,
 	OPT_METRICS_ADDR,
+	OPT_REPORT_GBITS,
 };
 
 /* ':' first: a missing argument is ':', not '?' */
@@ -64,6 +65,8 @@ static const struct option long_opts[] = {
 	{"fill", no_argument, NULL, OPT_FILL},
 	{"metrics-port", required_argument, NULL, OPT_METRICS_PORT},
 	{"metrics-addr", required_argument, NULL, OPT_METRICS_ADDR},
+	{"report_gbits", no_argument, NULL, OPT_REPORT_GBITS},
+	{"report-gbits", no_argument, NULL, OPT_REPORT_GBITS},
 	{"help", no_argument, NULL, 'h'},
 	{"version", no_argument, NULL, 'V'},
 	{NULL, 0, NULL, 0},
@@ -112,7 +115,9 @@ static void usage(FILE *f)
 "  -i, --ib-port N         device port (default: the first active one)\n"
 "  -x, --gid-index N       GID index (default: the one matching the address)\n"
 "      --test lat|bw       round-trip latency (default) or one-way bandwidth\n"
-"      --op send           operation; write and read are not supported yet\n"
+"      --op OP             send (default), write or read: messages, or\n"
+"                          one-sided writes or reads of memory the server\n"
+"                          exported (perftest's ib_write_*, ib_read_*)\n"
 "  -s, --size SIZE         message size, bytes; K, M, G suffixes are powers of\n"
 "                          1024 (default 2 for lat, 65536 for bw)\n"
 "  -a, --all               sweep sizes 2, 4, 8, ... up to --max-size\n"
@@ -124,10 +129,14 @@ static void usage(FILE *f)
 "                          connection first\n"
 "                          (default: a tenth of -n, at most 1000; 100 with -D)\n"
 "  -t, --qd N              messages in flight per connection (lat default 1;\n"
-"                          bw default 0: as many as the send window allows)\n"
+"                          bw default 0: as many as the send window allows;\n"
+"                          write/read bw: operations outstanding, default\n"
+"                          128, perftest's --tx-depth)\n"
 "  -q, --conns N           connections (default 1)\n"
-"      --fill              bw: write every byte of every message, not just a\n"
-"                          sequence number (what an application pays)\n"
+"      --fill              send bw: write every byte of every message, not\n"
+"                          just a sequence number (what an application pays)\n"
+"      --report_gbits      accepted as perftest's; the table always shows\n"
+"                          GB/s and Gb/s\n"
 "      --poll MODE         event, busy or adaptive (rift_config.polling)\n"
 "      --config FILE       rift config file (TOML, docs/config.md); RIFT_*\n"
 "                          environment variables override it, options both\n"
@@ -294,6 +303,7 @@ int parse_args(int argc, char **argv, struct opts *o)
 	bool size_set = false, max_set = false, iters_set = false,
 	     qd_set = false;
 	bool warm_set = false, port_set = false, maddr_set = false;
+	uint64_t largest = 0;
 	int64_t ib_port = -1, gid = -2;
 	int polling = -1, ch, rc;
 	char err[RIFT_CONFIG_ERRLEN];
@@ -409,6 +419,12 @@ int parse_args(int argc, char **argv, struct opts *o)
 				o->test = TEST_LAT;
 			else if (!strcmp(optarg, "bw"))
 				o->test = TEST_BW;
+			else if (!strcmp(optarg, "write") ||
+				 !strcmp(optarg, "read"))
+				return bad(ch,
+					   "'%s': use lat or bw, with --op %s "
+					   "(ib_%s_lat is --op %s --test lat)",
+					   optarg, optarg, optarg, optarg);
 			else
 				return bad(ch, "'%s': use lat or bw", optarg);
 			break;
@@ -421,6 +437,8 @@ int parse_args(int argc, char **argv, struct opts *o)
 		case OPT_FILL:
 			o->fill = true;
 			break;
+		case OPT_REPORT_GBITS:
+			break; /* perftest's: Gb/s are in the table anyway */
 		case OPT_PLOT:
 			o->plot = optarg;
 			break;
@@ -469,14 +487,14 @@ int parse_args(int argc, char **argv, struct opts *o)
 	}
 
 	/* What the operation and the mode are. */
-	if (!strcmp(op, "write") || !strcmp(op, "read"))
-		return bad(OPT_OP,
-			   "%s is not yet supported: one-sided RDMA %s comes "
-			   "with one-sided access; use --op send",
-			   op, !strcmp(op, "write") ? "WRITE" : "READ");
-	if (strcmp(op, "send"))
-		return bad(OPT_OP, "'%s': use send (write and read come later)",
-			   op);
+	if (!strcmp(op, "send"))
+		o->op = OP_SEND;
+	else if (!strcmp(op, "write"))
+		o->op = OP_WRITE;
+	else if (!strcmp(op, "read"))
+		o->op = OP_READ;
+	else
+		return bad(OPT_OP, "'%s': use send, write or read", op);
 	if (argc - optind > 1) {
 		errf("one HOST at most, got '%s' and '%s'; try '" PROG
 		     " --help'",
@@ -529,12 +547,23 @@ int parse_args(int argc, char **argv, struct opts *o)
 	if (o->fill && o->test != TEST_BW)
 		return bad(OPT_FILL, "only for --test bw (lat messages are "
 				     "copied from one filled buffer)");
+	if (o->fill && o->op != OP_SEND)
+		return bad(OPT_FILL,
+			   "only for --op send (write and read move a "
+			   "registered region, written once)");
 	if (!qd_set)
-		o->qd = o->test == TEST_LAT ? 1 : 0;
+		o->qd = o->test == TEST_LAT ? 1
+			: o->op == OP_SEND  ? 0
+					    : RMA_TX_DEFAULT;
 	else if (o->test == TEST_LAT && o->qd == 0)
 		return bad(
 			't',
 			"0: a latency test needs at least 1 message in flight");
+	else if (o->qd == 0 && o->op != OP_SEND)
+		return bad('t',
+			   "0 (the send window) is for --op send: --op %s "
+			   "keeps N operations outstanding (default %d)",
+			   op, RMA_TX_DEFAULT);
 	if (sweep) {
 		for (uint64_t s = SWEEP_MIN;
 		     s <= max_size && o->n_sizes < MAX_SIZES; s *= 2)
@@ -596,12 +625,38 @@ int parse_args(int argc, char **argv, struct opts *o)
 		return EXIT_USAGE;
 	}
 	for (int i = 0; i < o->n_sizes; i++)
-		if (o->sizes[i] > o->cfg.max_msg_size)
+		if (o->sizes[i] > largest)
+			largest = o->sizes[i];
+	if (o->op == OP_SEND) {
+		if (largest > o->cfg.max_msg_size)
 			return bad(
 				sweep ? OPT_MAX_SIZE : 's',
 				"%" PRIu64 " bytes exceeds "
 				"max_msg_size %" PRIu64 " (config [session] "
 				"max_msg_size, env RIFT_SESSION_MAX_MSG_SIZE)",
-				o->sizes[i], (uint64_t)o->cfg.max_msg_size);
+				largest, (uint64_t)o->cfg.max_msg_size);
+		return 0;
+	}
+	/*
+	 * write/read: an operation is not a message (a larger one goes in
+	 * pieces), so max_msg_size does not bound it; the memory both
+	 * sides register does.  Each data connection has a region of
+	 * rma_slots operations of the largest size: -t of them while they
+	 * fit RMA_SLOT_MEM for all connections, else fewer, shared.
+	 */
+	if (largest == 0)
+		return bad('s', "0: --op %s needs at least 1 byte", op);
+	if (largest > RMA_MEM_MAX / o->conns)
+		return bad(sweep ? OPT_MAX_SIZE : 's',
+			   "%" PRIu64 " bytes on %u connection(s): --op %s "
+			   "registers -s times -q bytes on each side, at most "
+			   "%llu",
+			   largest, o->conns, op, RMA_MEM_MAX);
+	o->rma_slots = (uint32_t)(RMA_SLOT_MEM / (largest * o->conns));
+	if (o->rma_slots > o->qd)
+		o->rma_slots = o->qd;
+	if (o->rma_slots < 1)
+		o->rma_slots = 1;
+	o->rma_len = largest * o->rma_slots;
 	return 0;
 }

@@ -142,13 +142,22 @@ static const char *fmt_size(uint64_t v, int w, char *buf, size_t len)
 }
 
 /*
- * The lat table: the round trip (send to the echo's on_recv), and one
- * way as perftest reports latency: half the round trip, its t_typical
- * is the p50 of that.  Columns: " %-7s %8s", 6 + 1 of " %6s", 2 of
- * " %5s": 78 wide.
+ * The lat table: the round trip (send to the echo's on_recv; write: to
+ * the server's write back; read: to the READ's callback), and what
+ * perftest reports as latency: for send and write half the round trip,
+ * one way (its t_typical is the p50 of that); for read the whole of it,
+ * as ib_read_lat does not halve (its rtt_factor is 1 for READ, 2 for
+ * SEND and WRITE).  Columns: " %-7s %8s", 6 + 1 of " %6s", 2 of " %5s":
+ * 78 wide.
  */
 #define LAT_W 6 /* a latency column */
 #define CPU_W 5 /* a CPU column */
+
+/* perftest's latency from the round trip: 1/2 but for READ. */
+static double perftest_factor(const struct opts *o)
+{
+	return o->op == OP_READ ? 1 : 0.5;
+}
 
 void print_header(const struct client *cl)
 {
@@ -157,7 +166,7 @@ void print_header(const struct client *cl)
 
 	transport_why(cl, why, sizeof(why));
 	print_rule();
-	printf("                    rift-perf: send %s test\n",
+	printf("                    rift-perf: %s %s test\n", op_name(o->op),
 	       o->test == TEST_LAT ? "latency (round trip)" : "bandwidth");
 	header_line("Mode", o->mode == MODE_LOOPBACK
 				    ? "loopback (server and client in one "
@@ -166,8 +175,15 @@ void print_header(const struct client *cl)
 	header_line("URL", cl->url);
 	header_line("Transport", why);
 	header_f("Connections", "%u", o->conns);
-	if (o->test == TEST_LAT)
+	if (o->test == TEST_LAT && o->op == OP_READ)
+		header_f("In flight", "%u READ%s per connection", o->qd,
+			 o->qd == 1 ? "" : "s");
+	else if (o->test == TEST_LAT)
 		header_f("In flight", "%u round trip%s per connection", o->qd,
+			 o->qd == 1 ? "" : "s");
+	else if (o->op != OP_SEND)
+		header_f("In flight", "%u %s%s outstanding per connection (-t)",
+			 o->qd, o->op == OP_WRITE ? "WRITE" : "READ",
 			 o->qd == 1 ? "" : "s");
 	else if (o->qd)
 		header_f("In flight",
@@ -188,13 +204,16 @@ void print_header(const struct client *cl)
 	header_line("rift", rift_version_string());
 	print_rule();
 	if (o->test == TEST_LAT) {
+		/* read: perftest's t_typical is the p50 itself */
+		bool rd = o->op == OP_READ;
+
 		printf("%17s %-*s %*s %*s\n", "", 6 * (LAT_W + 1) - 1,
 		       "------------ round trip [us] ------------", LAT_W,
-		       "1 way", 2 * CPU_W + 1, "CPU [%]");
+		       rd ? "t_typ" : "1 way", 2 * CPU_W + 1, "CPU [%]");
 		printf(" %-7s %8s %*s %*s %*s %*s %*s %*s %*s %*s %*s\n",
 		       "#bytes", "#iters", LAT_W, "min", LAT_W, "p50", LAT_W,
 		       "p99", LAT_W, "p99.9", LAT_W, "max", LAT_W, "avg", LAT_W,
-		       "p50/2", CPU_W, "cli", CPU_W, "srv");
+		       rd ? "p50" : "p50/2", CPU_W, "cli", CPU_W, "srv");
 	} else {
 		printf(" %-8s %-11s %10s %10s %15s %8s %8s\n", "#bytes",
 		       "#iterations", "BW[GB/s]", "BW[Gb/s]", "MsgRate[Mmsg/s]",
@@ -217,8 +236,9 @@ void print_row(const struct client *cl, const struct result *r)
 		       fmt_us(r->lat.p999, LAT_W, v[3], sizeof(v[3])), LAT_W,
 		       fmt_us(r->lat.max, LAT_W, v[4], sizeof(v[4])), LAT_W,
 		       fmt_us(r->lat.mean, LAT_W, v[5], sizeof(v[5])), LAT_W,
-		       fmt_us(r->lat.p50 / 2, LAT_W, v[6], sizeof(v[6])), CPU_W,
-		       r->cpu_cli, CPU_W, r->cpu_srv);
+		       fmt_us(r->lat.p50 * perftest_factor(cl->o), LAT_W, v[6],
+			      sizeof(v[6])),
+		       CPU_W, r->cpu_cli, CPU_W, r->cpu_srv);
 	else
 		printf(" %-8s %-11s %10.3f %10.3f %15.4f %8.1f %8.1f\n",
 		       fmt_size(r->size, 8, sz, sizeof(sz)),
@@ -355,9 +375,9 @@ void print_json(const struct client *cl, bool was_interrupted)
 
 	json_head(f);
 	fprintf(f,
-		"  \"test\": \"%s\",\n  \"op\": \"send\",\n  \"mode\": "
+		"  \"test\": \"%s\",\n  \"op\": \"%s\",\n  \"mode\": "
 		"\"%s\",\n",
-		o->test == TEST_LAT ? "lat" : "bw",
+		o->test == TEST_LAT ? "lat" : "bw", op_name(o->op),
 		o->mode == MODE_LOOPBACK ? "loopback" : "client");
 	fprintf(f, "  \"url\": ");
 	if (cl->url[0])
@@ -385,9 +405,10 @@ void print_json(const struct client *cl, bool was_interrupted)
 		fprintf(f, "%s%" PRIu64, i ? ", " : "", o->sizes[i]);
 	fprintf(f,
 		"],\n    \"fill\": %s,\n    \"polling\": \"%s\",\n"
-		"    \"send_window\": %" PRIu64 ",\n    \"device\": ",
+		"    \"send_window\": %" PRIu64 ",\n"
+		"    \"region_bytes\": %" PRIu64 ",\n    \"device\": ",
 		o->fill ? "true" : "false", polling_name(o->cfg.polling),
-		(uint64_t)o->cfg.send_window);
+		(uint64_t)o->cfg.send_window, o->rma_len);
 	json_str(f, o->cfg.device);
 	fprintf(f,
 		",\n    \"ib_port\": %u,\n    \"gid_index\": %d,\n    "
@@ -408,9 +429,12 @@ void print_json(const struct client *cl, bool was_interrupted)
 			i ? "," : "", r->size, r->iters, r->msgs,
 			num_or_0(r->secs));
 		if (o->test == TEST_LAT) {
-			/* the round trip, and half of it: perftest's one way */
+			/* the round trip; half of it, one way (not for a
+			 * READ: it has none); and perftest's figure */
 			json_lat(f, "lat_us", &r->lat, 1);
-			json_lat(f, "one_way_us", &r->lat, 0.5);
+			if (o->op != OP_READ)
+				json_lat(f, "one_way_us", &r->lat, 0.5);
+			json_lat(f, "perftest_us", &r->lat, perftest_factor(o));
 		} else {
 			fprintf(f,
 				"\"bytes\": %" PRIu64

@@ -10,6 +10,7 @@
  *   server.c   the server side
  *   client.c   the client side: connections, waiting, the run
  *   measure.c  the client's traffic, one message size at a time
+ *   rma.c      ... of --op write and read: one-sided operations
  *   output.c   the table, the JSON objects and the warnings
  *   plot.c     --plot with gnuplot
  */
@@ -22,17 +23,21 @@
 #include <stdint.h>
 
 #include "rift.h"
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 
 #include "../metrics_http.h"
 
 #define PROG		  "rift-perf"
 #define DEFAULT_PORT	  18515	      /* perftest's */
 #define PROTO_MAGIC	  0x46525052u /* "RPRF" */
-#define PROTO_VERSION	  1u
+#define PROTO_VERSION	  2u	      /* 2: HELLO says the operation */
 #define CTL_VALUES	  8
 #define CTL_HDR		  8u /* magic, type */
 #define CTL_SIZE	  (CTL_HDR + 8u * CTL_VALUES)
 #define CTL_TEXT	  256	/* ERR text, bytes */
+#define CTL_BLOB	  RIFT_TOKEN_MAX_LEN /* JOIN, JOIN_OK: a token */
 #define REPLY_TIMEOUT_MS  60000 /* control answers, ms */
 #define CLOSE_TIMEOUT_MS  5000	/* waiting for close callbacks, ms */
 #define TICK_MS		  100	/* longest sleep between flag checks, ms */
@@ -45,6 +50,13 @@
 #define BW_ITERS_DEFAULT  5000 /* perftest's bw default */
 #define LAT_SIZE_DEFAULT  2
 #define BW_SIZE_DEFAULT	  65536
+#define RMA_TX_DEFAULT	  128 /* write/read bw: perftest's tx-depth */
+/* write/read: what one side registers for all its data connections
+ * together at most (-s times -q), bytes; and what it spreads a bw test's
+ * outstanding operations over (one slot of -s bytes each, fewer slots
+ * than -t when they do not fit: operations then share slots) */
+#define RMA_MEM_MAX	  (1ull << 30)
+#define RMA_SLOT_MEM	  (64ull << 20)
 #define PLOT_POINTS	  2000 /* CDF points drawn at most */
 /* A step is too short to be stable (a warning says so) when a lat step
  * measured fewer round trips than this, all connections together: below
@@ -62,13 +74,18 @@
 
 enum mode { MODE_CLIENT, MODE_SERVER, MODE_LOOPBACK };
 enum test { TEST_LAT = 1, TEST_BW = 2 };
+/* The operation measured (HELLO's; perftest's ib_send_*, ib_write_*,
+ * ib_read_*). */
+enum op { OP_SEND = 0, OP_WRITE = 1, OP_READ = 2 };
 
 enum ctl_type {
-	CTL_HELLO = 1, /* v: version, test, conns, qd, largest size */
+	CTL_HELLO = 1, /* v: version, test, conns, qd, largest size, op,
+			  write/read: region bytes per data conn */
 	CTL_HELLO_OK,  /* v: token */
-	CTL_JOIN,      /* v: token, index (first message of a data conn) */
-	CTL_JOIN_OK,
-	CTL_BEGIN, /* v: step, size */
+	CTL_JOIN,      /* v: token, index (first message of a data conn);
+			  write lat: blob, the client's export */
+	CTL_JOIN_OK,   /* write/read: blob, the server's export */
+	CTL_BEGIN,     /* v: step, size */
 	CTL_BEGIN_OK,
 	CTL_END,  /* v: messages sent in the step, bytes */
 	CTL_DONE, /* v: messages, bytes, user us, sys us, wall us */
@@ -78,12 +95,15 @@ enum ctl_type {
 struct ctl {
 	uint32_t type;
 	uint64_t v[CTL_VALUES];
-	char text[CTL_TEXT];
+	char text[CTL_TEXT];	/* ERR */
+	uint8_t blob[CTL_BLOB]; /* JOIN, JOIN_OK: a rift_mem_export token */
+	size_t blob_len;	/* bytes, 0 = none */
 };
 
 struct opts {
 	enum mode mode;
 	enum test test;
+	enum op op;
 	const char *transport; /* "tcp", "rdma" or "auto" */
 	const char *host; /* client: server; server: bind; loopback: both */
 	int port;	  /* listen / connect port, 0 = any (loopback) */
@@ -92,7 +112,10 @@ struct opts {
 	uint64_t iters;	 /* per connection and size; 0 with -D */
 	double duration; /* seconds per size; 0 = iterations */
 	uint64_t warmup; /* lat: unmeasured round trips per connection */
-	uint32_t qd;	 /* messages in flight per connection, 0 = window */
+	uint32_t qd;	 /* messages in flight per connection, 0 = window;
+			    write/read: operations outstanding */
+	uint32_t rma_slots; /* write/read: -s slots in each region */
+	uint64_t rma_len;   /* ... the region of a data connection, bytes */
 	uint32_t conns;	 /* data connections */
 	bool json, persistent;
 	bool fill;		  /* bw: write every byte of every message */
@@ -141,9 +164,13 @@ int url_build(char *buf, size_t len, const char *scheme, const char *host,
 	      int port);
 
 /* ctl.c */
+const char *op_name(enum op op); /* "send", "write", "read" */
 int ctl_decode(const void *data, size_t len, struct ctl *m);
 int ctl_send(rift_conn *conn, uint32_t type, const uint64_t *v, int nv,
 	     const char *text);
+/* A message carrying blob (len <= CTL_BLOB bytes) after its values. */
+int ctl_send_blob(rift_conn *conn, uint32_t type, const uint64_t *v, int nv,
+		  const void *blob, size_t len);
 
 /* server.c */
 struct sconn;
@@ -168,6 +195,9 @@ struct server {
 	struct sconn *ctl;
 	uint64_t token;
 	enum test test;
+	enum op op;
+	uint64_t rma_len;      /* write/read: region bytes per data conn */
+	uint32_t rma_inflight; /* write lat: writes back under way */
 	uint32_t want_conns, joined;
 	bool session_end; /* the main loop ends the session */
 	bool session_failed;
@@ -207,6 +237,15 @@ struct result {
 };
 
 struct client;
+struct cconn;
+
+/* write/read: one outstanding operation of a data connection; its slot
+ * is where it reads or writes in both regions. */
+struct rma_op {
+	struct cconn *c;
+	uint64_t t;    /* lat: stamp of the call */
+	uint32_t slot; /* index in c->ops */
+};
 
 struct cconn {
 	struct client *cl;
@@ -217,7 +256,16 @@ struct cconn {
 	void *held;   /* bw: the buffer that was refused */
 	uint64_t *ts; /* lat: send stamps in flight, ring of qd */
 	uint32_t ts_head, ts_n;
-	uint64_t sent, recvd; /* messages this step */
+	uint64_t sent, recvd; /* messages this step; write/read:
+				 operations called, completed */
+	/* write/read: this side's region (-s times rma_slots), the
+	 * server's token for it, the operations */
+	uint8_t *buf;
+	rift_mem *mem;
+	uint8_t rtok[RIFT_TOKEN_MAX_LEN];
+	size_t rtok_len;
+	struct rma_op *ops; /* qd of them */
+	uint32_t inflight;  /* operations whose callback is due */
 };
 
 struct client {
@@ -289,6 +337,49 @@ int client_report(struct client *cl, int status);
 void cl_on_recv(rift_conn *conn, rift_msg *msg);
 void cl_on_event(rift_conn *conn, const rift_event *ev);
 int cl_step(struct client *cl, uint64_t size, struct result *r);
+int samples_push(struct samples *s, uint64_t v);
+
+/*
+ * Latency stamps.  perftest stamps with the TSC (get_cycles), and so
+ * does rift-perf on x86-64, converted to ns at a rate measured against
+ * CLOCK_MONOTONIC over each step (measure.c, samples_to_ns).
+ * clock_gettime costs a system call where the kernel cannot read the TSC
+ * itself (a QEMU TCG guest reads the HPET: about 3 us), and one such call
+ * would sit inside every sample, a cost perftest's samples do not carry.
+ * Like perftest, a sample whose ends ran on two CPUs is kept as it is
+ * (rare with busy polling; TSCs of one host agree), only never negative.
+ */
+static inline uint64_t stamp_now(void)
+{
+#if defined(__x86_64__)
+	unsigned int cpu;
+
+	return __rdtscp(&cpu);
+#else
+	return now_ns();
+#endif
+}
+
+/* Whether a data connection has more to send (or operations to call)
+ * in this phase: iterations, or the duration (lat: its warm-up first). */
+static inline __attribute__((always_inline)) bool
+more_to_send(const struct cconn *c)
+{
+	const struct client *cl = c->cl;
+
+	if (cl->warming)
+		return c->sent < cl->total;
+	if (cl->o->duration > 0)
+		return c->sent < cl->o->warmup * (cl->o->test == TEST_LAT) ||
+		       now_ns() < cl->deadline;
+	return c->sent < cl->total;
+}
+
+/* rma.c: --op write and read on the client */
+int rma_conn_setup(struct cconn *c, void *tok, size_t *tok_len);
+void rma_conn_release(struct cconn *c);
+void rma_start(struct client *cl);
+void rma_on_written(struct cconn *c, const rift_event *ev);
 
 /* output.c.  The table and its header fit TABLE_WIDTH columns. */
 #define TABLE_WIDTH 79

@@ -86,10 +86,13 @@ static const char *size_label(uint64_t v, char *buf, size_t len)
  * latency), on the right-hand axis.  The axes are logarithmic, which
  * gnuplot's `set link` refuses, so both get their range from the data:
  * lo..hi microseconds of round trip on the left, half that on the right
- * (then they have the same scale).
+ * (then they have the same scale).  A READ has no one way (ib_read_lat
+ * reports its whole round trip): no right-hand axis.
  */
-static void one_way_axis(FILE *gp, double lo, double hi)
+static void one_way_axis(FILE *gp, const struct opts *o, double lo, double hi)
 {
+	if (o->op == OP_READ)
+		return;
 	/* whole decades, as gnuplot extends a logarithmic axis itself */
 	lo = pow(10, floor(log10(lo > 0.001 ? lo : 0.001)));
 	hi = pow(10, ceil(log10(hi > lo ? hi : lo * 10)));
@@ -130,7 +133,8 @@ int plot_svg(struct client *cl)
 		"set terminal svg size 960,600 dynamic enhanced font 'sans,12' "
 		"background rgb 'white'\nset output ");
 	gp_str(gp, o->plot);
-	snprintf(title, sizeof(title), "rift-perf %s, %u connection(s), %s",
+	snprintf(title, sizeof(title), "rift-perf %s %s, %u connection(s), %s",
+		 op_name(o->op),
 		 o->test == TEST_LAT ? "round-trip latency"
 				     : "one-way bandwidth",
 		 o->conns, why);
@@ -173,7 +177,7 @@ int plot_svg(struct client *cl)
 			}
 			fprintf(gp, "set logscale y\nset format y '%%g'\n"
 				    "set ylabel 'round trip [us]'\n");
-			one_way_axis(gp, lo, hi);
+			one_way_axis(gp, o, lo, hi);
 			fprintf(gp,
 				"plot $d using 1:2 with linespoints title "
 				"'p50', "
@@ -204,6 +208,11 @@ int plot_svg(struct client *cl)
 		const struct result *r = &cl->res[0];
 		size_t last = SIZE_MAX;
 		double n = (double)s->n;
+		char one_way[64] = "";
+
+		if (o->op != OP_READ)
+			snprintf(one_way, sizeof(one_way),
+				 "; one way p50 %.1f us", r->lat.p50 / 2);
 
 		fprintf(gp, "$d << EOD\n");
 		for (int j = 0; j <= PLOT_POINTS && s->n; j++) {
@@ -228,11 +237,11 @@ int plot_svg(struct client *cl)
 			"set xrange [1:%g]\nset xlabel 'percentile'\n"
 			"set ylabel 'round trip [us], %" PRIu64 " B messages'\n"
 			"set label 1 'round trip p50 %.1f  p99 %.1f  p99.9 %.1f"
-			"  max %.1f us; one way p50 %.1f us' "
+			"  max %.1f us%s' "
 			"at graph 0.02, graph 0.95\n",
 			n > 1 ? n : 2, r->size, r->lat.p50, r->lat.p99,
-			r->lat.p999, r->lat.max, r->lat.p50 / 2);
-		one_way_axis(gp, r->lat.min, r->lat.max);
+			r->lat.p999, r->lat.max, one_way);
+		one_way_axis(gp, o, r->lat.min, r->lat.max);
 		fprintf(gp,
 			"plot $d using 1:2 with lines lw 2 title '%zu round "
 			"trips'\n",

@@ -2,13 +2,17 @@
  * rift-perf's server side: serves one client after another (one, unless
  * --persistent), whose control connection says what to do and whose data
  * connections join it with the session token; the server echoes (lat) or
- * counts (bw) and answers each step's END with DONE.
+ * counts (bw) and answers each step's END with DONE.  With --op write or
+ * read it registers a region per data connection and exports it to the
+ * client (the token goes in JOIN_OK); its rift serves the client's
+ * operations, and in write lat the server writes each write back.
  */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -35,6 +39,13 @@ struct sconn {
 	rift_msg **q; /* lat: echoes refused with RIFT_EAGAIN, in order */
 	size_t q_head, q_n, q_cap;
 	bool recv_stopped; /* while q is not empty */
+	/* write/read: the region the client reads and writes (exported to
+	 * it, the export ending with the session), and in write lat the
+	 * client's export, written back into */
+	uint8_t *buf;
+	rift_mem *mem;
+	uint8_t peer_tok[RIFT_TOKEN_MAX_LEN];
+	size_t peer_tok_len;
 	struct sconn *next;
 };
 
@@ -82,6 +93,7 @@ static void srv_closed(rift_conn *conn)
 {
 	struct sconn *sc = rift_conn_user(conn);
 	struct server *s = sc->s;
+	int rc;
 
 	for (struct sconn **pp = &s->conns; *pp; pp = &(*pp)->next) {
 		if (*pp == sc) {
@@ -89,6 +101,13 @@ static void srv_closed(rift_conn *conn)
 			break;
 		}
 	}
+	/* The session is over: its export with it, and no operation of
+	 * this side runs any more, so the region may go.  One rift will
+	 * not let go of stays registered (rift_ctx_destroy says so). */
+	if (sc->mem && (rc = rift_mem_dereg(sc->mem)))
+		serr(s, "rift_mem_dereg: %s", rift_strerror(rc));
+	else
+		free(sc->buf);
 	free(sc->q);
 	free(sc);
 	s->open--;
@@ -128,7 +147,9 @@ static void srv_check_done(struct server *s)
 	uint64_t v[5], u, sy;
 	int rc;
 
-	if (!s->end_pending || s->rmsgs < s->want_msgs)
+	/* write lat: DONE once this side's writes back completed too, so
+	 * that none is under way when the client closes */
+	if (!s->end_pending || s->rmsgs < s->want_msgs || s->rma_inflight)
 		return;
 	s->end_pending = false;
 	rusage_split(&u, &sy);
@@ -142,6 +163,99 @@ static void srv_check_done(struct server *s)
 		srv_session_fail(s, "send DONE: %s", rift_strerror(rc));
 }
 
+/*
+ * write/read: a data connection's region, registered and exported to the
+ * client, the token into tok (room *tok_len; its size on return); write
+ * lat: the client's token for this connection from its JOIN.  0, or -1
+ * with why in why.
+ */
+static int sc_rma_setup(struct sconn *sc, const struct ctl *join, void *tok,
+			size_t *tok_len, char *why, size_t wlen)
+{
+	struct server *s = sc->s;
+	void *buf;
+	int rc;
+
+	if (s->op == OP_WRITE && s->test == TEST_LAT) {
+		if (!join->blob_len) {
+			snprintf(why, wlen,
+				 "write lat: the JOIN carries no token");
+			return -1;
+		}
+		memcpy(sc->peer_tok, join->blob, join->blob_len);
+		sc->peer_tok_len = join->blob_len;
+	}
+	if (posix_memalign(&buf, 4096, s->rma_len)) {
+		snprintf(why, wlen, "out of memory for %" PRIu64 " bytes",
+			 s->rma_len);
+		return -1;
+	}
+	sc->buf = buf;
+	memset(sc->buf, 0x5a, s->rma_len); /* bytes for the client to read */
+	rc = rift_mem_reg(s->ctx, sc->buf, s->rma_len,
+			  RIFT_MEM_READ | RIFT_MEM_WRITE, &sc->mem);
+	if (rc) {
+		snprintf(why, wlen, "rift_mem_reg of %" PRIu64 " bytes: %s",
+			 s->rma_len, rift_ctx_last_error(s->ctx));
+		return -1;
+	}
+	rc = rift_mem_export(sc->mem, sc->conn, 0, s->rma_len,
+			     RIFT_MEM_READ | RIFT_MEM_WRITE, tok, tok_len);
+	if (rc) {
+		snprintf(why, wlen, "rift_mem_export: %s (%s)",
+			 rift_strerror(rc), rift_conn_last_error(sc->conn));
+		return -1;
+	}
+	return 0;
+}
+
+static void srv_rma_done(rift_conn *conn, void *user, int status, size_t bytes)
+{
+	struct sconn *sc = user;
+	struct server *s = sc->s;
+
+	(void)bytes;
+	s->rma_inflight--;
+	if (status)
+		srv_session_fail(s, "write back: %s (%s)",
+				 rift_strerror(status),
+				 rift_conn_last_error(conn));
+	srv_check_done(s);
+}
+
+/*
+ * write lat: the client's write is in place; write the same bytes back
+ * into its region at the same offset, with its tag (the client's slot):
+ * one round trip of perftest's write_lat.
+ */
+static void srv_write_back(struct sconn *sc, const rift_event *ev)
+{
+	struct server *s = sc->s;
+	int rc;
+
+	if (sc->kind != SC_DATA || s->op != OP_WRITE || s->test != TEST_LAT ||
+	    ev->mem != sc->mem) {
+		srv_session_fail(
+			s,
+			"a write_notify the test does not make (%" PRIu64
+			" bytes at %" PRIu64 ")",
+			ev->length, ev->offset);
+		return;
+	}
+	s->rmsgs++;
+	s->rbytes += ev->length;
+	rc = rift_conn_write_notify(sc->conn, sc->mem, ev->offset, sc->peer_tok,
+				    sc->peer_tok_len, ev->offset, ev->length,
+				    ev->tag, srv_rma_done, sc);
+	if (rc) {
+		srv_session_fail(s, "rift_conn_write_notify: %s (%s)",
+				 rift_strerror(rc),
+				 rift_conn_last_error(sc->conn));
+		return;
+	}
+	s->rma_inflight++;
+}
+
 /* A new connection's first message says what it is. */
 static void srv_first(struct sconn *sc, rift_msg *msg)
 {
@@ -149,6 +263,8 @@ static void srv_first(struct sconn *sc, rift_msg *msg)
 	struct ctl m;
 	uint64_t v[1];
 	char why[CTL_TEXT];
+	uint8_t tok[RIFT_TOKEN_MAX_LEN];
+	size_t tok_len = 0;
 	int rc;
 
 	if (ctl_decode(rift_msg_data(msg), rift_msg_len(msg), &m)) {
@@ -177,11 +293,24 @@ static void srv_first(struct sconn *sc, rift_msg *msg)
 				 "%" PRIu64 " connections: the server "
 				 "takes 1..%d",
 				 m.v[2], MAX_CONNS);
-		else if (m.v[4] > s->o->cfg.max_msg_size)
+		else if (m.v[5] > OP_READ)
+			snprintf(why, sizeof(why), "unknown operation %" PRIu64,
+				 m.v[5]);
+		else if (m.v[5] == OP_SEND && m.v[4] > s->o->cfg.max_msg_size)
 			snprintf(why, sizeof(why),
 				 "message size %" PRIu64 " exceeds the "
 				 "server's max_msg_size %" PRIu64,
 				 m.v[4], (uint64_t)s->o->cfg.max_msg_size);
+		else if (m.v[5] != OP_SEND &&
+			 (m.v[3] < 1 || !m.v[4] || m.v[6] < m.v[4] ||
+			  m.v[6] > RMA_MEM_MAX / m.v[2]))
+			snprintf(why, sizeof(why),
+				 "%s: regions of %" PRIu64 " bytes for %" PRIu64
+				 " connection(s), operations of %" PRIu64
+				 " bytes, %" PRIu64 " outstanding: the server "
+				 "registers %llu bytes at most",
+				 op_name((enum op)m.v[5]), m.v[6], m.v[2],
+				 m.v[4], m.v[3], RMA_MEM_MAX);
 		if (why[0]) {
 			serr(s, "refusing a client: %s", why);
 			sc->kind = SC_DEAD;
@@ -192,13 +321,19 @@ static void srv_first(struct sconn *sc, rift_msg *msg)
 		sc->kind = SC_CTL;
 		s->ctl = sc;
 		s->test = (enum test)m.v[1];
+		s->op = (enum op)m.v[5];
+		s->rma_len = m.v[6];
+		s->rma_inflight = 0;
 		s->want_conns = (uint32_t)m.v[2];
 		s->joined = 0;
 		s->token = now_ns() ^ ((uint64_t)getpid() << 32) ^
 			   (uint64_t)(uintptr_t)sc;
 		s->end_pending = false;
 		s->rmsgs = s->rbytes = 0;
-		slog(s, "client: %s test, %u connection(s), transport %s",
+		slog(s, "client: %s%s test, %u connection(s), transport %s",
+		     s->op == OP_SEND	 ? ""
+		     : s->op == OP_WRITE ? "write "
+					 : "read ",
 		     s->test == TEST_LAT ? "lat" : "bw", s->want_conns,
 		     rift_transport_name(rift_conn_transport(sc->conn)));
 		v[0] = s->token;
@@ -215,6 +350,10 @@ static void srv_first(struct sconn *sc, rift_msg *msg)
 		else if (s->joined >= s->want_conns)
 			snprintf(why, sizeof(why),
 				 "more connections than announced");
+		else if (s->op != OP_SEND) {
+			tok_len = sizeof(tok);
+			sc_rma_setup(sc, &m, tok, &tok_len, why, sizeof(why));
+		}
 		if (why[0]) {
 			serr(s, "refusing a data connection: %s", why);
 			sc->kind = SC_DEAD;
@@ -224,7 +363,8 @@ static void srv_first(struct sconn *sc, rift_msg *msg)
 		}
 		sc->kind = SC_DATA;
 		s->joined++;
-		rc = ctl_send(sc->conn, CTL_JOIN_OK, NULL, 0, NULL);
+		rc = ctl_send_blob(sc->conn, CTL_JOIN_OK, NULL, 0, tok,
+				   tok_len);
 		if (rc)
 			srv_session_fail(s, "send JOIN_OK: %s",
 					 rift_strerror(rc));
@@ -391,6 +531,9 @@ static void srv_on_event(rift_conn *conn, const rift_event *ev)
 		if (sc->kind == SC_DATA)
 			srv_drain(sc);
 		break;
+	case RIFT_EVENT_WRITTEN:
+		srv_write_back(sc, ev);
+		break;
 	case RIFT_EVENT_PATH_DOWN:
 		slog(s, "path down (%s): %s",
 		     rift_path_down_reason_str(ev->down_reason), ev->message);
@@ -438,6 +581,7 @@ static void srv_end_session(struct server *s)
 	s->session_failed = false;
 	s->end_pending = false;
 	s->joined = 0;
+	s->rma_inflight = 0; /* closing: no callback of theirs runs */
 }
 
 static void srv_lst_closed(rift_listener *l)
