@@ -149,3 +149,34 @@ int count(const char *hay, const char *needle)
 		n++;
 	return n;
 }
+
+/* A latency result's figures are in order; a bandwidth result's are
+ * positive and agree (perf_run.h). */
+void perf_check_lat(const char *json)
+{
+	double min = jnum(json, "min"), p50 = jnum(json, "p50"),
+	       p90 = jnum(json, "p90"), p99 = jnum(json, "p99"),
+	       p999 = jnum(json, "p99_9"), max = jnum(json, "max"),
+	       mean = jnum(json, "mean");
+
+	CHECK(p50 > 0);
+	CHECK(min <= p50);
+	CHECK(p50 <= p90);
+	CHECK(p90 <= p99);
+	CHECK(p99 <= p999);
+	CHECK(p999 <= max);
+	CHECK(mean >= min && mean <= max);
+	CHECK(jnum(json, "client") >= 0);
+	CHECK(jnum(json, "server") >= 0);
+}
+
+void perf_check_bw(const char *json)
+{
+	double gbs = jnum(json, "gbytes_per_s"),
+	       gbits = jnum(json, "gbits_per_s");
+
+	CHECK(gbs > 0);
+	CHECK(gbits > 7.99 * gbs && gbits < 8.01 * gbs);
+	CHECK(jnum(json, "mmsg_per_s") > 0);
+	CHECK(jnum(json, "seconds") > 0);
+}

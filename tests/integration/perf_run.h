@@ -42,5 +42,10 @@ double jnum_from(const char *json, const char *from, const char *key);
 double jnum(const char *json, const char *key);
 /* How often needle occurs in hay. */
 int count(const char *hay, const char *needle);
+/* Checks of a rift-perf JSON result: a latency one's percentiles in
+ * order, min <= mean <= max, per-side CPU figures present; a bandwidth
+ * one's rates positive, Gb/s eight times GB/s. */
+void perf_check_lat(const char *json);
+void perf_check_bw(const char *json);
 
 #endif

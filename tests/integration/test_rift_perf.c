@@ -17,35 +17,6 @@
 
 #include "perf_run.h"
 
-static void check_lat(const char *json)
-{
-	double min = jnum(json, "min"), p50 = jnum(json, "p50"),
-	       p90 = jnum(json, "p90"), p99 = jnum(json, "p99"),
-	       p999 = jnum(json, "p99_9"), max = jnum(json, "max"),
-	       mean = jnum(json, "mean");
-
-	CHECK(p50 > 0);
-	CHECK(min <= p50);
-	CHECK(p50 <= p90);
-	CHECK(p90 <= p99);
-	CHECK(p99 <= p999);
-	CHECK(p999 <= max);
-	CHECK(mean >= min && mean <= max);
-	CHECK(jnum(json, "client") >= 0);
-	CHECK(jnum(json, "server") >= 0);
-}
-
-static void check_bw(const char *json)
-{
-	double gbs = jnum(json, "gbytes_per_s"),
-	       gbits = jnum(json, "gbits_per_s");
-
-	CHECK(gbs > 0);
-	CHECK(gbits > 7.99 * gbs && gbits < 8.01 * gbs);
-	CHECK(jnum(json, "mmsg_per_s") > 0);
-	CHECK(jnum(json, "seconds") > 0);
-}
-
 TEST(rift_perf_lat_json_over_tcp)
 {
 	struct run *r = new_run();
@@ -62,7 +33,7 @@ TEST(rift_perf_lat_json_over_tcp)
 	CHECK_EQ(jnum(r->out, "size"), 64);
 	CHECK_EQ(jnum(r->out, "iterations"), 2000);
 	CHECK_EQ(jnum(r->out, "messages"), 2000);
-	check_lat(r->out);
+	perf_check_lat(r->out);
 	free(r);
 }
 
@@ -83,7 +54,7 @@ TEST(rift_perf_bw_json_over_tcp)
 	CHECK_EQ(jnum(r->out, "iterations"), 3000);
 	CHECK_EQ(jnum(r->out, "messages"), 6000);
 	CHECK_EQ(jnum_from(r->out, "\"results\"", "bytes"), 6000.0 * 65536);
-	check_bw(r->out);
+	perf_check_bw(r->out);
 	free(r);
 }
 
@@ -104,14 +75,14 @@ TEST(rift_perf_sweep_and_duration)
 	CHECK_EQ(count(r->out, "\"lat_us\": {"), 8);
 	CHECK_CONTAINS(r->out, "\"sizes\": [2, 4, 8, 16, 32, 64, 128, 256]");
 	CHECK_EQ(jnum_from(r->out, "\"size\": 256", "iterations"), 200);
-	check_lat(strstr(r->out, "\"size\": 256"));
+	perf_check_lat(strstr(r->out, "\"size\": 256"));
 
 	perf_run(r, NULL, dur);
 	CHECK_EQ(r->status, 0);
 	CHECK(jnum(r->out, "iterations") > 0);
 	CHECK(jnum(r->out, "seconds") >= 0.3);
 	CHECK_EQ(jnum(r->out, "qd"), 64);
-	check_bw(r->out);
+	perf_check_bw(r->out);
 	free(r);
 }
 
@@ -245,7 +216,7 @@ TEST(rift_perf_server_and_client_processes)
 	/* The client retries while the server starts listening. */
 	perf_run(r, "RIFT_CONNECT_RETRIES=100", cli_args);
 	CHECK_EQ(r->status, 0);
-	check_lat(r->out);
+	perf_check_lat(r->out);
 	CHECK_CONTAINS(r->out, "\"mode\": \"client\"");
 	/* Without --persistent the server exits after its one client. */
 	srv_status = perf_wait(srv);
@@ -283,7 +254,7 @@ TEST(rift_perf_client_of_several_addresses_keeps_a_standby)
 	perf_run(r, "RIFT_CONNECT_RETRIES=100", cli_args);
 	printf("%s%s", r->out, r->err);
 	CHECK_EQ(r->status, 0);
-	check_lat(r->out);
+	perf_check_lat(r->out);
 	snprintf(url, sizeof(url), "tcp://127.0.0.1:%s,127.0.0.2:%s", port,
 		 port);
 	CHECK_CONTAINS(r->out, url);
@@ -336,12 +307,12 @@ TEST_T(rift_perf_loopback_on_the_test_transport)
 	CHECK_EQ(r->status, 0);
 	CHECK_CONTAINS(r->out, want);
 	CHECK_EQ(jnum(r->out, "iterations"), 1000);
-	check_lat(r->out);
+	perf_check_lat(r->out);
 	perf_run(r, NULL, bw);
 	CHECK_EQ(r->status, 0);
 	CHECK_CONTAINS(r->out, want);
 	CHECK_EQ(jnum(r->out, "iterations"), 500);
-	check_bw(r->out);
+	perf_check_bw(r->out);
 	free(r);
 }
 

@@ -12,30 +12,6 @@
 
 #include "perf_run.h"
 
-static void check_lat(const char *json)
-{
-	double min = jnum(json, "min"), p50 = jnum(json, "p50"),
-	       p99 = jnum(json, "p99"), max = jnum(json, "max");
-
-	CHECK(p50 > 0);
-	CHECK(min <= p50);
-	CHECK(p50 <= p99);
-	CHECK(p99 <= max);
-	CHECK(jnum(json, "client") >= 0);
-	CHECK(jnum(json, "server") >= 0);
-}
-
-static void check_bw(const char *json)
-{
-	double gbs = jnum(json, "gbytes_per_s"),
-	       gbits = jnum(json, "gbits_per_s");
-
-	CHECK(gbs > 0);
-	CHECK(gbits > 7.99 * gbs && gbits < 8.01 * gbs);
-	CHECK(jnum(json, "mmsg_per_s") > 0);
-	CHECK(jnum(json, "seconds") > 0);
-}
-
 /* ib_write_lat: the client writes, the server writes back; perftest
  * prints half the round trip, as for send. */
 TEST(rift_perf_write_lat_is_a_ping_pong_of_writes)
@@ -59,7 +35,7 @@ TEST(rift_perf_write_lat_is_a_ping_pong_of_writes)
 	CHECK_EQ(jnum(r->out, "messages"), 2000);
 	/* one region slot of 64 bytes per outstanding round trip (1) */
 	CHECK_EQ(jnum(r->out, "region_bytes"), 64);
-	check_lat(r->out);
+	perf_check_lat(r->out);
 	rtt = jnum_from(r->out, "\"lat_us\"", "p50");
 	CHECK(fabs(jnum_from(r->out, "\"one_way_us\"", "p50") - rtt / 2) <=
 	      0.001);
@@ -91,7 +67,7 @@ TEST(rift_perf_read_lat_reports_the_whole_round_trip)
 	CHECK_EQ(r->status, 0);
 	CHECK_CONTAINS(r->out, "\"op\": \"read\"");
 	CHECK_EQ(jnum(r->out, "iterations"), 2000);
-	check_lat(r->out);
+	perf_check_lat(r->out);
 	CHECK(strstr(r->out, "one_way_us") == NULL);
 	CHECK(fabs(jnum_from(r->out, "\"perftest_us\"", "p50") -
 		   jnum_from(r->out, "\"lat_us\"", "p50")) <= 0.001);
@@ -142,7 +118,7 @@ TEST(rift_perf_write_and_read_bw_over_tcp)
 	CHECK_EQ(jnum(r->out, "iterations"), 3000);
 	CHECK_EQ(jnum(r->out, "messages"), 6000);
 	CHECK_EQ(jnum_from(r->out, "\"results\"", "bytes"), 6000.0 * 65536);
-	check_bw(r->out);
+	perf_check_bw(r->out);
 
 	perf_run(r, NULL, rd);
 	CHECK_EQ(r->status, 0);
@@ -150,7 +126,7 @@ TEST(rift_perf_write_and_read_bw_over_tcp)
 	CHECK_EQ(jnum(r->out, "qd"), 16);
 	CHECK(jnum(r->out, "iterations") > 0);
 	CHECK(jnum(r->out, "seconds") >= 0.3);
-	check_bw(r->out);
+	perf_check_bw(r->out);
 
 	perf_run(r, NULL, table);
 	CHECK_EQ(r->status, 0);
@@ -179,11 +155,11 @@ TEST(rift_perf_rma_operations_larger_than_a_message)
 	perf_run(r, "RIFT_SESSION_MAX_MSG_SIZE=64KiB", wr);
 	CHECK_EQ(r->status, 0);
 	CHECK_EQ(jnum(r->out, "messages"), 40);
-	check_bw(r->out);
+	perf_check_bw(r->out);
 	perf_run(r, "RIFT_SESSION_MAX_MSG_SIZE=64KiB", rd);
 	CHECK_EQ(r->status, 0);
 	CHECK_EQ(jnum(r->out, "iterations"), 30);
-	check_lat(r->out);
+	perf_check_lat(r->out);
 	perf_run(r, "RIFT_SESSION_MAX_MSG_SIZE=64KiB", snd);
 	CHECK_EQ(r->status, 2);
 	CHECK_CONTAINS(r->err, "max_msg_size 65536");
@@ -223,9 +199,9 @@ TEST(rift_perf_rma_server_and_client_processes)
 		CHECK_CONTAINS(r->out, "\"mode\": \"client\"");
 		CHECK_EQ(jnum(r->out, "iterations"), 1000);
 		if (!strcmp(runs[i].test, "lat"))
-			check_lat(r->out);
+			perf_check_lat(r->out);
 		else
-			check_bw(r->out);
+			perf_check_bw(r->out);
 		srv_status = perf_wait(srv);
 		slurp(out, r->out);
 		slurp(err, r->err);
@@ -290,11 +266,11 @@ TEST_T(rift_perf_rma_loopback_on_the_test_transport)
 	CHECK_EQ(r->status, 0);
 	CHECK_CONTAINS(r->out, want);
 	CHECK_EQ(jnum(r->out, "iterations"), 1000);
-	check_lat(r->out);
+	perf_check_lat(r->out);
 	perf_run(r, NULL, bw);
 	CHECK_EQ(r->status, 0);
 	CHECK_CONTAINS(r->out, want);
 	CHECK_EQ(jnum(r->out, "iterations"), 500);
-	check_bw(r->out);
+	perf_check_bw(r->out);
 	free(r);
 }
