@@ -273,12 +273,15 @@ CM_TCP_TESTS := path_cut echo_ single_64mib zero_byte close_tells \
 # message once and in order; stalls reported per fault), event and busy
 # polling, cm=tcp first: the rdma_cm fault soaks can leave rdma_cm silent
 # on a device for the rest of the boot (rxe 6.1), which sessions survive
-# through the listener's side channel.  Then, in each cm mode, 60 s of
+# through the listener's side channel.  Then 60 s of
 # the same traffic with each fault aimed at the link the session runs
 # on, the other link working: one re-attach per fault, whose times it
 # prints (p50/p99, and those after the pool's first growth); then 60 s
 # of random faults with group.policy = active-active (both links carry
-# data both ways, the receiver reorders).
+# data both ways, the receiver reorders).  Over rdma_cm the busy-polling
+# and the aimed soaks are left out to keep the suite near 30 minutes
+# (about 100 s each): polling is no cm matter, and re-attach over
+# rdma_cm is what its random-fault soak and the single faults above do.
 # RIFT_SOAK_SECONDS and RIFT_SOAK_SEED (printed) replay one.  A boot of
 # its own: a client whose rdma_cm gets no answer attaches and re-attaches
 # through the side channel (it makes rdma_cm silent on purpose).
@@ -298,7 +301,7 @@ test-lab: $(BUILD)/tst/rift-tests
 	    build/tst/rift-tests --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 $(PAIR_TESTS) && \
 	    build/tst/rift-tests --transport rdma --cm tcp --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 $(PAIR_TESTS) && \
 	    RIFT_SOAK_SECONDS=50 RIFT_SOAK_MESSAGES=100000 build/tst/rift-tests -v --transport rdma --cm tcp --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 soak_link_faults soak_aimed soak_active_active && \
-	    RIFT_SOAK_SECONDS=50 RIFT_SOAK_MESSAGES=100000 build/tst/rift-tests -v --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 soak_link_faults soak_aimed soak_active_active'
+	    RIFT_SOAK_SECONDS=50 RIFT_SOAK_MESSAGES=100000 build/tst/rift-tests -v --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 soak_link_faults_event soak_active_active'
 	tests/lab/lab run --topo pair --timeout 600 -- \
 	  sh -c 'build/tst/rift-tests --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 silent_rdma_cm'
 	tests/lab/lab run --topo two-hosts --timeout 900 -- \
