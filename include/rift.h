@@ -1445,7 +1445,9 @@ int rift_metrics_info(rift_ctx *ctx, char *buf, size_t len);
 
 const void *rift_msg_data(const rift_msg *msg);
 size_t rift_msg_len(const rift_msg *msg);
-/* Sequence number of the message in its connection, starting at 1. */
+/* Sequence number of the message among those the peer's application sent
+ * on its connection: 1, 2, 3... (one-sided operations between them take
+ * no number). */
 uint64_t rift_msg_seq(const rift_msg *msg);
 /*
  * Keep the message after on_recv returns: call from on_recv, then use the

@@ -155,6 +155,8 @@ struct rift_conn {
 
 	/* receive side */
 	uint64_t recv_seq;      /* highest seq delivered in order */
+	uint64_t data_seq;      /* DATA messages delivered (rift_msg_seq:
+				 * rift's own frames take no number) */
 	uint64_t held_seq;      /* highest seq received in order (>= recv_seq) */
 	struct rift__held *held_head, *held_tail; /* received, not delivered */
 	/* active-active: received ahead of held_seq + 1 (session/spread.c,
@@ -963,7 +965,6 @@ static inline void rift__conn_deliver(rift_conn *conn, const rift__path *from,
 				      void *owned)
 {
 	rift_msg msg = {
-		.seq = h->seq,
 		.len = h->len,
 		.data = payload,
 		.owned = owned,
@@ -985,6 +986,8 @@ static inline void rift__conn_deliver(rift_conn *conn, const rift__path *from,
 			rift__spare_put(conn->ctx, owned);
 		goto ack;
 	}
+	/* The application's numbering: its messages only, 1, 2, 3... */
+	msg.seq = ++conn->data_seq;
 	conn->stats.msgs_recv++;
 	conn->stats.bytes_recv += h->len;
 	rift__metrics_recv(conn, h->len);
