@@ -52,7 +52,7 @@ rel_objs  = $(LIB_SRCS:%.c=$(BUILD)/rel/%.o)
 tst_objs  = $(LIB_SRCS:%.c=$(BUILD)/tst/%.o) $(TEST_SRCS:%.c=$(BUILD)/tst/%.o)
 asan_objs = $(LIB_SRCS:%.c=$(BUILD)/asan/%.o) $(TEST_SRCS:%.c=$(BUILD)/asan/%.o)
 
-.PHONY: all deps lib tools man kv test-kv test check-layers test-unit test-asan test-install test-lab fuzz fuzz-corpus fuzz-seeds fuzz-seeds-check demo bench bench-rdma bench-failover install clean FORCE
+.PHONY: all deps lib tools man kv test-kv test check-layers test-unit test-asan test-install test-lab fuzz fuzz-corpus fuzz-seeds fuzz-seeds-check demo bench bench-rdma bench-rma bench-failover install clean FORCE
 
 all: lib tools man
 
@@ -266,7 +266,8 @@ CM_TCP_TESTS := path_cut echo_ single_64mib zero_byte close_tells \
 # Issue 12's causes one at a time, in the pair topology, each cm: a dead
 # link's teardown never blocks the loop, a down link says so, a broken
 # TCP path is noticed by its socket, a failover finds its device ready,
-# a path bound by group.local uses its address's device; then the
+# a path bound by group.local uses its address's device; one-sided
+# writes and reads checked byte for byte while links flap; then the
 # acceptance workload (tests/integration/test_soak.c): 60 s of
 # mixed traffic both ways with no fault (no PATH_DOWN, no stall over
 # 1 s), then 60 s of random single-link faults (the session lives, every
@@ -289,7 +290,7 @@ PAIR_TESTS := link_cut port_down loop_never connect_over tcp_path_break \
   failover_finds configured_device_chooses standby_path standby_that one_path_with \
   local_address_picks local_device_picks conn_paths failback a_failback a_standby_begun a_resumed a_ping a_server_whose silent_loss auto_returns a_flapping \
   active_active_carries soak_healthy a_removed_device a_listener_on a_port_back without_uevents \
-  a_lossy_link
+  a_lossy_link rma_keeps
 test-lab: $(BUILD)/tst/rift-tests
 	tests/lab/lab setup
 	tests/lab/lab smoke
@@ -343,6 +344,13 @@ bench-rdma: all
 	tests/lab/lab setup
 	tests/lab/lab run --topo loop --timeout 2400 -- \
 	  env BENCH_LAT_ROUNDS=$(BENCH_LAT_ROUNDS) BENCH_ROUNDS=$(BENCH_ROUNDS) sh bench/rdma-guest.sh
+
+# One-sided access against perftest's write and read tools, the same way
+# (issue 17: bandwidth >= 0.95x, latency <= 1.10x).
+bench-rma: all
+	tests/lab/lab setup
+	tests/lab/lab run --topo loop --timeout 2400 -- \
+	  env BENCH_SET=rma BENCH_LAT_ROUNDS=$(BENCH_LAT_ROUNDS) BENCH_ROUNDS=$(BENCH_ROUNDS) sh bench/rdma-guest.sh
 
 # Port groups, timed in the pair topology.  Failover, each cm mode: a
 # 60 s stream both ways with faults aimed at the session's link (down,

@@ -115,6 +115,42 @@ print(" ".join(out))' "$T/rc" "$key"
 
 . bench/series.sh
 
+# line NAME FILE GOAL (<=G or >=G) UNIT BASELINE: one judged line.
+line() {
+	set -- "$1" "$2" "$3" "$4" "$5" $(stats "$2")
+	awk -v name="$1" -v goal="$3" -v unit="$4" -v base="$5" -v x="$6" -v q1="$7" \
+	    -v q3="$8" -v n="$9" -v m="${10}" -v p="${11}" -v r="${12}" 'BEGIN {
+		op = substr(goal, 1, 2); g = substr(goal, 3) + 0
+		ok = x != "nan" && (op == "<=" ? x <= g : x >= g)
+		printf "  %-16s %-11s %9.2f %-6s rift %9.2f  %5.2fx [%.2f-%.2f, %d rounds] (%.2fx)  goal %s %.2fx  %s\n", name, base, p, unit, r, x, q1, q3, n, m, op, g, ok ? "PASS" : "MISS"
+	}'
+}
+
+# BENCH_SET=rma (make bench-rma): one-sided access against perftest's
+# write and read tools (issue 17): 8-byte latency (ib_write_lat reports
+# half a round trip, ib_read_lat a whole one: perftest's rtt_factor) and
+# 64 KiB bandwidth, rift-perf --op write|read with both ends busy polling.
+if [ "${BENCH_SET:-send}" = rma ]; then
+	echo "one-sided latency, 8 B, $LAT_ROUNDS rounds of $LAT_N operations (us, perftest's measure):" >&2
+	series "$T/wl" "$LAT_ROUNDS" 'pt 5 ib_write_lat -s 8 -n $LAT_N' \
+		'rp lat_us.p50 --op write --test lat --poll busy -s 8 -n $LAT_N' 0.5
+	series "$T/rl" "$LAT_ROUNDS" 'pt 5 ib_read_lat -s 8 -n $LAT_N' \
+		'rp lat_us.p50 --op read --test lat --poll busy -s 8 -n $LAT_N' 1
+	echo "one-sided bandwidth, 64 KiB, $ROUNDS rounds of $BW_N operations (MB/s):" >&2
+	series "$T/wb" "$ROUNDS" 'pt 4 ib_write_bw -s 65536 -n $BW_N' \
+		'rp bw.gbytes_per_s --op write --test bw --poll busy -s 65536 -n $BW_N' 953.67431640625
+	series "$T/rb" "$ROUNDS" 'pt 4 ib_read_bw -s 65536 -n $BW_N' \
+		'rp bw.gbytes_per_s --op read --test bw --poll busy -s 65536 -n $BW_N' 953.67431640625
+	echo
+	echo "rift/perftest: median of the rounds' ratios, each rift run against the perftest"
+	echo "runs either side of it [quartiles] (ratio of the medians in brackets)"
+	line "write lat 8 B" "$T/wl" "<=1.10" us t_typical
+	line "read lat 8 B" "$T/rl" "<=1.10" us t_typical
+	line "write bw 64K" "$T/wb" ">=0.95" MB/s ib_write_bw
+	line "read bw 64K" "$T/rb" ">=0.95" MB/s ib_read_bw
+	exit 0
+fi
+
 echo "latency, 32 B, $LAT_ROUNDS rounds of $LAT_N round trips (us, one way: median, mean, p99):" >&2
 series "$T/lat" "$LAT_ROUNDS" 'pt 5,6,8 ib_send_lat -s 32 -n $LAT_N' \
 	'rp lat_us.p50,lat_us.mean,lat_us.p99 --test lat --poll busy -s 32 -n $LAT_N' 0.5
@@ -134,17 +170,6 @@ for r in 1 2 3; do
 done
 med() { grep -v nan | sort -g | awk '{ x[NR] = $1 } END { if (!NR) print "nan"; else print (NR % 2) ? x[(NR + 1) / 2] : (x[NR / 2] + x[NR / 2 + 1]) / 2 }'; }
 ev=$(med <"$T/e")
-
-# line NAME FILE GOAL (<=G or >=G) UNIT BASELINE: one judged line.
-line() {
-	set -- "$1" "$2" "$3" "$4" "$5" $(stats "$2")
-	awk -v name="$1" -v goal="$3" -v unit="$4" -v base="$5" -v x="$6" -v q1="$7" \
-	    -v q3="$8" -v n="$9" -v m="${10}" -v p="${11}" -v r="${12}" 'BEGIN {
-		op = substr(goal, 1, 2); g = substr(goal, 3) + 0
-		ok = x != "nan" && (op == "<=" ? x <= g : x >= g)
-		printf "  %-16s %-11s %9.2f %-6s rift %9.2f  %5.2fx [%.2f-%.2f, %d rounds] (%.2fx)  goal %s %.2fx  %s\n", name, base, p, unit, r, x, q1, q3, n, m, op, g, ok ? "PASS" : "MISS"
-	}'
-}
 
 echo
 echo "rift/perftest: median of the rounds' ratios, each rift run against the perftest"

@@ -907,6 +907,13 @@ typedef struct rift_ctx_stats {
 	uint64_t rma_write_bytes;
 	uint64_t rma_served;
 	uint64_t rma_refused;
+	/* ... of this side's operations: pieces moved by the adapter alone
+	 * (one-sided RDMA READ or WRITE through the peer's window), and
+	 * operations done again through the peer's library after a piece
+	 * failed (its path died, or its key no longer served), count
+	 * (appended) */
+	uint64_t rma_direct;
+	uint64_t rma_redone;
 } rift_ctx_stats;
 
 void rift__ctx_stats_init(rift_ctx_stats *st, size_t size);
@@ -1486,15 +1493,26 @@ void rift_msg_release(rift_msg *msg);
  * the one session it was exported on.  Operations complete once each,
  * through their callback, on the loop thread.
  *
- * How the bytes move: today every operation is served by the exporter's
- * rift library over the session, as RMA frames ordered, acknowledged and
- * replayed like messages, on every transport (TCP, RDMA, an auto://
- * session that fell back); so a path that fails under an operation loses
- * nothing, and the operation completes once.  One-sided RDMA READ and
- * WRITE through memory windows on the session's RDMA paths is being built
- * on this API (docs/design/one-sided.md); nothing of the API changes
- * with it.  Both sides need a rift that offers it (RIFT_ENOTSUP with an
- * older peer).
+ * How the bytes move: on an RDMA path, by one-sided RDMA READ and WRITE
+ * through a memory window the exporter's rift binds over the export on
+ * that path's queue pair alone (the window's key is useless on any other
+ * connection); the exporter's CPU does not touch them.  The window is
+ * bound the first time the export is used on a path, and its key sent in
+ * band: until the requester has it (the first operation on a new path,
+ * after a failover) and on every other transport (TCP, an auto://
+ * session that fell back), operations are served by the exporter's rift
+ * library over the session, as frames ordered, acknowledged and
+ * replayed like messages.  A piece by RDMA that a failing path breaks is
+ * done again that way, from the start of its operation (the same bytes
+ * to the same place): the operation completes once, its callback runs
+ * once.  rift_ctx_stats says which way pieces went (rma_direct,
+ * rma_redone, rma_served).  Both sides need a rift that offers it
+ * (RIFT_ENOTSUP with an older peer).
+ *
+ * Bounds: some devices do not check a window's bounds (soft-RoCE checks
+ * only the registration's); rift checks every operation against its
+ * token (range, access, the token's tag under the session's key) before
+ * it goes, on both sides, so a rift peer never reaches past an export.
  */
 /* Access a region or an export grants the peer (bits). */
 #define RIFT_MEM_READ 1u  /* the peer may read it */
@@ -1506,10 +1524,14 @@ void rift_msg_release(rift_msg *msg);
  * Register [addr, addr + len) of this context's process memory for
  * one-sided access; access (RIFT_MEM_READ | RIFT_MEM_WRITE, at least one)
  * is the most any export of it may grant.  len > 0; the memory stays the
- * application's and must stay valid until rift_mem_dereg.  Returns 0 with
- * *out set, RIFT_EINVAL (NULL addr or out, len 0, range that wraps,
- * access 0 or unknown bits), RIFT_ENOMEM.  Call on the loop thread, as
- * every function of this section.
+ * application's and must stay valid until rift_mem_dereg.  On each RDMA
+ * device the region is registered (its pages pinned) the first time an
+ * operation or an export uses it there; a registration the device or the
+ * locked-memory limit refuses leaves that device's operations to the
+ * frames, with a warning in the log.  Returns 0 with *out set,
+ * RIFT_EINVAL (NULL addr or out, len 0, range that wraps, access 0 or
+ * unknown bits), RIFT_ENOMEM.  Call on the loop thread, as every function
+ * of this section.
  */
 int rift_mem_reg(rift_ctx *ctx, void *addr, size_t len, unsigned access,
 		 rift_mem **out);

@@ -38,7 +38,7 @@ rift__hdr_encode rift__hdr_decode rift__error_encode rift__frame_name
 rift__conn_emit rift__conn_confirm rift__buf_release_slow rift__spare_put
 rift__metrics_acked rift__spread_acked rift__spread_kick
 rift__metrics_recv rift__spread_ooo_has
-rift__rma_frame rift__rma_kick
+rift__rma_frame rift__rma_kick rift__rma_wr_done
 rift__metrics_wc_error rift__metrics_credit_stall
 rift__group_links_changed
 '
@@ -57,8 +57,9 @@ rift__group_links_changed
 #    rift__conn_deliver), calls out of line when a transport delivers a
 #    frame; and whether a message waits in the reorder buffer already
 #    (verbs drops a rendezvous descriptor seen before, with no READ);
-#    an RMA frame delivered, and one-sided operations waiting for the
-#    window an ack opened (session/rma.c)
+#    an RMA frame delivered, one-sided operations waiting for the
+#    window an ack opened, and a one-sided piece's completion
+#    (session/rma.c)
 #  - counters of transport events (session/stats.c): failed completions,
 #    credit stalls
 

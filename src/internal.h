@@ -197,6 +197,10 @@ typedef enum rift__fault_point {
 	RIFT_FAULT_NO_UEVENTS,    /* a verbs context cannot read the kernel's
 				     uevents (a container in a user
 				     namespace gets none) */
+	RIFT_FAULT_RMA_UNCHECKED, /* a requester posts a one-sided piece
+				     without checking its token's range and
+				     access (a peer that bypasses rift): what
+				     does the device refuse? */
 	RIFT_FAULT__COUNT
 } rift__fault_point;
 
@@ -409,6 +413,41 @@ struct rift__transport_ops {
 			  int port, const struct sockaddr *dst,
 			  socklen_t dst_len, struct sockaddr_storage *out,
 			  socklen_t *out_len, char *err, size_t errlen);
+
+	/*
+	 * One-sided access by the path's own work requests (optional: NULL,
+	 * and every operation is served by RMA frames through the session;
+	 * docs/design/one-sided.md, section 11).
+	 *
+	 * rma_expose, exporter: let the peer reach [addr, addr + len) of mem
+	 * with access (RIFT_MEM_*) through p alone (verbs: a type 2 window
+	 * bound on its QP, ahead of anything posted after); *rkey is its key,
+	 * *win the handle rma_unexpose takes.  0, or RIFT_E* (the export is
+	 * then served by frames on this path).  The window goes with p
+	 * unless unexposed first; never after p is dead.
+	 */
+	int (*rma_expose)(rift__path *p, rift_mem *mem, uint64_t addr,
+			  uint64_t len, unsigned access, uint32_t *rkey,
+			  void **win);
+	/* The export is revoked: the window is invalidated on p, ahead of
+	 * anything posted after (p alive). */
+	void (*rma_unexpose)(rift__path *p, void *win);
+	/*
+	 * rma_post, requester: READ (read) or WRITE len bytes between
+	 * local's local_off and the peer's raddr through rkey.  p reports
+	 * it once through rift__rma_wr_done(p, cookie, status) unless p dies
+	 * first (then never: the session counts it lost).  0, RIFT_EAGAIN
+	 * (no room now: try after a completion), or RIFT_E* (this path
+	 * cannot: the frames serve it).
+	 */
+	int (*rma_post)(rift__path *p, bool read, rift_mem *local,
+			uint64_t local_off, uint64_t raddr, uint32_t rkey,
+			uint32_t len, uint64_t cookie);
+	/* The largest piece one rma_post takes on p (0: none). */
+	uint32_t (*rma_max)(rift__path *p);
+	/* Context hook: mem is deregistered; drop what the transport made
+	 * of it (registrations on devices). */
+	void (*mem_drop)(rift_ctx *ctx, rift_mem *mem);
 };
 
 /* ---- the registry of transports (transports/transport.c) ---- */
@@ -420,6 +459,7 @@ const struct rift__transport_ops *rift__transport_by_scheme(rift__scheme s);
 const struct rift__transport_ops *
 rift__transport_fallback(const struct rift__transport_ops *ops);
 /* Each registered transport's context hook, in turn (see above). */
+void rift__transports_mem_drop(rift_ctx *ctx, rift_mem *mem);
 int rift__transports_poll(rift_ctx *ctx);
 int rift__transports_arm(rift_ctx *ctx);
 void rift__transports_ctx_destroy(rift_ctx *ctx);
@@ -601,6 +641,9 @@ void rift__path_failed_why(rift__path *p, rift_path_down_reason why, int err,
  */
 int rift__path_on_frame(rift__path *p, const struct rift__hdr *h,
 			void *payload, void *owned);
+/* A one-sided work request of ops->rma_post is over: status 0 (its bytes
+ * are placed) or RIFT_E* (they may not be: the frames redo it). */
+void rift__rma_wr_done(rift__path *p, uint64_t cookie, int status);
 
 /* Outgoing message, kept until acknowledged. */
 struct rift__omsg {
@@ -733,6 +776,9 @@ struct rift_ctx {
 	struct rift__list closing_conns;     /* awaiting close callback */
 	struct rift__list closing_listeners; /* awaiting close callback */
 	struct rift__list dead_paths; /* failed paths to destroy */
+	/* connections whose one-sided operations have callbacks due or
+	 * room to issue more (session/rma.c: rift__rma_run) */
+	struct rift__list rmaq;
 	struct rift__list drainq;  /* conns with held messages to deliver */
 	struct rift__sess_table sessions; /* server sessions, for RESUME */
 	uint64_t listener_serials; /* last rift_listener.serial given */
@@ -786,7 +832,8 @@ static inline int rift__ctx_deferred(rift_ctx *ctx)
 	if (!rift__list_empty(&ctx->flushq) || !rift__list_empty(&ctx->drainq) ||
 	    !rift__list_empty(&ctx->dead_paths) ||
 	    !rift__list_empty(&ctx->closing_conns) ||
-	    !rift__list_empty(&ctx->closing_listeners))
+	    !rift__list_empty(&ctx->closing_listeners) ||
+	    !rift__list_empty(&ctx->rmaq))
 		return rift__ctx_deferred_run(ctx);
 	return 0;
 }

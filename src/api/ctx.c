@@ -315,6 +315,7 @@ int rift_ctx_create(rift_ctx **out, const rift_config *cfg)
 	rift__list_init(&ctx->closing_listeners);
 	rift__list_init(&ctx->dead_paths);
 	rift__list_init(&ctx->drainq);
+	rift__list_init(&ctx->rmaq);
 	rift_ctx_stats_init(&ctx->stats);
 	ctx->now_us = rift__clock_us();
 
@@ -423,7 +424,8 @@ static int timeout_at(rift_ctx *ctx, uint64_t now)
 	    !rift__list_empty(&ctx->drainq) ||
 	    !rift__list_empty(&ctx->closing_conns) ||
 	    !rift__list_empty(&ctx->closing_listeners) ||
-	    !rift__list_empty(&ctx->dead_paths))
+	    !rift__list_empty(&ctx->dead_paths) ||
+	    !rift__list_empty(&ctx->rmaq))
 		return 0;
 	/* Busy and adaptive polling leave the CQs unarmed while they spin;
 	 * whoever asks how long to sleep is about to: arm them now, and

@@ -15,10 +15,16 @@ int rift__ctx_deferred_run(rift_ctx *ctx)
 {
 	int done = 0;
 
-	/* Delivering held messages queues acks, and flushing may fail
-	 * paths and queue more work: loop until quiet. */
+	/* Delivering held messages queues acks, one-sided operations queue
+	 * frames (and callbacks that send), and flushing may fail paths and
+	 * queue more work: loop until quiet. */
 	while (!rift__list_empty(&ctx->drainq) ||
-	       !rift__list_empty(&ctx->flushq)) {
+	       !rift__list_empty(&ctx->flushq) ||
+	       !rift__list_empty(&ctx->rmaq)) {
+		if (!rift__list_empty(&ctx->rmaq)) {
+			done += rift__rma_run(ctx);
+			continue;
+		}
 		if (!rift__list_empty(&ctx->drainq)) {
 			rift_conn *conn = rift__list_entry(ctx->drainq.next,
 							   rift_conn, drain_node);

@@ -328,6 +328,14 @@ static const struct family_def ctx_counters[] = {
 	  "access, revoked, forged or altered, another session's token "
 	  "(by this side as requester or as exporter).",
 	  CTX_STAT(rma_refused) },
+	{ "rift_rma_direct_total",
+	  "Pieces of this side's one-sided operations the adapter moved "
+	  "alone (RDMA READ or WRITE through the peer's window).",
+	  CTX_STAT(rma_direct) },
+	{ "rift_rma_redone_total",
+	  "This side's one-sided operations done again through the peer's "
+	  "library after a piece by RDMA failed (its path died).",
+	  CTX_STAT(rma_redone) },
 	{ "rift_fallback_returns_total",
 	  "auto:// client sessions moved back from TCP, where they had "
 	  "fallen back, to RDMA once it worked again "
@@ -905,6 +913,8 @@ int rift_metrics_info(rift_ctx *ctx, char *buf, size_t len)
 	kv(&o, "rma_write_bytes", st->rma_write_bytes);
 	kv(&o, "rma_served", st->rma_served);
 	kv(&o, "rma_refused", st->rma_refused);
+	kv(&o, "rma_direct", st->rma_direct);
+	kv(&o, "rma_redone", st->rma_redone);
 	for (unsigned r = 1; r < RIFT_FALLBACK__COUNT; r++) {
 		lower(name, sizeof(name), fallback_names[r]);
 		snprintf(key, sizeof(key), "fallback_%s", name);

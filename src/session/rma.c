@@ -18,6 +18,22 @@
 #define RMA_REVOKED_KEEP 64u
 /* Refusals logged per connection at WARN; the rest at DEBUG. */
 #define RMA_LOG_REFUSALS 8u
+/* Keys of the peer's windows remembered (the latest). */
+#define RMA_KEYS_MAX 64u
+
+/* Exporter: an export's window on one path (ops->rma_expose). */
+struct os_win {
+	struct os_win *next;
+	rift__path *path;       /* alive: rift__rma_path_gone drops it */
+	void *win;
+};
+
+/* Requester: the key of an export's window on the path of an attach
+ * counter (the peer's KEYS). */
+struct os_key {
+	uint32_t export_id, rkey;
+	uint64_t attach;
+};
 
 struct rift__export {
 	uint32_t id;
@@ -27,6 +43,7 @@ struct rift__export {
 	unsigned access;
 	struct rift__export *hnext; /* the table's chain */
 	struct rift__export *cnext; /* its connection's exports */
+	struct os_win *wins;     /* its windows, one per path at most */
 };
 
 struct rma_op {
@@ -36,10 +53,15 @@ struct rma_op {
 	rift_mem *local;
 	size_t local_off;
 	uint32_t export_id;
+	uint64_t base;          /* the token's: the peer's address of 0 */
 	uint64_t remote_off, len, tag;
 	uint64_t issued;        /* bytes asked for or sent */
 	uint64_t answered;      /* bytes answered */
 	unsigned pieces;        /* pieces unanswered */
+	unsigned os_out;        /* of them: one-sided, on a path */
+	bool os_fail;           /* a one-sided piece failed: done again by
+				 * frames once no piece is out */
+	bool frames;            /* by frames only from now on */
 	bool notify_sent, notify_answered;
 	int status;             /* the first error, or 0 */
 	rift_rma_cb cb;
@@ -48,19 +70,33 @@ struct rma_op {
 	uint8_t tok[RIFT_TOKEN_MAX];
 };
 
-/* An answer (or a revocation) waiting for room in the window. */
+/* A one-sided piece posted on a path (ops->rma_post), not reported. */
+struct os_piece {
+	struct rift__list node; /* rift__rma_conn.os, in post order */
+	struct rma_op *op;
+	rift__path *path;
+	uint64_t cookie, len;
+};
+
+/* An answer (or a revocation, or keys) waiting for room in the window. */
 struct rma_pend {
 	struct rma_pend *next;
-	uint8_t op;             /* RIFT_RMA_READ_RESP, _WRITE_ACK, _REVOKED */
+	uint8_t op;     /* RIFT_RMA_READ_RESP, _WRITE_ACK, _REVOKED, _KEYS */
 	int32_t status;
-	uint64_t id, off, len;
+	uint64_t id, off, len, tag;
 	uint32_t export_id;     /* READ_RESP: read from it when it goes */
 };
 
 struct rift__rma_conn {
+	rift_conn *conn;
 	struct rift__list ops;  /* this side's operations, in issue order */
-	struct rift__list done; /* finished, callbacks due (done_timer) */
-	rift_timer done_timer;
+	struct rift__list done; /* finished, callbacks due (rift__rma_run) */
+	struct rift__list due_node; /* ctx->rmaq, when queued */
+	bool queued;
+	struct rift__list os;   /* struct os_piece, in post order */
+	uint64_t os_cookie;     /* the last given */
+	struct os_key keys[RMA_KEYS_MAX];
+	unsigned n_keys;        /* given so far (the ring keeps the last) */
 	uint64_t last_id;
 	uint64_t read_out;      /* bytes of reads asked, unanswered */
 	unsigned pieces_out;
@@ -177,6 +213,15 @@ static void export_drop(rift_ctx *ctx, struct rift__export *e)
 		pp = &(*pp)->cnext;
 	*pp = e->cnext;
 	e->mem->n_exports--;
+	/* Its windows stop serving, ahead of anything the paths send after
+	 * (the peer's REVOKED among it); a dead path's went with it. */
+	while (e->wins) {
+		struct os_win *w = e->wins;
+
+		e->wins = w->next;
+		w->path->ops->rma_unexpose(w->path, w->win);
+		free(w);
+	}
 	free(e);
 }
 
@@ -216,14 +261,13 @@ int rift__mem_dereg(rift_mem *mem)
 				      "rift_mem_dereg: %u exports live and %u "
 				      "operations using it",
 				      mem->n_exports, mem->n_ops);
+	rift__transports_mem_drop(mem->ctx, mem);
 	rift__list_del(&mem->node);
 	free(mem);
 	return 0;
 }
 
 /* ---- the connection's state ---- */
-
-static void done_timer_cb(rift_timer *t, void *user);
 
 static struct rift__rma_conn *rma_conn(rift_conn *conn)
 {
@@ -234,11 +278,33 @@ static struct rift__rma_conn *rma_conn(rift_conn *conn)
 	rc = calloc(1, sizeof(*rc));
 	if (!rc)
 		return NULL;
+	rc->conn = conn;
 	rift__list_init(&rc->ops);
 	rift__list_init(&rc->done);
-	rift__timer_init(conn->ctx, &rc->done_timer, done_timer_cb, conn);
+	rift__list_init(&rc->due_node);
+	rift__list_init(&rc->os);
 	conn->rma = rc;
 	return rc;
+}
+
+/* Work for the end of this round (rift__rma_run): callbacks, or room to
+ * issue more.  Never inside a call of the application's. */
+static void due(rift_conn *conn)
+{
+	struct rift__rma_conn *rc = conn->rma;
+
+	if (rc->queued)
+		return;
+	rc->queued = true;
+	rift__list_add_tail(&conn->ctx->rmaq, &rc->due_node);
+}
+
+static void undue(struct rift__rma_conn *rc)
+{
+	if (!rc->queued)
+		return;
+	rc->queued = false;
+	rift__list_del(&rc->due_node);
 }
 
 static int conn_usable(rift_conn *conn)
@@ -442,7 +508,7 @@ static void serve(rift_conn *conn)
 		struct rma_pend *p = rc->pend_head;
 		struct rift__rma_hdr m = { .op = p->op, .status = p->status,
 					   .id = p->id, .off = p->off,
-					   .len = p->len };
+					   .len = p->len, .tag = p->tag };
 		const void *data = NULL;
 		size_t dlen = 0;
 
@@ -485,19 +551,17 @@ static bool op_finished(const struct rma_op *op)
 		return false;
 	if (op->status)
 		return true;
-	if (op->issued < op->len)
+	if (op->os_fail || op->issued < op->len)
 		return false;
 	return op->kind != RIFT__RMA_WRITE_NOTIFY || op->notify_answered;
 }
 
-/* op is over: its callback is due from the timer (never from inside a
- * call of the application's). */
+/* op is over: its callback is due at the end of the round. */
 static void op_done(rift_conn *conn, struct rma_op *op)
 {
 	rift__list_del(&op->node);
 	rift__list_add_tail(&conn->rma->done, &op->node);
-	if (!rift__timer_active(&conn->rma->done_timer))
-		rift_timer_start(&conn->rma->done_timer, 0, 0);
+	due(conn);
 }
 
 static void op_account(rift_conn *conn, const struct rma_op *op)
@@ -515,12 +579,14 @@ static void op_account(rift_conn *conn, const struct rma_op *op)
 	}
 }
 
-static void done_timer_cb(rift_timer *t, void *user)
-{
-	rift_conn *conn = user;
-	struct rift__rma_conn *rc = conn->rma;
+static void issue(rift_conn *conn);
 
-	(void)t;
+/* The callbacks due; returns how many ran. */
+static int run_done(rift_conn *conn)
+{
+	struct rift__rma_conn *rc = conn->rma;
+	int n = 0;
+
 	while (!rift__list_empty(&rc->done)) {
 		struct rma_op *op = rift__list_entry(rc->done.next,
 						     struct rma_op, node);
@@ -528,11 +594,207 @@ static void done_timer_cb(rift_timer *t, void *user)
 		rift__list_del(&op->node);
 		op->local->n_ops--;
 		op_account(conn, op);
-		if (!conn->closing && op->cb)
+		if (!conn->closing && op->cb) {
 			op->cb(conn, op->user, op->status,
 			       op->status ? 0 : (size_t)op->len);
+			n++;
+		}
 		free(op);
 	}
+	return n;
+}
+
+/* ---- one-sided pieces (ops->rma_post) ---- */
+
+static const struct os_key *key_find(const struct rift__rma_conn *rc,
+				     uint32_t export_id, uint64_t attach)
+{
+	unsigned n = rc->n_keys < RMA_KEYS_MAX ? rc->n_keys : RMA_KEYS_MAX;
+
+	for (unsigned i = 0; i < n; i++)
+		if (rc->keys[i].export_id == export_id &&
+		    rc->keys[i].attach == attach)
+			return &rc->keys[i];
+	return NULL;
+}
+
+static bool os_on(const struct rift__rma_conn *rc, const rift__path *p)
+{
+	for (struct rift__list *l = rc->os.next; l != &rc->os; l = l->next)
+		if (rift__list_entry(l, struct os_piece, node)->path == p)
+			return true;
+	return false;
+}
+
+/*
+ * The next piece of op by one-sided RDMA on the data path, when the peer
+ * sent that path's key for its export: 0 posted; 1 not this way (frames
+ * carry it); -1 wait (no room on the path now: a completion of its own
+ * comes and issues again).
+ */
+static int direct(rift_conn *conn, struct rma_op *op)
+{
+	struct rift__rma_conn *rc = conn->rma;
+	rift__path *p = conn->path;
+	const struct os_key *k;
+	struct os_piece *pc;
+	uint64_t n = op->len - op->issued, max;
+	int rc_;
+
+	if (!p || p->state != RIFT_PATH_ATTACHED || !p->ops->rma_post)
+		return 1;
+	k = key_find(rc, op->export_id, p->attach);
+	max = k ? p->ops->rma_max(p) : 0;
+	if (!max)
+		return 1;
+	if (n > max)
+		n = max;
+	pc = calloc(1, sizeof(*pc));
+	if (!pc)
+		return 1;
+	pc->cookie = ++rc->os_cookie;
+	rc_ = p->ops->rma_post(p, op->kind == RIFT__RMA_READ, op->local,
+			       op->local_off + op->issued,
+			       op->base + op->remote_off + op->issued, k->rkey,
+			       (uint32_t)n, pc->cookie);
+	if (rc_) {
+		free(pc);
+		return rc_ == RIFT_EAGAIN && os_on(rc, p) ? -1 : 1;
+	}
+	pc->op = op;
+	pc->path = p;
+	pc->len = n;
+	rift__list_add_tail(&rc->os, &pc->node);
+	op->issued += n;
+	op->pieces++;
+	op->os_out++;
+	rc->pieces_out++;
+	return 0;
+}
+
+/* A one-sided piece is over: status 0, its bytes are placed; else its
+ * operation is done again by frames once nothing of it is out. */
+static void piece_end(rift_conn *conn, struct os_piece *pc, int status)
+{
+	struct rift__rma_conn *rc = conn->rma;
+	struct rma_op *op = pc->op;
+
+	rift__list_del(&pc->node);
+	op->os_out--;
+	op->pieces--;
+	rc->pieces_out--;
+	if (!status) {
+		op->answered += pc->len;
+		conn->ctx->stats.rma_direct++;
+	} else if (!op->status) {
+		op->os_fail = true;
+	}
+	free(pc);
+	if (op_finished(op))
+		op_done(conn, op);
+	due(conn); /* room for more */
+}
+
+void rift__rma_wr_done(rift__path *p, uint64_t cookie, int status)
+{
+	rift_conn *conn = p->conn;
+	struct rift__rma_conn *rc = conn ? conn->rma : NULL;
+
+	if (!rc)
+		return;
+	/* Completions come in the order posted: the oldest is the usual. */
+	for (struct rift__list *l = rc->os.next; l != &rc->os; l = l->next) {
+		struct os_piece *pc = rift__list_entry(l, struct os_piece, node);
+
+		if (pc->cookie == cookie) {
+			piece_end(conn, pc, status);
+			return;
+		}
+	}
+}
+
+void rift__rma_path_gone(rift_conn *conn, rift__path *p)
+{
+	struct rift__rma_conn *rc = conn->rma;
+
+	for (struct rift__export *e = rc->exports; e; e = e->cnext) {
+		struct os_win **pp = &e->wins;
+
+		while (*pp) {
+			struct os_win *w = *pp;
+
+			if (w->path == p) {
+				*pp = w->next;
+				free(w); /* the window goes with p */
+			} else {
+				pp = &w->next;
+			}
+		}
+	}
+	for (struct rift__list *l = rc->os.next; l != &rc->os;) {
+		struct os_piece *pc = rift__list_entry(l, struct os_piece, node);
+
+		l = l->next;
+		if (pc->path == p)
+			piece_end(conn, pc, RIFT_ECANCELED);
+	}
+}
+
+/* The export reachable by one-sided RDMA through the data path: a window
+ * bound there on first use, its key sent to the peer ahead of the answer
+ * (KEYS); the peer's next pieces on that path need no frame of ours. */
+static void expose(rift_conn *conn, struct rift__export *e)
+{
+	rift__path *p = conn->path;
+	struct os_win *w;
+	struct rma_pend *k;
+	uint32_t rkey;
+	void *win;
+
+	if (!p || p->state != RIFT_PATH_ATTACHED || !p->ops->rma_expose)
+		return;
+	for (w = e->wins; w; w = w->next)
+		if (w->path == p)
+			return;
+	w = calloc(1, sizeof(*w));
+	k = calloc(1, sizeof(*k));
+	if (!w || !k ||
+	    p->ops->rma_expose(p, e->mem,
+			       (uint64_t)(uintptr_t)(e->mem->addr + e->off),
+			       e->len, e->access, &rkey, &win)) {
+		free(w);
+		free(k);
+		return;
+	}
+	w->path = p;
+	w->win = win;
+	w->next = e->wins;
+	e->wins = w;
+	k->op = RIFT_RMA_KEYS;
+	k->id = e->id;
+	k->off = p->attach;
+	k->tag = rkey;
+	pend_add(conn->rma, k);
+}
+
+int rift__rma_run(rift_ctx *ctx)
+{
+	int n = 0;
+
+	while (!rift__list_empty(&ctx->rmaq)) {
+		struct rift__rma_conn *rc = rift__list_entry(
+			ctx->rmaq.next, struct rift__rma_conn, due_node);
+		rift_conn *conn = rc->conn;
+
+		undue(rc);
+		n += run_done(conn);
+		if (conn->rma && conn->state != RIFT_CONN_DEAD &&
+		    !conn->closing) {
+			serve(conn);
+			issue(conn);
+		}
+	}
+	return n;
 }
 
 /* Issue what the window and the limits allow, operations in order (one
@@ -547,6 +809,17 @@ static void issue(rift_conn *conn)
 		uint64_t piece = rma_piece(conn, op->tok_len);
 
 		l = l->next;
+		if (op->os_fail && !op->status) {
+			/* A one-sided piece failed: once none is out, the
+			 * whole operation again, by frames (the same bytes to
+			 * the same place: harmless). */
+			if (op->pieces)
+				goto wait;
+			op->os_fail = false;
+			op->frames = true;
+			op->issued = op->answered = 0;
+			conn->ctx->stats.rma_redone++;
+		}
 		while (!op->status && op->issued < op->len) {
 			struct rift__rma_hdr m = { .tok_len = op->tok_len,
 						   .id = op->id,
@@ -555,11 +828,20 @@ static void issue(rift_conn *conn)
 			uint64_t n = op->len - op->issued;
 			bool rd = op->kind == RIFT__RMA_READ;
 
+			if (rc->pieces_out >= RMA_PIECES)
+				goto wait;
+			if (!op->frames) {
+				int d = direct(conn, op);
+
+				if (d == 0)
+					continue;
+				if (d < 0)
+					goto wait;
+			}
 			if (n > piece)
 				n = piece;
 			m.len = n;
-			if (rc->pieces_out >= RMA_PIECES ||
-			    (rd && rc->read_out && rc->read_out + n > half) ||
+			if ((rd && rc->read_out && rc->read_out + n > half) ||
 			    !window_room(conn, RIFT_RMA_HEAD + op->tok_len +
 						       (rd ? 0 : n)))
 				goto wait;
@@ -576,6 +858,11 @@ static void issue(rift_conn *conn)
 			if (rd)
 				rc->read_out += n;
 		}
+		/* The notify once the write's bytes are placed (a one-sided
+		 * piece's completion says so; frames go in order). */
+		if (op->kind == RIFT__RMA_WRITE_NOTIFY && !op->status &&
+		    !op->notify_sent && (op->os_out || op->os_fail))
+			goto wait;
 		if (op->kind == RIFT__RMA_WRITE_NOTIFY && !op->status &&
 		    !op->notify_sent) {
 			struct rift__rma_hdr m = { .op = RIFT_RMA_NOTIFY,
@@ -666,11 +953,16 @@ int rift__rma_post(rift_conn *conn, int kind, rift_mem *local,
 	if (!rc)
 		return RIFT_ENOMEM;
 	why = NULL;
+	/* Both sides hold the session key: a token altered or forged is
+	 * refused here, before a one-sided piece could carry it (the
+	 * device may not check a window's bounds: rxe does not). */
 	if (t.session_id != conn->session_id)
 		why = "a token of another session";
+	else if (!rift__token_tag_ok(token, token_len, conn->key))
+		why = "a forged or altered token (its tag does not check)";
 	else if (revoked_known(rc, t.export_id))
 		why = "a revoked token";
-	else
+	else if (!rift__fault_hit(RIFT_FAULT_RMA_UNCHECKED))
 		rift__token_allows(&t, remote_off, len, need, &why);
 	if (why) {
 		rift__conn_error(conn, "one-sided access refused: %s", why);
@@ -690,6 +982,7 @@ int rift__rma_post(rift_conn *conn, int kind, rift_mem *local,
 	op->local = local;
 	op->local_off = local_off;
 	op->export_id = t.export_id;
+	op->base = t.base;
 	op->remote_off = remote_off;
 	op->len = len;
 	op->tag = tag;
@@ -699,8 +992,10 @@ int rift__rma_post(rift_conn *conn, int kind, rift_mem *local,
 	memcpy(op->tok, token, token_len);
 	local->n_ops++;
 	rift__list_add_tail(&rc->ops, &op->node);
-	if (!conn->rma_wait)
-		issue(conn);
+	/* At once, even behind operations that wait: they may wait for the
+	 * window (an ack kicks them) or for a path's room (its completions
+	 * do), and this one may go by another way than theirs. */
+	issue(conn);
 	return 0;
 }
 
@@ -801,6 +1096,8 @@ static void request(rift_conn *conn, const struct rift__rma_hdr *m)
 	p->off = m->off;
 	/* A notify's answer says 0 bytes: it is the notify's. */
 	p->len = m->op == RIFT_RMA_NOTIFY ? 0 : m->len;
+	if (!why)
+		expose(conn, e); /* its KEYS go ahead of this answer */
 	if (why) {
 		p->status = RIFT_EACCES;
 		refused(conn, "to the peer", why);
@@ -892,6 +1189,9 @@ static void peer_revoked(rift_conn *conn, uint64_t id)
 		return;
 	}
 	rc->revoked[rc->n_revoked++ % RMA_REVOKED_KEEP] = (uint32_t)id;
+	for (unsigned i = 0; i < RMA_KEYS_MAX && i < rc->n_keys; i++)
+		if (rc->keys[i].export_id == id)
+			rc->keys[i].export_id = 0; /* no export has id 0 */
 	for (struct rift__list *l = rc->ops.next; l != &rc->ops;) {
 		struct rma_op *op = rift__list_entry(l, struct rma_op, node);
 
@@ -904,6 +1204,26 @@ static void peer_revoked(rift_conn *conn, uint64_t id)
 		if (op_finished(op))
 			op_done(conn, op);
 	}
+}
+
+/* The peer's window for one of its exports on a path: its next pieces
+ * there go by one-sided RDMA.  A lie costs only the liar: a key that
+ * does not serve fails its piece, which frames then redo. */
+static void peer_keys(rift_conn *conn, const struct rift__rma_hdr *m)
+{
+	struct rift__rma_conn *rc = rma_conn(conn);
+	struct os_key *k;
+
+	if (!rc || !m->id || revoked_known(rc, (uint32_t)m->id))
+		return;
+	k = (struct os_key *)key_find(rc, (uint32_t)m->id, m->off);
+	if (!k)
+		k = &rc->keys[rc->n_keys++ % RMA_KEYS_MAX];
+	k->export_id = (uint32_t)m->id;
+	k->attach = m->off;
+	k->rkey = (uint32_t)m->tag;
+	/* Pieces waiting behind the window may go this way now. */
+	due(conn);
 }
 
 void rift__rma_frame(rift_conn *conn, const uint8_t *payload, uint32_t len)
@@ -928,6 +1248,9 @@ void rift__rma_frame(rift_conn *conn, const uint8_t *payload, uint32_t len)
 	case RIFT_RMA_REVOKED:
 		peer_revoked(conn, m.off);
 		break;
+	case RIFT_RMA_KEYS:
+		peer_keys(conn, &m);
+		break;
 	}
 }
 
@@ -937,6 +1260,18 @@ static void drop_exports(rift_conn *conn)
 {
 	while (conn->rma->exports)
 		export_drop(conn->ctx, conn->rma->exports);
+}
+
+/* Pieces posted on paths: never reported now (the session is over). */
+static void drop_os(struct rift__rma_conn *rc)
+{
+	while (!rift__list_empty(&rc->os)) {
+		struct os_piece *pc = rift__list_entry(rc->os.next,
+						       struct os_piece, node);
+
+		rift__list_del(&pc->node);
+		free(pc);
+	}
 }
 
 static void drop_pend(struct rift__rma_conn *rc)
@@ -970,11 +1305,12 @@ void rift__rma_conn_end(rift_conn *conn, int status)
 		rift__list_del(&op->node);
 		rift__list_add_tail(&rc->done, &op->node);
 	}
+	drop_os(rc);
 	rc->read_out = 0;
 	rc->pieces_out = 0;
 	conn->rma_queued = false;
-	rift_timer_stop(&rc->done_timer);
-	done_timer_cb(&rc->done_timer, conn);
+	undue(rc);
+	run_done(conn);
 }
 
 void rift__rma_conn_free(rift_conn *conn)
@@ -985,7 +1321,8 @@ void rift__rma_conn_free(rift_conn *conn)
 		return;
 	drop_exports(conn);
 	drop_pend(rc);
-	rift_timer_stop(&rc->done_timer);
+	drop_os(rc);
+	undue(rc);
 	for (int i = 0; i < 2; i++) {
 		struct rift__list *list = i ? &rc->done : &rc->ops;
 

@@ -37,6 +37,8 @@ struct rift_mem {
 	unsigned n_exports;     /* live exports of it */
 	unsigned n_ops;         /* this side's operations using it */
 	struct rift__list node; /* ctx->rma->mems */
+	void *tr;               /* the transports' (device registrations:
+				 * ops->mem_drop frees them) */
 };
 
 /* Registered regions and exports of a context (made on first use). */

@@ -49,6 +49,8 @@ void rift__path_kill(rift__path *p)
 		return;
 	if (p->slot && p->conn)
 		rift__spread_carrier_gone(p->conn, p);
+	if (p->conn && p->conn->rma)
+		rift__rma_path_gone(p->conn, p);
 	if (p->state == RIFT_PATH_ATTACHED)
 		p->ctx->stats.paths_active--;
 	p->state = RIFT_PATH_DEAD;

@@ -239,6 +239,12 @@ void rift__rma_kick(rift_conn *conn);
 void rift__rma_conn_end(rift_conn *conn, int status);
 /* The connection's handle is freed: whatever of it is left goes. */
 void rift__rma_conn_free(rift_conn *conn);
+/* Deferred work (api/deferred.c): callbacks due and pieces to issue of
+ * the connections in ctx->rmaq; returns how many callbacks ran. */
+int rift__rma_run(rift_ctx *ctx);
+/* p dies (rift__path_kill): what was posted or exposed on it is let go
+ * (its one-sided pieces are done again by frames). */
+void rift__rma_path_gone(rift_conn *conn, rift__path *p);
 
 /* ---- metrics hooks (session/stats.c) ----
  *

@@ -617,6 +617,7 @@ int rift__rma_hdr_decode(const uint8_t *in, size_t n, struct rift__rma_hdr *m,
 		break;
 	case RIFT_RMA_WRITE_ACK:
 	case RIFT_RMA_REVOKED:
+	case RIFT_RMA_KEYS:
 		tok = false, data = false;
 		break;
 	default:
@@ -639,6 +640,12 @@ int rift__rma_hdr_decode(const uint8_t *in, size_t n, struct rift__rma_hdr *m,
 	}
 	if (m->off + m->len < m->off) {
 		*why = "RMA range wraps";
+		return RIFT_EPROTO;
+	}
+	if (m->op == RIFT_RMA_KEYS &&
+	    (m->id > UINT32_MAX || m->tag > UINT32_MAX || m->len)) {
+		*why = "RMA keys with an export id or key over 32 bits, or a "
+		       "length";
 		return RIFT_EPROTO;
 	}
 	return 0;

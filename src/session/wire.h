@@ -407,6 +407,9 @@ int rift__token_allows(const struct rift__token *t, uint64_t off,
  *   NOTIFY     token; no data: the writes of [off, off + len) before it
  *              are the writer's, tag its word (RIFT_EVENT_WRITTEN)
  *   REVOKED    no token, no data: off is an export id the sender revoked
+ *   KEYS       no token, no data: the sender's export id (id) is reachable
+ *              by one-sided RDMA through the path of attach counter off
+ *              with the key in tag (docs/design/one-sided.md, 11)
  */
 #define RIFT_RMA_HEAD 40u
 enum rift__rma_op {
@@ -416,6 +419,7 @@ enum rift__rma_op {
 	RIFT_RMA_WRITE_ACK = 4,
 	RIFT_RMA_NOTIFY = 5,
 	RIFT_RMA_REVOKED = 6,
+	RIFT_RMA_KEYS = 7,
 };
 struct rift__rma_hdr {
 	uint8_t op;

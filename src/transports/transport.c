@@ -67,6 +67,13 @@ int rift__transports_arm(rift_ctx *ctx)
 	return n;
 }
 
+void rift__transports_mem_drop(rift_ctx *ctx, rift_mem *mem)
+{
+	FOR_EACH_TRANSPORT(t)
+		if ((*t)->mem_drop)
+			(*t)->mem_drop(ctx, mem);
+}
+
 void rift__transports_ctx_destroy(rift_ctx *ctx)
 {
 	FOR_EACH_TRANSPORT(t)

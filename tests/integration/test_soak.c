@@ -1559,6 +1559,155 @@ TEST_TIMEOUT(a_removed_device_is_let_go_and_its_session_moves, 150)
 	}
 }
 
+/* One-sided operations' callbacks (rma_keeps_completing_...). */
+struct rma_flap_done {
+	int n, status[2];
+};
+
+static void rma_flap_cb(rift_conn *conn, void *user, int status, size_t bytes)
+{
+	struct rma_flap_done *d = user;
+
+	(void)conn;
+	(void)bytes;
+	if (d->n < 2)
+		d->status[d->n] = status;
+	d->n++;
+}
+
+/*
+ * One-sided access across link faults (issue 17, item 5): a write and a
+ * read back of a random range of the server's export, over and over, data
+ * checked byte for byte, while one link or the other goes down, loses
+ * its carrier or every packet for 0.3-1.5 s, at random; messages stream
+ * both ways besides.  Pieces go by RDMA while the data path has the
+ * export's key, by frames while a new path learns it; a piece a fault
+ * broke is done again.  RIFT_SOAK_SECONDS (default 20) long.
+ */
+TEST_TIMEOUT(rma_keeps_completing_while_links_flap, 300)
+{
+	static struct soak_side srv, cli;
+	static struct bg_link b;
+	enum { REGION = 1 << 20, MAXLEN = 256 << 10 };
+	static uint8_t remote[REGION], src[MAXLEN], back[MAXLEN];
+	const char *secs_env = getenv("RIFT_SOAK_SECONDS");
+	uint64_t secs = secs_env ? strtoull(secs_env, NULL, 0) : 20;
+	uint64_t rnd = 0x2545f4914f6cdd1dull ^ (uint64_t)time(NULL);
+	uint64_t end, next_fault, undo_at = 0;
+	rift_mem *em, *sm, *bm;
+	uint8_t tok[RIFT_TOKEN_MAX_LEN];
+	size_t tl = sizeof(tok);
+	int ops = 0, bad = 0, faults = 0, fault = -1;
+	bool busy = false;
+	const char *link = "link0";
+	rift_ctx_stats st;
+	rift_config cfg;
+	rift_ctx *ctx;
+	rift_conn *c;
+	rift_listener *l = NULL;
+
+	need_pair();
+	soak_config(&cfg);
+	cfg.group_max_paths = 2;
+	cfg.group_failback_delay_ms = 0;
+	ctx = h_ctx(&cfg);
+	c = one_ctx_session(ctx, "rdma", 51, &srv, &cli, &l);
+	pump_until_paths(ctx, &srv, &cli, c, 2, 15000);
+	CHECK_EQ(rift_mem_reg(ctx, remote, sizeof(remote),
+			      RIFT_MEM_READ | RIFT_MEM_WRITE, &em), 0);
+	CHECK_EQ(rift_mem_reg(ctx, src, sizeof(src), RIFT_MEM_READ, &sm), 0);
+	CHECK_EQ(rift_mem_reg(ctx, back, sizeof(back),
+			      RIFT_MEM_READ | RIFT_MEM_WRITE, &bm), 0);
+	CHECK_EQ(rift_mem_export(em, srv.conn, 0, sizeof(remote),
+				 RIFT_MEM_READ | RIFT_MEM_WRITE, tok, &tl), 0);
+	printf("rma flap: %llu s, cm %s\n", (unsigned long long)secs, rt_cm());
+	end = h_now_us() + secs * 1000000u;
+	next_fault = h_now_us() + 1000000u;
+	while ((h_now_us() < end || busy || fault >= 0) && !cli.disconnected) {
+		struct rma_flap_done d = { 0 };
+		size_t len = 1 + (size_t)((rnd >> 11) % MAXLEN);
+		size_t at = (size_t)((rnd >> 33) % (REGION - len));
+		uint64_t op_end = h_now_us() + 60000000u;
+
+		rnd ^= rnd << 13, rnd ^= rnd >> 7, rnd ^= rnd << 17;
+		for (size_t i = 0; i < len; i++)
+			src[i] = (uint8_t)(i * 7u + (unsigned)ops);
+		memset(back, 0, len);
+		CHECK_EQ(rift_conn_write(c, sm, 0, tok, tl, at, len,
+					 rma_flap_cb, &d), 0);
+		CHECK_EQ(rift_conn_read(c, bm, 0, tok, tl, at, len,
+					rma_flap_cb, &d), 0);
+		while (d.n < 2 && h_now_us() < op_end && !cli.disconnected) {
+			uint64_t now = h_now_us();
+
+			/* The links: a fault at a random moment, undone
+			 * 0.3-1.5 s later, lab-link on its own thread. */
+			if (busy && atomic_load(&b.done)) {
+				pthread_join(b.t, NULL);
+				CHECK_EQ(b.rc, 0);
+				busy = false;
+			}
+			if (!busy && fault < 0 && now >= next_fault &&
+			    now < end) {
+				static const char *const kinds[] = {
+					"down", "carrier-off", "loss" };
+
+				fault = (int)((rnd >> 20) % 3);
+				link = (rnd >> 30) & 1 ? "link1" : "link0";
+				bg_link_start(&b, kinds[fault], link);
+				busy = true;
+				faults++;
+				undo_at = now + 300000u + (rnd >> 40) % 1200000u;
+			} else if (!busy && fault >= 0 && now >= undo_at) {
+				static const char *const undo[] = {
+					"up", "carrier-on", "noloss" };
+
+				bg_link_start(&b, undo[fault], link);
+				busy = true;
+				fault = -1;
+				next_fault = now + 500000u +
+					     (rnd >> 24) % 2000000u;
+			}
+			soak_pump(&cli);
+			soak_pump(&srv);
+			rift_ctx_run(ctx, 1);
+		}
+		CHECK_EQ(d.n, 2);
+		CHECK_EQ(d.status[0], 0);
+		CHECK_EQ(d.status[1], 0);
+		if (memcmp(back, src, len) || memcmp(remote + at, src, len))
+			bad++;
+		ops++;
+	}
+	rift_ctx_stats_init(&st);
+	CHECK_EQ(rift_ctx_stats_get(ctx, &st), 0);
+	printf("rma flap: %d writes and reads, %d faults, %d bad; pieces by "
+	       "RDMA %llu, operations redone by frames %llu, served by "
+	       "frames %llu; client path changes %d; messages %llu/%llu, "
+	       "bad %llu\n",
+	       ops, faults, bad, (unsigned long long)st.rma_direct,
+	       (unsigned long long)st.rma_redone,
+	       (unsigned long long)st.rma_served, cli.path_changed,
+	       (unsigned long long)srv.recvd, (unsigned long long)cli.recvd,
+	       (unsigned long long)(cli.bad + srv.bad));
+	if (cli.disconnected)
+		FAIL("session died: %s", cli.death);
+	CHECK_EQ(bad, 0);
+	CHECK(faults >= 3);
+	CHECK(st.rma_direct > 0);
+	CHECK_EQ(cli.bad + srv.bad, 0);
+	CHECK(srv.recvd > 0 && cli.recvd > 0);
+	{
+		rift_conn *conns[2] = { c, srv.conn };
+
+		h_close_all(ctx, l, conns, 2);
+	}
+	CHECK_EQ(rift_mem_dereg(em), 0);
+	CHECK_EQ(rift_mem_dereg(sm), 0);
+	CHECK_EQ(rift_mem_dereg(bm), 0);
+	CHECK_EQ(rift_ctx_destroy(ctx), 0);
+}
+
 /*
  * A link down long enough for the standby setups through it to back off
  * (the wait doubles, up to 30 s), then up: the port's return (its

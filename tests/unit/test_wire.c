@@ -657,7 +657,7 @@ TEST(wire_rma_payload_round_trip_and_rejections)
 	m = (struct rift__rma_hdr){ .op = RIFT_RMA_WRITE, .tok_len = 48,
 				    .len = 10 };
 	rma_reject(&m, 10, 0, 0, "unknown op");
-	rma_reject(&m, 10, 0, 7, "unknown op");
+	rma_reject(&m, 10, 0, 8, "unknown op");
 	rma_reject(&m, 10, 1, 1, "reserved");
 	rma_reject(&m, 9, -1, 0, "not the length it says");
 	rma_reject(&m, 11, -1, 0, "not the length it says");
@@ -679,6 +679,28 @@ TEST(wire_rma_payload_round_trip_and_rejections)
 	m = (struct rift__rma_hdr){ .op = RIFT_RMA_REVOKED,
 				    .status = RIFT_EACCES };
 	rma_reject(&m, 0, -1, 0, "status");
+	/* KEYS: a 32-bit export id and key, no length, no status. */
+	m = (struct rift__rma_hdr){ .op = RIFT_RMA_KEYS, .id = 7, .off = 3,
+				    .tag = 0xabcdef01u };
+	n = rma_build(b, &m, 0);
+	CHECK_EQ(rift__rma_hdr_decode(b, n, &out, &why), 0);
+	CHECK_EQ(out.id, 7);
+	CHECK_EQ(out.off, 3);
+	CHECK_EQ(out.tag, 0xabcdef01u);
+	m.tag = 1ull << 32;
+	rma_reject(&m, 0, -1, 0, "over 32 bits");
+	m.tag = 1;
+	m.id = 1ull << 32;
+	rma_reject(&m, 0, -1, 0, "over 32 bits");
+	m.id = 1;
+	m.len = 4;
+	rma_reject(&m, 0, -1, 0, "or a length");
+	m.len = 0;
+	m.status = RIFT_EACCES;
+	rma_reject(&m, 0, -1, 0, "status");
+	m.status = 0;
+	m.tok_len = 48;
+	rma_reject(&m, 0, -1, 0, "with a token");
 	/* The head claims a token longer than the frame. */
 	m = (struct rift__rma_hdr){ .op = RIFT_RMA_NOTIFY, .tok_len = 200 };
 	rift__rma_hdr_encode(b, &m);

@@ -586,4 +586,9 @@ const struct rift__transport_ops rift__rdma_ops = {
 	.describe = rdma_describe,
 	.tx_stalled_us = rdma_tx_stalled_us,
 	.device_src = rift__rdma_device_src,
+	.rma_expose = rift__rdma_rma_expose,
+	.rma_unexpose = rift__rdma_rma_unexpose,
+	.rma_post = rift__rdma_rma_post,
+	.rma_max = rift__rdma_rma_max,
+	.mem_drop = rift__rdma_mem_drop,
 };

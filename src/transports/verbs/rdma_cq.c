@@ -442,6 +442,9 @@ void rift__rdma_cq_dev_free(struct rift__rdma_ctx *r, struct cq_dev *d)
 	if (d->async_on)
 		rift__io_stop(r->ctx, &d->async_io);
 	rift__vb_comp_channel_destroy(d->cch);
+	/* One-sided regions' registrations on the device: before its PD,
+	 * which may go with the reference below. */
+	rift__rdma_rma_dev_drop(r, d->verbs);
 	for (i = 0; i < r->n_cqdev && r->cqdev[i] != d; i++)
 		;
 	if (i < r->n_cqdev)

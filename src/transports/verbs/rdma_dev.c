@@ -271,6 +271,7 @@ static struct rift__rdma_ctx *rdma_ctx_new(rift_ctx *ctx)
 	rift__list_init(&r->paths);
 	rift__list_init(&r->last_words);
 	rift__list_init(&r->cqs);
+	rift__list_init(&r->rma_regs);
 	r->ctx = ctx;
 	r->note_fd = -1;
 	r->uev_fd = -1;
@@ -404,6 +405,7 @@ void rift__rdma_ctx_destroy(rift_ctx *ctx)
 	}
 	free(r->sel);
 	rift__rdma_cq_devs_free(r);
+	rift__rdma_rma_ctx_end(r);
 	for (int i = 0; i < r->n_watch; i++) {
 		rift__io_stop(ctx, &r->watch[i]->io);
 		rift__vb_device_close(r->watch[i]->c);

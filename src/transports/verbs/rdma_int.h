@@ -27,8 +27,9 @@
  */
 #define RECV_FLAG (1ull << 63)
 #define READ_FLAG (1ull << 62) /* wr_id of a rendezvous READ */
+#define RMA_FLAG (1ull << 61)  /* ... of a one-sided READ or WRITE */
 #define TAG_SHIFT 32
-#define TAG_MASK 0x3fffffffu
+#define TAG_MASK 0x1fffffffu
 #define WR_TAG(rp) ((uint64_t)(rp)->tag << TAG_SHIFT)
 #define WR_IDX(wr_id) ((uint32_t)(wr_id))
 #define WR_TAG_OF(wr_id) ((uint32_t)((wr_id) >> TAG_SHIFT) & TAG_MASK)
@@ -199,6 +200,7 @@ struct rift__rdma_ctx {
 	struct cq_dev *cqdev[RIFT_POOL_MAX_DEVICES];
 	int n_cqdev;
 	struct rift__list cqs;   /* struct shared_cq */
+	struct rift__list rma_regs; /* one-sided regions' registrations */
 	struct rdma_path **qpt;  /* (device, QP number) -> path, chained */
 	uint32_t qpt_mask, qpt_n;
 	uint32_t next_tag;
@@ -237,6 +239,26 @@ static inline struct rift__rdma_ctx *rctx_of(const rift_ctx *ctx)
 struct send_slot {
 	uint32_t covers; /* slots freed when this signaled send completes */
 	uint32_t rd_len; /* a READ: bytes it fetches */
+	bool rma_read;   /* a one-sided READ (RMA_FLAG): takes READ depth */
+	uint64_t rma_cookie; /* a one-sided piece: the session's cookie */
+};
+
+/*
+ * A memory window bound on a path's QP (rdma_rndv.c): over one
+ * rendezvous message (b, and its block once the path is dying), or over
+ * an export for one-sided access (rdma_rma.c: no buffer).  Deallocated by
+ * the reaper before the QP goes, freed with the path.
+ */
+struct rndv_bind {
+	struct rift__hold hold; /* on the buffer (first: container_of) */
+	struct rift__list node; /* rp->binds */
+	struct rdma_path *rp;
+	struct rift__buf *b;    /* NULL once it kept the block */
+	struct ibv_mw *mw;
+	void *kept;             /* the buffer's block, freed with the window */
+	struct rift__pool *kept_pool;
+	uint32_t rkey;          /* an export's: its key (LOCAL_INV) */
+	bool inv_due;           /* ... to invalidate when a slot is free */
 };
 
 /* A large message being fetched by RDMA READ, delivered in order. */
@@ -356,6 +378,7 @@ struct rdma_path {
 				  descriptors (until one fails to bind) */
 	struct rift__list binds; /* struct rndv_bind: windows bound here */
 	bool peer_rndv;        /* so does the peer's (its hello says) */
+	uint32_t inv_due;      /* windows to invalidate when slots free up */
 	bool peer_bare;        /* the peer takes bare DATA frames */
 	bool peer_oob;         /* ... and an ERROR frame out of band */
 	uint32_t rd_max;       /* READs in flight at most (initiator depth) */
@@ -545,6 +568,29 @@ int rift__rdma_rndv_start(struct rdma_path *rp, uint32_t i, uint32_t len);
 void rift__rdma_rndv_dst_timer_cb(rift_timer *t, void *user);
 int rift__rdma_rndv_deliver(struct rdma_path *rp);
 void rift__rdma_rndv_read_failed(struct rdma_path *rp, struct ibv_wc *w);
+/* A window of its own (one-sided access), in rp->binds; NULL with err. */
+struct rndv_bind *rift__rdma_win_new(struct rdma_path *rp, rift__vb_err err);
+
+/* ---- rdma_rma.c: one-sided access (the ops' rma_*, mem_drop) ---- */
+
+int rift__rdma_rma_expose(rift__path *p, rift_mem *mem, uint64_t addr,
+			  uint64_t len, unsigned access, uint32_t *rkey,
+			  void **win);
+void rift__rdma_rma_unexpose(rift__path *p, void *win);
+int rift__rdma_rma_post(rift__path *p, bool read, rift_mem *local,
+			uint64_t local_off, uint64_t raddr, uint32_t rkey,
+			uint32_t len, uint64_t cookie);
+uint32_t rift__rdma_rma_max(rift__path *p);
+void rift__rdma_mem_drop(rift_ctx *ctx, rift_mem *mem);
+/* A one-sided piece in slot completed (status 0) or failed. */
+void rift__rdma_rma_done(struct rdma_path *rp, uint32_t slot, int status);
+/* Slots came back: the invalidations that waited for one. */
+void rift__rdma_rma_inv_due(struct rdma_path *rp);
+/* The context lets go of a device: its registrations go (before its PD),
+ * or every one at the context's end. */
+void rift__rdma_rma_dev_drop(struct rift__rdma_ctx *r,
+			     struct ibv_context *verbs);
+void rift__rdma_rma_ctx_end(struct rift__rdma_ctx *r);
 
 /* ---- rdma_rx.c: the receive side ---- */
 

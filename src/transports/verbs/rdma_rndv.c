@@ -93,21 +93,13 @@ bool rift__rdma_rndv_wanted(struct rdma_path *rp, struct rift__omsg *m,
 }
 
 /*
- * The window a peer READs a rendezvous message through: bound over that
- * message alone, on this path's QP, by a BIND_MW work request posted in
- * front of the descriptor's SEND; held on the buffer until it is freed
- * (acknowledged, or the session over) or the path goes, whichever comes
- * first, and deallocated then (no READ goes through it after that).
+ * The window a peer READs a rendezvous message through (struct
+ * rndv_bind, rdma_int.h): bound over that message alone, on this path's
+ * QP, by a BIND_MW work request posted in front of the descriptor's SEND;
+ * held on the buffer until it is freed (acknowledged, or the session
+ * over) or the path goes, whichever comes first, and deallocated then (no
+ * READ goes through it after that).
  */
-struct rndv_bind {
-	struct rift__hold hold; /* on the buffer (first: container_of) */
-	struct rift__list node; /* rp->binds */
-	struct rdma_path *rp;
-	struct rift__buf *b;    /* NULL once it kept the block */
-	struct ibv_mw *mw;
-	void *kept;             /* the buffer's block, freed with the window */
-	struct rift__pool *kept_pool;
-};
 
 /* The window leaves its buffer's holds (if it still has a buffer). */
 static void hold_unlink(struct rndv_bind *bd)
@@ -198,6 +190,23 @@ void rift__rdma_binds_free(struct rdma_path *rp)
 	while (!rift__list_empty(&rp->binds))
 		bind_free(rift__list_entry(rp->binds.next, struct rndv_bind,
 					   node));
+}
+
+struct rndv_bind *rift__rdma_win_new(struct rdma_path *rp, rift__vb_err err)
+{
+	struct rndv_bind *bd = calloc(1, sizeof(*bd));
+
+	if (!bd) {
+		snprintf(err, sizeof(rift__vb_err), "out of memory");
+		return NULL;
+	}
+	if (rift__vb_mw_alloc(rp->pd, &bd->mw, err)) {
+		free(bd);
+		return NULL;
+	}
+	bd->rp = rp;
+	rift__list_add_tail(&rp->binds, &bd->node);
+	return bd;
 }
 
 /*

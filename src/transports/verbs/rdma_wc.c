@@ -105,6 +105,11 @@ static RIFT_HOT_INLINE bool wc_take(struct rdma_path *rp, struct ibv_wc *w)
 			rift__rdma_rndv_read_failed(rp, w);
 			return false;
 		}
+		/* A one-sided piece: the frames redo it (a key revoked
+		 * meanwhile, a QP the peer tore down); the path goes as for
+		 * any failed completion. */
+		if (w->wr_id & RMA_FLAG)
+			rift__rdma_rma_done(rp, WR_IDX(w->wr_id), RIFT_EIO);
 		rift__path_failed_why(
 			p, RIFT_PATH_DOWN_COMPLETION, RIFT_ECONNRESET,
 			"%s completion error: %s (vendor error 0x%x)",
@@ -153,6 +158,10 @@ static RIFT_HOT_INLINE bool wc_take(struct rdma_path *rp, struct ibv_wc *w)
 		rp->tx_progress_us = p->ctx->now_us;
 		if (w->wr_id & READ_FLAG)
 			rift__rdma_rndv_read_done(rp, slot);
+		else if (w->wr_id & RMA_FLAG)
+			rift__rdma_rma_done(rp, slot, 0);
+		if (__builtin_expect(rp->inv_due != 0, 0))
+			rift__rdma_rma_inv_due(rp);
 	}
 	return true;
 }

@@ -508,6 +508,12 @@ void rift__vb_mw_free(struct ibv_mw *mw)
 	ibv_dealloc_mw(mw);
 }
 
+int rift__vb_dereg_mr_try(struct ibv_mr *mr)
+{
+	COUNT(destroy);
+	return ibv_dereg_mr(mr);
+}
+
 void rift__vb_dereg_mr(struct ibv_mr *mr)
 {
 	COUNT(destroy);

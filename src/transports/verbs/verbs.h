@@ -185,6 +185,9 @@ void rift__vb_pool_dereg(void *handle);
 int rift__vb_reg_mr(struct ibv_pd *pd, void *addr, size_t len, bool mw,
 		    struct ibv_mr **out, rift__vb_err err);
 void rift__vb_dereg_mr(struct ibv_mr *mr);
+/* The same, saying whether it went: 0, or the errno (EBUSY, EINVAL: a
+ * window is still bound over it). */
+int rift__vb_dereg_mr_try(struct ibv_mr *mr);
 /*
  * What RDMA READ rendezvous may use on this device and port: READs one
  * QP may have in flight as initiator (max_qp_init_rd_atom) and serve as
