@@ -1579,7 +1579,9 @@ static void rma_flap_cb(rift_conn *conn, void *user, int status, size_t bytes)
  * One-sided access across link faults (issue 17, item 5): a write and a
  * read back of a random range of the server's export, over and over, data
  * checked byte for byte, while one link or the other goes down, loses
- * its carrier or every packet for 0.3-1.5 s, at random; messages stream
+ * its carrier or every packet, or the client's device on it is removed
+ * (which waits until rift let go of its registrations there), for
+ * 0.3-1.5 s, at random; messages stream
  * both ways besides.  Pieces go by RDMA while the data path has the
  * export's key, by frames while a new path learns it; a piece a fault
  * broke is done again.  RIFT_SOAK_SECONDS (default 20) long.
@@ -1650,17 +1652,24 @@ TEST_TIMEOUT(rma_keeps_completing_while_links_flap, 300)
 			if (!busy && fault < 0 && now >= next_fault &&
 			    now < end) {
 				static const char *const kinds[] = {
-					"down", "carrier-off", "loss" };
+					"down", "carrier-off", "loss",
+					"remove" };
 
-				fault = (int)((rnd >> 20) % 3);
+				/* Each kind in turn, on either link. */
+				fault = faults % 4;
 				link = (rnd >> 30) & 1 ? "link1" : "link0";
+				printf("rma flap: %.1f s: %s %s\n",
+				       (double)(now + secs * 1000000u - end) /
+					       1e6,
+				       kinds[fault], link);
 				bg_link_start(&b, kinds[fault], link);
 				busy = true;
 				faults++;
 				undo_at = now + 300000u + (rnd >> 40) % 1200000u;
 			} else if (!busy && fault >= 0 && now >= undo_at) {
 				static const char *const undo[] = {
-					"up", "carrier-on", "noloss" };
+					"up", "carrier-on", "noloss",
+					"restore" };
 
 				bg_link_start(&b, undo[fault], link);
 				busy = true;
@@ -1693,7 +1702,7 @@ TEST_TIMEOUT(rma_keeps_completing_while_links_flap, 300)
 	if (cli.disconnected)
 		FAIL("session died: %s", cli.death);
 	CHECK_EQ(bad, 0);
-	CHECK(faults >= 3);
+	CHECK(faults >= 4);
 	CHECK(st.rma_direct > 0);
 	CHECK_EQ(cli.bad + srv.bad, 0);
 	CHECK(srv.recvd > 0 && cli.recvd > 0);
