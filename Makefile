@@ -291,7 +291,12 @@ PAIR_TESTS := link_cut port_down loop_never connect_over tcp_path_break \
   local_address_picks local_device_picks conn_paths failback a_failback a_standby_begun a_resumed a_ping a_server_whose silent_loss auto_returns a_flapping \
   active_active_carries soak_healthy a_removed_device a_listener_on a_port_back without_uevents \
   a_lossy_link rma_keeps
-test-lab: $(BUILD)/tst/rift-tests
+# examples/rma.c as a user runs it, in the pair boot: two processes,
+# links going down under it (tests/lab/rma-example.sh).
+$(BUILD)/examples/rma: examples/rma.c include/rift.h $(BUILD)/lib/librift.a
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -Wall -Wextra -Werror -Iinclude $< -o $@ $(BUILD)/lib/librift.a $(LIBS) -lm
+test-lab: $(BUILD)/tst/rift-tests $(BUILD)/examples/rma
 	tests/lab/lab setup
 	tests/lab/lab smoke
 	RIFT_LAB_MEM_MB=$(LAB_MEM_MB) tests/lab/lab run --topo loop --timeout 1200 -- \
@@ -300,6 +305,7 @@ test-lab: $(BUILD)/tst/rift-tests
 	tests/lab/lab run --topo pair --timeout 2700 -- \
 	  sh -c 'export RIFT_SOAK_SECONDS=30 RIFT_SOAK_MESSAGES=50000; \
 	    build/tst/rift-tests --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 $(PAIR_TESTS) && \
+	    sh tests/lab/rma-example.sh $(BUILD)/examples/rma && \
 	    build/tst/rift-tests --transport rdma --cm tcp --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 $(PAIR_TESTS) && \
 	    RIFT_SOAK_SECONDS=50 RIFT_SOAK_MESSAGES=100000 build/tst/rift-tests -v --transport rdma --cm tcp --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 soak_link_faults soak_aimed soak_active_active && \
 	    RIFT_SOAK_SECONDS=50 RIFT_SOAK_MESSAGES=100000 build/tst/rift-tests -v --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 soak_link_faults_event soak_active_active'
