@@ -1,6 +1,7 @@
 /*
  * rma.c - one-sided access served over the session (session/rma.h).
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,8 @@
 #define RMA_LOG_REFUSALS 8u
 /* Keys of the peer's windows remembered (the latest). */
 #define RMA_KEYS_MAX 64u
+/* Operations' memory kept for reuse, per connection. */
+#define RMA_SPARE 64u
 
 /* Exporter: an export's window on one path (ops->rma_expose). */
 struct os_win {
@@ -46,8 +49,21 @@ struct rift__export {
 	struct os_win *wins;     /* its windows, one per path at most */
 };
 
+struct rma_op;
+
+/* A one-sided piece posted on a path (ops->rma_post), not reported. */
+struct os_piece {
+	struct rift__list node; /* rift__rma_conn.os, in post order */
+	struct rma_op *op;
+	rift__path *path;
+	uint64_t cookie, len;
+};
+
 struct rma_op {
 	struct rift__list node; /* rma_conn.ops, in issue order */
+	struct rma_op *spare;   /* rift__rma_conn.spare's chain */
+	struct os_piece piece0; /* its first piece out needs no malloc */
+	bool piece0_out;
 	uint64_t id;
 	int kind;               /* RIFT__RMA_* */
 	rift_mem *local;
@@ -70,14 +86,6 @@ struct rma_op {
 	uint8_t tok[RIFT_TOKEN_MAX];
 };
 
-/* A one-sided piece posted on a path (ops->rma_post), not reported. */
-struct os_piece {
-	struct rift__list node; /* rift__rma_conn.os, in post order */
-	struct rma_op *op;
-	rift__path *path;
-	uint64_t cookie, len;
-};
-
 /* An answer (or a revocation, or keys) waiting for room in the window. */
 struct rma_pend {
 	struct rma_pend *next;
@@ -97,6 +105,15 @@ struct rift__rma_conn {
 	uint64_t os_cookie;     /* the last given */
 	struct os_key keys[RMA_KEYS_MAX];
 	unsigned n_keys;        /* given so far (the ring keeps the last) */
+	/* Operations' memory kept for the next ones (at most RMA_SPARE):
+	 * an operation a round trip, malloc's cost shows. */
+	struct rma_op *spare;
+	unsigned n_spare;
+	/* The last token checked good (its tag) and what it says: an
+	 * application uses one token for many operations. */
+	uint16_t vtok_len;
+	uint8_t vtok[RIFT_TOKEN_MAX];
+	struct rift__token vt;
 	uint64_t last_id;
 	uint64_t read_out;      /* bytes of reads asked, unanswered */
 	unsigned pieces_out;
@@ -581,6 +598,31 @@ static void op_account(rift_conn *conn, const struct rma_op *op)
 
 static void issue(rift_conn *conn);
 
+/* An operation's memory: a spare one, or new. */
+static struct rma_op *op_get(struct rift__rma_conn *rc)
+{
+	struct rma_op *op = rc->spare;
+
+	if (!op)
+		return malloc(sizeof(*op));
+	rc->spare = op->spare;
+	rc->n_spare--;
+	return op;
+}
+
+static void op_put(rift_conn *conn, struct rma_op *op)
+{
+	struct rift__rma_conn *rc = conn->rma;
+
+	if (!rc || rc->n_spare >= RMA_SPARE) {
+		free(op);
+		return;
+	}
+	op->spare = rc->spare;
+	rc->spare = op;
+	rc->n_spare++;
+}
+
 /* The callbacks due; returns how many ran. */
 static int run_done(rift_conn *conn)
 {
@@ -599,7 +641,7 @@ static int run_done(rift_conn *conn)
 			       op->status ? 0 : (size_t)op->len);
 			n++;
 		}
-		free(op);
+		op_put(conn, op);
 	}
 	return n;
 }
@@ -649,7 +691,7 @@ static int direct(rift_conn *conn, struct rma_op *op)
 		return 1;
 	if (n > max)
 		n = max;
-	pc = calloc(1, sizeof(*pc));
+	pc = op->piece0_out ? malloc(sizeof(*pc)) : &op->piece0;
 	if (!pc)
 		return 1;
 	pc->cookie = ++rc->os_cookie;
@@ -658,9 +700,12 @@ static int direct(rift_conn *conn, struct rma_op *op)
 			       op->base + op->remote_off + op->issued, k->rkey,
 			       (uint32_t)n, pc->cookie);
 	if (rc_) {
-		free(pc);
+		if (pc != &op->piece0)
+			free(pc);
 		return rc_ == RIFT_EAGAIN && os_on(rc, p) ? -1 : 1;
 	}
+	if (pc == &op->piece0)
+		op->piece0_out = true;
 	pc->op = op;
 	pc->path = p;
 	pc->len = n;
@@ -689,7 +734,10 @@ static void piece_end(rift_conn *conn, struct os_piece *pc, int status)
 	} else if (!op->status) {
 		op->os_fail = true;
 	}
-	free(pc);
+	if (pc == &op->piece0)
+		op->piece0_out = false;
+	else
+		free(pc);
 	if (op_finished(op))
 		op_done(conn, op);
 	due(conn); /* room for more */
@@ -945,21 +993,29 @@ int rift__rma_post(rift_conn *conn, int kind, rift_mem *local,
 	rc_ = conn_usable(conn);
 	if (rc_)
 		return rc_;
-	if (rift__token_decode(token, token_len, &t, &why)) {
-		rift__conn_error(conn, "not a token: %s", why);
-		return RIFT_EINVAL;
-	}
 	rc = rma_conn(conn);
 	if (!rc)
 		return RIFT_ENOMEM;
 	why = NULL;
+	if (token_len == rc->vtok_len && !memcmp(token, rc->vtok, token_len)) {
+		t = rc->vt; /* checked already, as it is */
+	} else if (rift__token_decode(token, token_len, &t, &why)) {
+		rift__conn_error(conn, "not a token: %s", why);
+		return RIFT_EINVAL;
 	/* Both sides hold the session key: a token altered or forged is
 	 * refused here, before a one-sided piece could carry it (the
 	 * device may not check a window's bounds: rxe does not). */
-	if (t.session_id != conn->session_id)
+	} else if (t.session_id != conn->session_id) {
 		why = "a token of another session";
-	else if (!rift__token_tag_ok(token, token_len, conn->key))
+	} else if (!rift__token_tag_ok(token, token_len, conn->key)) {
 		why = "a forged or altered token (its tag does not check)";
+	} else {
+		rc->vtok_len = (uint16_t)token_len;
+		memcpy(rc->vtok, token, token_len);
+		rc->vt = t;
+	}
+	if (why)
+		;
 	else if (revoked_known(rc, t.export_id))
 		why = "a revoked token";
 	else if (!rift__fault_hit(RIFT_FAULT_RMA_UNCHECKED))
@@ -974,9 +1030,11 @@ int rift__rma_post(rift_conn *conn, int kind, rift_mem *local,
 				       "access with this token");
 		return RIFT_EMSGSIZE;
 	}
-	op = calloc(1, sizeof(*op));
+	op = op_get(rc);
 	if (!op)
 		return RIFT_ENOMEM;
+	/* Every field but the token's bytes past its length. */
+	memset(op, 0, offsetof(struct rma_op, tok));
 	op->id = ++rc->last_id;
 	op->kind = kind;
 	op->local = local;
@@ -1270,7 +1328,10 @@ static void drop_os(struct rift__rma_conn *rc)
 						       struct os_piece, node);
 
 		rift__list_del(&pc->node);
-		free(pc);
+		if (pc == &pc->op->piece0)
+			pc->op->piece0_out = false;
+		else
+			free(pc);
 	}
 }
 
@@ -1323,6 +1384,12 @@ void rift__rma_conn_free(rift_conn *conn)
 	drop_pend(rc);
 	drop_os(rc);
 	undue(rc);
+	while (rc->spare) {
+		struct rma_op *op = rc->spare;
+
+		rc->spare = op->spare;
+		free(op);
+	}
 	for (int i = 0; i < 2; i++) {
 		struct rift__list *list = i ? &rc->done : &rc->ops;
 
