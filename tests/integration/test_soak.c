@@ -1504,6 +1504,16 @@ static int pump_until_paths(rift_ctx *ctx, struct soak_side *srv,
 	return live_paths(c);
 }
 
+/* A context whose clients keep a standby path (two links: two paths)
+ * and fail back at once; *cfg is its configuration. */
+static rift_ctx *two_path_ctx(rift_config *cfg)
+{
+	soak_config(cfg);
+	cfg->group_max_paths = 2;
+	cfg->group_failback_delay_ms = 0;
+	return h_ctx(cfg);
+}
+
 /*
  * The device of a session's data path removed under it (`rdma link
  * del`, as a hot-unplugged adapter): the kernel waits until every
@@ -1525,10 +1535,7 @@ TEST_TIMEOUT(a_removed_device_is_let_go_and_its_session_moves, 150)
 	const char *link;
 
 	need_pair();
-	soak_config(&cfg);
-	cfg.group_max_paths = 2;
-	cfg.group_failback_delay_ms = 0;
-	ctx = h_ctx(&cfg);
+	ctx = two_path_ctx(&cfg);
 	c = one_ctx_session(ctx, "rdma", 41, &srv, &cli, &l);
 	CHECK_EQ(pump_until_paths(ctx, &srv, &cli, c, 2, 15000), 2);
 	link = soak_link(&cli);
@@ -1609,10 +1616,7 @@ TEST_TIMEOUT(rma_keeps_completing_while_links_flap, 300)
 	rift_listener *l = NULL;
 
 	need_pair();
-	soak_config(&cfg);
-	cfg.group_max_paths = 2;
-	cfg.group_failback_delay_ms = 0;
-	ctx = h_ctx(&cfg);
+	ctx = two_path_ctx(&cfg);
 	c = one_ctx_session(ctx, "rdma", 51, &srv, &cli, &l);
 	pump_until_paths(ctx, &srv, &cli, c, 2, 15000);
 	CHECK_EQ(rift_mem_reg(ctx, remote, sizeof(remote),
