@@ -43,13 +43,16 @@ static int is_rdma(struct kv_client *c)
 }
 
 /* Send what is waiting, in messages of at most MSG_MAX bytes (less if
- * the peer takes less: RIFT_EMSGSIZE halves them). */
+ * the peer takes less: RIFT_EMSGSIZE halves them), unless the send
+ * window is full (until WRITABLE). */
 static void flush(struct kv_client *c)
 {
 	struct kv_server *s = c->srv;
 	size_t max = MSG_MAX < s->rcfg.max_msg_size ? MSG_MAX
 						     : s->rcfg.max_msg_size;
 
+	if (c->flags & KV_RIFT_BLOCKED)
+		return;
 	while (c->opos < c->out.len) {
 		size_t n = c->out.len - c->opos;
 		int rc;
@@ -89,19 +92,7 @@ static void service(struct kv_client *c)
 
 	if (c->flags & KV_CLOSING)
 		return;
-	for (;;) {
-		if (!(c->flags & KV_RIFT_BLOCKED))
-			flush(c);
-		if (c->flags & KV_CLOSE_ASAP)
-			break;
-		if ((c->flags & KV_PAUSED) &&
-		    kv_client_pending(c) <= KV_OUT_LOW) {
-			c->flags &= ~(unsigned)KV_PAUSED;
-			kv_client_process(c);
-			continue;
-		}
-		break;
-	}
+	kv_client_pump(c, flush);
 	if (c->flags & KV_CLOSE_ASAP) {
 		kv_rift_abort(c);
 		return;

@@ -144,6 +144,18 @@ void kv_client_process(struct kv_client *c)
 	c->ipos = c->ilen = 0;
 }
 
+void kv_client_pump(struct kv_client *c, void (*write)(struct kv_client *c))
+{
+	for (;;) {
+		write(c);
+		if ((c->flags & KV_CLOSE_ASAP) || !(c->flags & KV_PAUSED) ||
+		    kv_client_pending(c) > KV_OUT_LOW)
+			return;
+		c->flags &= ~(unsigned)KV_PAUSED;
+		kv_client_process(c);
+	}
+}
+
 /* ---- TCP clients ---- */
 
 static void tcp_write(struct kv_client *c)
@@ -185,18 +197,7 @@ static void tcp_service(struct kv_client *c)
 	struct epoll_event ev = { 0 };
 	uint32_t want;
 
-	for (;;) {
-		tcp_write(c);
-		if (c->flags & KV_CLOSE_ASAP)
-			break;
-		if ((c->flags & KV_PAUSED) &&
-		    kv_client_pending(c) <= KV_OUT_LOW) {
-			c->flags &= ~(unsigned)KV_PAUSED;
-			kv_client_process(c);
-			continue;
-		}
-		break;
-	}
+	kv_client_pump(c, tcp_write);
 	if ((c->flags & KV_CLOSE_ASAP) ||
 	    ((c->flags & KV_CLOSE_AFTER_REPLY) && !kv_client_pending(c))) {
 		kv_client_free(c);

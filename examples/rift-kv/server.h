@@ -169,6 +169,11 @@ void kv_client_free(struct kv_client *c);
 /* Parse and run c's buffered requests, until they are all done, or c
  * has KV_OUT_HIGH of output waiting (KV_PAUSED), or is to close. */
 void kv_client_process(struct kv_client *c);
+/* Send what c has waiting with write (its transport's), and while that
+ * brings a paused client down to KV_OUT_LOW, go on with the requests the
+ * pause held back (which may pause it again); until c is to close at
+ * once (KV_CLOSE_ASAP) or has nothing more to do. */
+void kv_client_pump(struct kv_client *c, void (*write)(struct kv_client *c));
 /* Bytes of output c has waiting. */
 size_t kv_client_pending(const struct kv_client *c);
 
