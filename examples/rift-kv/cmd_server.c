@@ -245,45 +245,20 @@ static void info_keyspace(struct kv_server *s, struct text *t)
 			si.volatile_keys);
 }
 
-/* ibv_wc_status values rift counts by (rift_ctx_stats.wc_errors) */
-#define WC_RETRY_EXC_ERR 12
-#define WC_RNR_RETRY_EXC_ERR 13
-
-/* The fields and their sources: docs/rift-kv.md, "INFO rdma". */
+/* The fields and their sources: docs/rift-kv.md, "INFO". */
 static void info_rdma(struct kv_server *s, struct text *t)
 {
-	rift_ctx_stats st;
-	uint64_t wc = 0;
+	struct kv_field f[KV_RDMA_FIELDS];
 
-	rift_ctx_stats_init(&st);
-	if (kv_rift_stats(s, &st))
-		memset((char *)&st + sizeof(st.size), 0,
-		       sizeof(st) - sizeof(st.size));
-	for (size_t i = 0; i < sizeof(st.wc_errors) / sizeof(*st.wc_errors);
-	     i++)
-		wc += st.wc_errors[i];
+	kv_rdma_fields(s, f);
 	tprintf(t,
 		"# rdma\r\n"
 		"rdma_enabled:%d\r\n"
-		"rdma_listener:%s\r\n"
-		"rdma_connections:%zu\r\n"
-		"rdma_send_ops:%llu\r\n"
-		"rdma_recv_ops:%llu\r\n"
-		"rdma_read_ops:%llu\r\n"
-		"rdma_write_ops:0\r\n"
-		"rdma_bytes_sent:%llu\r\n"
-		"rdma_bytes_received:%llu\r\n"
-		"rdma_completion_errors:%llu\r\n"
-		"rdma_retry_exceeded:%llu\r\n",
-		s->rl != NULL, s->rift_url, kv_rift_rdma_clients(s),
-		(unsigned long long)s->rdma_msgs_sent,
-		(unsigned long long)s->rdma_msgs_recv,
-		(unsigned long long)st.rndv_recvs,
-		(unsigned long long)s->rdma_bytes_sent,
-		(unsigned long long)s->rdma_bytes_recv,
-		(unsigned long long)wc,
-		(unsigned long long)(st.wc_errors[WC_RETRY_EXC_ERR] +
-				     st.wc_errors[WC_RNR_RETRY_EXC_ERR]));
+		"rdma_listener:%s\r\n",
+		s->rl != NULL, s->rift_url);
+	for (size_t i = 0; i < KV_RDMA_FIELDS; i++)
+		tprintf(t, "%s:%llu\r\n", f[i].name,
+			(unsigned long long)f[i].v);
 }
 
 static const struct {

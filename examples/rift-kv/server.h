@@ -152,10 +152,18 @@ int kv_arg_is(const struct kv_resp_arg *a, const char *b);
 int kv_arg_ll(const struct kv_resp_arg *a, long long *out);
 
 /* ---- the server (server.c, rift_io.c) ---- */
-/* Add s's figures of rift's to *st (rift_ctx_stats_get); 0 or RIFT_E*. */
-int kv_rift_stats(struct kv_server *s, rift_ctx_stats *st);
-/* Rift clients whose path is RDMA now, count. */
-size_t kv_rift_rdma_clients(struct kv_server *s);
+/* A figure of INFO's rdma section, served by /metrics too as
+ * riftkv_<name> (a counter with _total). */
+struct kv_field {
+	const char *name; /* INFO's field, "rdma_send_ops" */
+	int counter;      /* 1: a count that only grows; 0: a gauge */
+	const char *help; /* what it counts, one line */
+	uint64_t v;
+};
+#define KV_RDMA_FIELDS 16
+/* INFO rdma's numeric fields now, in INFO's order, from s's counters and
+ * rift_ctx_stats (docs/rift-kv.md, "INFO"). */
+void kv_rdma_fields(struct kv_server *s, struct kv_field f[KV_RDMA_FIELDS]);
 
 /* Start the rift listener of s->cfg (rift_io.c): 0, or -1 having
  * printed why. */

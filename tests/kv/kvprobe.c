@@ -3,15 +3,20 @@
  * tests/kv/run.sh: what redis-cli cannot do (malformed requests, one big
  * pipelined write, a reader that stalls, RESP over rift).
  *
- *   kvprobe [-w MS] [-d MS] [-m BYTES] [-c] ADDR < request-bytes
+ *   kvprobe [-w MS] [-d MS] [-m BYTES] [-c] [-R] ADDR < request-bytes
  *
  * ADDR is tcp:HOST:PORT (a plain socket) or a rift URL (tcp://, rdma://,
  * auto://HOST:PORT): stdin is sent whole (over rift in messages of
  * -m BYTES, default all in one), then the replies are written to stdout
  * until the server closes, or MS ms (-w, 1000) pass without a byte.
  * -d MS waits that long before reading anything (a slow reader).  -c
- * prints only the count of bytes received.  Exit status: 0 the server
- * closed the connection, 3 it stayed open (idle time passed), 1 error.
+ * prints only the count of bytes received.  -R (a rift URL) first makes
+ * a one-sided read of the server's memory with a token the server never
+ * gave (this side's own export, sealed under the session's key as a
+ * real one is), which the server's rift refuses and counts
+ * (rma_refused), and prints "one-sided read: <status>".  Exit status: 0
+ * the server closed the connection, 3 it stayed open (idle time passed),
+ * 1 error.
  */
 #include <errno.h>
 #include <netdb.h>
@@ -25,10 +30,10 @@
 
 #include <rift.h>
 
-static int wait_ms = 1000, delay_ms, count_only;
+static int wait_ms = 1000, delay_ms, count_only, rma_probe;
 static size_t msg_max;
 static unsigned long long received;
-static int closed, got_data;
+static int closed, got_data, connected, rma_status = 1;
 
 static void out(const void *p, size_t n)
 {
@@ -131,6 +136,8 @@ static void on_recv(rift_conn *c, rift_msg *m)
 static void on_event(rift_conn *c, const rift_event *ev)
 {
 	(void)c;
+	if (ev->type == RIFT_EVENT_CONNECTED)
+		connected = 1;
 	if (ev->type == RIFT_EVENT_DISCONNECTED ||
 	    ev->type == RIFT_EVENT_ERROR) {
 		if (ev->type == RIFT_EVENT_ERROR)
@@ -139,8 +146,51 @@ static void on_event(rift_conn *c, const rift_event *ev)
 	}
 }
 
+static void on_rma(rift_conn *c, void *user, int status, size_t bytes)
+{
+	(void)c;
+	(void)user;
+	(void)bytes;
+	rma_status = status;
+}
+
+/* Run the loop until *flag is no longer `unset`, or wait_ms pass. */
+static void run_until(rift_ctx *ctx, const int *flag, int unset)
+{
+	for (int waited = 0; *flag == unset && !closed && waited < wait_ms;
+	     waited += 20)
+		rift_ctx_run_mode(ctx, RIFT_RUN_ONCE, 20);
+}
+
+/* -R: read the server's memory by a token it never exported (see the
+ * top); the export and the registration end with the connection. */
+static int refused_read(rift_ctx *ctx, rift_conn *conn, rift_mem **mem)
+{
+	static char area[128];
+	unsigned char token[RIFT_TOKEN_MAX_LEN];
+	size_t tlen = sizeof(token);
+	int rc;
+
+	run_until(ctx, &connected, 0);
+	rc = rift_mem_reg(ctx, area, sizeof(area),
+			  RIFT_MEM_READ | RIFT_MEM_WRITE, mem);
+	if (!rc)
+		rc = rift_mem_export(*mem, conn, 0, 64, RIFT_MEM_READ, token,
+				     &tlen);
+	if (!rc)
+		rc = rift_conn_read(conn, *mem, 64, token, tlen, 0, 16, on_rma,
+				    NULL);
+	if (!rc) {
+		run_until(ctx, &rma_status, 1);
+		rc = rma_status;
+	}
+	printf("one-sided read: %s\n", rc == 1 ? "no answer" : rift_err_name(rc));
+	return rc;
+}
+
 static int run_rift(const char *url, const char *req, size_t len)
 {
+	rift_mem *mem = NULL;
 	rift_conn_callbacks cbs = { .on_event = on_event, .on_recv = on_recv };
 	rift_ctx *ctx;
 	rift_conn *conn;
@@ -153,6 +203,8 @@ static int run_rift(const char *url, const char *req, size_t len)
 		fprintf(stderr, "kvprobe: %s\n", rift_ctx_last_error(NULL));
 		return 1;
 	}
+	if (rma_probe)
+		refused_read(ctx, conn, &mem);
 	while (off < len) {
 		size_t n = msg_max && len - off > msg_max ? msg_max : len - off;
 
@@ -178,6 +230,8 @@ static int run_rift(const char *url, const char *req, size_t len)
 	}
 	rc = closed ? 0 : 3;
 	rift_conn_abort(conn, NULL);
+	for (int i = 0; i < 50 && mem && rift_mem_dereg(mem) == RIFT_EBUSY; i++)
+		rift_ctx_run_mode(ctx, RIFT_RUN_ONCE, 20);
 	for (int i = 0; i < 50 && rift_ctx_destroy(ctx) == RIFT_EBUSY; i++)
 		rift_ctx_run_mode(ctx, RIFT_RUN_ONCE, 20);
 	return rc;
@@ -189,18 +243,19 @@ int main(int argc, char **argv)
 	char *req;
 	int opt, rc;
 
-	while ((opt = getopt(argc, argv, "w:d:m:c")) != -1) {
+	while ((opt = getopt(argc, argv, "w:d:m:cR")) != -1) {
 		switch (opt) {
 		case 'w': wait_ms = atoi(optarg); break;
 		case 'd': delay_ms = atoi(optarg); break;
 		case 'm': msg_max = (size_t)atol(optarg); break;
 		case 'c': count_only = 1; break;
+		case 'R': rma_probe = 1; break;
 		default: return 1;
 		}
 	}
 	if (optind + 1 != argc) {
 		fprintf(stderr, "usage: kvprobe [-w MS] [-d MS] [-m BYTES] "
-				"[-c] tcp:HOST:PORT|URL < bytes\n");
+				"[-c] [-R] tcp:HOST:PORT|URL < bytes\n");
 		return 1;
 	}
 	req = read_stdin(&len);

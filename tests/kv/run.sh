@@ -199,13 +199,21 @@ got=$(printf '*3\r\n$3\r\nSET\r\n$2\r\nr2\r\n$10\r\n0123456789\r\nGET r2\r\nQUIT
 rc=$?
 [ "$got" = '+OK $10 0123456789 +OK ' ] || fail "RESP over rift in 3-byte messages: got '$got'"
 [ "$($CLI get r2)" = "0123456789" ] || fail "a key set over rift is not seen over TCP"
+# A one-sided read by a token rift-kv never gave: its rift refuses it,
+# and INFO rdma counts the refusal (rift's rma_refused).
+got=$("$PROBE" -R -w 2000 "$RIFT_URL" < /dev/null)
+[ "$got" = "one-sided read: RIFT_EACCES" ] || fail "a forged one-sided read: got '$got'"
 info=$($CLI info rdma | tr -d '\r')
 echo "$info" | grep -q '^rdma_enabled:1$' || fail "INFO rdma: rdma_enabled is not 1"
 for f in rdma_connections rdma_send_ops rdma_recv_ops rdma_read_ops rdma_write_ops \
-	rdma_bytes_sent rdma_bytes_received rdma_completion_errors rdma_retry_exceeded; do
+	rdma_bytes_sent rdma_bytes_received rdma_read_bytes rdma_write_bytes \
+	rdma_completion_errors rdma_retry_exceeded rdma_rma_served rdma_rma_refused \
+	rdma_rma_direct rdma_rndv_reads rdma_rndv_read_bytes; do
 	echo "$info" | grep -q "^$f:[0-9][0-9]*\$" || fail "INFO rdma: no $f"
 done
-ok "RESP over rift ($RIFT_URL), INFO rdma"
+echo "$info" | grep -q '^rdma_rma_refused:1$' ||
+	fail "INFO rdma: the refused one-sided read is not counted: $(echo "$info" | grep rma_refused)"
+ok "RESP over rift ($RIFT_URL), INFO rdma (a refused one-sided read counted)"
 
 # ---- INFO sections -----------------------------------------------------
 info=$($CLI info | tr -d '\r')
