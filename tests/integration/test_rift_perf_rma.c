@@ -1,25 +1,29 @@
 /*
  * rift-perf --op write and --op read (issue 17, item 4), as a user runs
  * build/bin/rift-perf: latency and bandwidth over tcp:// (loopback, and
- * a server and a client as two processes), the figure perftest would
- * print beside the round trip (half of it for a write, all of it for a
- * read), an operation larger than a message, and the combinations that
- * are refused.  TEST_T: the same on the suite's transport (rdma in the
- * lab).
+ * a server and a client as two processes), write lat polling memory as
+ * ib_write_lat does and, with --notify, told by RIFT_EVENT_WRITTEN, the
+ * figure perftest would print beside the round trip (half of it for a
+ * write, all of it for a read), an operation larger than a message, and
+ * the combinations that are refused.  TEST_T: the same on the suite's
+ * transport (rdma in the lab).
  */
 #include <math.h>
 #include <unistd.h>
 
 #include "perf_run.h"
 
-/* ib_write_lat: the client writes, the server writes back; perftest
- * prints half the round trip, as for send. */
-TEST(rift_perf_write_lat_is_a_ping_pong_of_writes)
+/* ib_write_lat: each side writes plainly into the other's region and
+ * polls the last byte of its own; perftest prints half the round trip,
+ * as for send.  2000 round trips on one slot: its mark (count mod 255,
+ * plus 1) wraps several times. */
+TEST(rift_perf_write_lat_polls_memory_as_ib_write_lat)
 {
 	struct run *r = new_run();
 	const char *json[] = {"--loopback", "--transport", "tcp", "--op",
 			      "write",	    "--json",	   "-n",  "2000",
-			      "-s",	    "64",	   NULL};
+			      "--warmup",   "300",	   "-s",  "64",
+			      NULL};
 	const char *human[] = {"--loopback", "--transport", "tcp", "--op",
 			       "write",	     "-n",	    "500", NULL};
 	double rtt;
@@ -28,13 +32,17 @@ TEST(rift_perf_write_lat_is_a_ping_pong_of_writes)
 	CHECK_EQ(r->status, 0);
 	CHECK_CONTAINS(r->out, "\"test\": \"lat\"");
 	CHECK_CONTAINS(r->out, "\"op\": \"write\"");
+	CHECK_CONTAINS(r->out, "\"notify\": false");
 	CHECK_CONTAINS(r->out, "\"transport\": \"tcp\"");
 	CHECK_CONTAINS(r->out, "\"error\": null");
 	CHECK_EQ(jnum(r->out, "size"), 64);
+	/* -n measured; the 300 warm-up round trips ran first, unsampled */
+	CHECK_EQ(jnum(r->out, "warmup"), 300);
 	CHECK_EQ(jnum(r->out, "iterations"), 2000);
 	CHECK_EQ(jnum(r->out, "messages"), 2000);
-	/* one region slot of 64 bytes per outstanding round trip (1) */
-	CHECK_EQ(jnum(r->out, "region_bytes"), 64);
+	/* a 64-byte slot to write from and one to be written into per
+	 * round trip in flight (1), as perftest's buffer halves */
+	CHECK_EQ(jnum(r->out, "region_bytes"), 128);
 	perf_check_lat(r->out);
 	rtt = jnum_from(r->out, "\"lat_us\"", "p50");
 	CHECK(fabs(jnum_from(r->out, "\"one_way_us\"", "p50") - rtt / 2) <=
@@ -44,9 +52,88 @@ TEST(rift_perf_write_lat_is_a_ping_pong_of_writes)
 
 	perf_run(r, NULL, human);
 	CHECK_EQ(r->status, 0);
-	CHECK_CONTAINS(r->out, "write latency (round trip) test");
+	CHECK_CONTAINS(r->out, "rift-perf: write latency (round trip) test");
 	CHECK_CONTAINS(r->out, "1 round trip per connection");
+	CHECK_CONTAINS(r->out, "Write seen by   : polling its last byte (as "
+			       "ib_write_lat)");
 	CHECK_CONTAINS(r->out, " p50/2 ");
+	free(r);
+}
+
+/* Polling with several slots and connections, over a sweep: each slot's
+ * last byte moves with the size, each size starts from zeroed slots, and
+ * every round trip of every slot is answered and counted once. */
+TEST(rift_perf_write_lat_polls_every_slot_of_every_size)
+{
+	struct run *r = new_run();
+	const char *json[] = {"--loopback", "--transport", "tcp",  "--op",
+			      "write",	    "--json",	   "-a",   "--max-size",
+			      "256",	    "-t",	   "3",	   "-q",
+			      "2",	    "-n",	   "1000", "--poll",
+			      "busy",	    NULL};
+	const char *at = NULL;
+
+	perf_run(r, NULL, json);
+	CHECK_EQ(r->status, 0);
+	CHECK_CONTAINS(r->out, "\"error\": null");
+	CHECK_CONTAINS(r->out, "\"notify\": false");
+	CHECK_EQ(jnum(r->out, "qd"), 3);
+	CHECK_EQ(jnum(r->out, "region_bytes"), 2.0 * 3 * 256);
+	/* 2, 4, ... 256: eight sizes, each with every round trip */
+	CHECK_EQ(count(r->out, "\"iterations\": 1000,"), 8);
+	CHECK_EQ(count(r->out, "\"messages\": 2000,"), 8);
+	for (int size = 2; size <= 256; size *= 2) {
+		char key[32];
+
+		snprintf(key, sizeof(key), "\"size\": %d,", size);
+		at = strstr(r->out, key);
+		CHECK(at != NULL);
+		if (at)
+			perf_check_lat(at);
+	}
+	free(r);
+}
+
+/* --notify: the former exchange, rift's way of telling an application:
+ * write_notify both ways, each side told by RIFT_EVENT_WRITTEN; named
+ * apart in the table and the JSON. */
+TEST(rift_perf_write_lat_notify_is_told_by_written)
+{
+	struct run *r = new_run();
+	const char *json[] = {"--loopback", "--transport", "tcp",    "--op",
+			      "write",	    "--notify",	   "--json", "-n",
+			      "2000",	    "-s",	   "64",     NULL};
+	const char *human[] = {"--loopback", "--transport", "tcp", "--op",
+			       "write",	     "--notify",    "-n",  "500",
+			       "-t",	     "2",	    NULL};
+
+	perf_run(r, NULL, json);
+	CHECK_EQ(r->status, 0);
+	CHECK_CONTAINS(r->out, "\"test\": \"lat\"");
+	CHECK_CONTAINS(r->out, "\"op\": \"write\"");
+	CHECK_CONTAINS(r->out, "\"notify\": true");
+	CHECK_CONTAINS(r->out, "\"error\": null");
+	CHECK_EQ(jnum(r->out, "iterations"), 2000);
+	/* one slot of 64 bytes, written from and into at the same offset */
+	CHECK_EQ(jnum(r->out, "region_bytes"), 64);
+	perf_check_lat(r->out);
+	CHECK(fabs(jnum_from(r->out, "\"perftest_us\"", "p50") -
+		   jnum_from(r->out, "\"lat_us\"", "p50") / 2) <= 0.001);
+
+	perf_run(r, NULL, human);
+	CHECK_EQ(r->status, 0);
+	CHECK_CONTAINS(r->out,
+		       "rift-perf: write_notify latency (round trip) test");
+	CHECK_CONTAINS(r->out, "2 round trips per connection");
+	CHECK_CONTAINS(r->out, "Write seen by   : RIFT_EVENT_WRITTEN");
+	CHECK_CONTAINS(r->out, "\n 2            500 ");
+	/* the header line added fits 80 columns, as the table does */
+	for (const char *l = r->out; *l;) {
+		size_t n = strcspn(l, "\n");
+
+		CHECK(n <= 79);
+		l += n + (l[n] == '\n');
+	}
 	free(r);
 }
 
@@ -171,11 +258,14 @@ TEST(rift_perf_rma_operations_larger_than_a_message)
 TEST(rift_perf_rma_server_and_client_processes)
 {
 	static const struct {
-		const char *op, *test, *conns, *says;
+		const char *op, *test, *conns, *opt, *says;
 	} runs[] = {
-		{"write", "lat", "1",
+		{"write", "lat", "1", "-t2",
 		 "client: write lat test, 1 connection(s), transport tcp"},
-		{"read", "bw", "2",
+		{"write", "lat", "2", "--notify",
+		 "client: write_notify lat test, 2 connection(s), transport "
+		 "tcp"},
+		{"read", "bw", "2", "-t16",
 		 "client: read bw test, 2 connection(s), transport tcp"},
 	};
 	struct run *r = new_run();
@@ -188,7 +278,7 @@ TEST(rift_perf_rma_server_and_client_processes)
 			"--transport", "tcp",	    "-p",	   port,
 			"--json",      "--op",	    runs[i].op,	   "--test",
 			runs[i].test,  "-q",	    runs[i].conns, "-n",
-			"1000",	       "127.0.0.1", NULL};
+			"1000",	       runs[i].opt, "127.0.0.1",   NULL};
 		int out = tmpfile_fd(), err = tmpfile_fd(), srv_status;
 		pid_t srv;
 
@@ -233,6 +323,18 @@ TEST(rift_perf_rma_bad_combinations_exit_2_saying_why)
 		 {"-s/--size", "at least 1 byte"}},
 		{{"--loopback", "--op", "read", "-s", "1G", "-q", "2"},
 		 {"-s/--size", "at most 1073741824"}},
+		/* polled write lat: a slot each way per round trip */
+		{{"--loopback", "--op", "write", "-s", "16M", "-t", "64"},
+		 {"-t/--qd", "write lat registers 2 times -s times -t"}},
+		{{"--loopback", "--op", "write", "-s", "600M"},
+		 {"-s/--size", "at most 1073741824"}},
+		/* --notify: the write lat's alternative, nothing else's */
+		{{"--loopback", "--op", "read", "--notify"},
+		 {"--notify", "only for --op write --test lat"}},
+		{{"--loopback", "--op", "write", "--test", "bw", "--notify"},
+		 {"--notify", "not --op write --test bw"}},
+		{{"--loopback", "--notify"},
+		 {"--notify", "not --op send --test lat"}},
 	};
 	struct run *r = new_run();
 
@@ -254,6 +356,10 @@ TEST_T(rift_perf_rma_loopback_on_the_test_transport)
 			     "--json",	   "--op",	  "write",
 			     "-n",	   "1000",	  "-s",
 			     "32",	   rt_host(),	  NULL};
+	const char *notify[] = {"--loopback", "--transport", rt_transport(),
+				"--json",     "--op",	     "write",
+				"--notify",   "-n",	     "1000",
+				rt_host(),    NULL};
 	const char *bw[] = {
 		"--loopback", "--transport", rt_transport(), "--json",
 		"--op",	      "read",	     "--test",	     "bw",
@@ -262,9 +368,18 @@ TEST_T(rift_perf_rma_loopback_on_the_test_transport)
 	char want[64];
 
 	snprintf(want, sizeof(want), "\"transport\": \"%s\"", rt_transport());
+	/* polled: by RDMA the server's write lands with no word to the
+	 * client's loop */
 	perf_run(r, NULL, lat);
 	CHECK_EQ(r->status, 0);
 	CHECK_CONTAINS(r->out, want);
+	CHECK_CONTAINS(r->out, "\"notify\": false");
+	CHECK_EQ(jnum(r->out, "iterations"), 1000);
+	perf_check_lat(r->out);
+	perf_run(r, NULL, notify);
+	CHECK_EQ(r->status, 0);
+	CHECK_CONTAINS(r->out, want);
+	CHECK_CONTAINS(r->out, "\"notify\": true");
 	CHECK_EQ(jnum(r->out, "iterations"), 1000);
 	perf_check_lat(r->out);
 	perf_run(r, NULL, bw);

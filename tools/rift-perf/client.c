@@ -77,7 +77,7 @@ static void progress_tick(struct client *cl)
 	for (uint32_t i = 0; i < cl->n_data; i++)
 		done += o->test == TEST_LAT ? cl->data[i].recvd
 					    : cl->data[i].sent;
-	fprintf(stderr, "\r\033[K" PROG ": %s %s %" PRIu64 " B", op_name(o->op),
+	fprintf(stderr, "\r\033[K" PROG ": %s %s %" PRIu64 " B", op_label(o),
 		o->test == TEST_LAT ? "lat" : "bw", cl->size);
 	if (o->n_sizes > 1)
 		fprintf(stderr, " (size %d of %d)", cl->step_no + 1,
@@ -126,7 +126,7 @@ int cl_wait(struct client *cl, bool (*done)(struct client *),
 		}
 		if (work)
 			work(cl);
-		rc = loop_once(&cl->lp, TICK_MS);
+		rc = loop_once(&cl->lp, cl->spin ? 0 : TICK_MS);
 		if (rc < 0) {
 			cl_fail_rc(cl, rc, "rift_ctx_progress: %s",
 				   rift_strerror(rc));
@@ -228,7 +228,7 @@ int client_run(const struct opts *o, int port, struct metrics_src *msrc,
 	       struct client **out)
 {
 	struct client *cl = calloc(1, sizeof(*cl));
-	uint64_t max_size = 0, v[7], end;
+	uint64_t max_size = 0, v[CTL_VALUES], end;
 	uint8_t tok[RIFT_TOKEN_MAX_LEN];
 	size_t tok_len;
 	int rc, ret = 0, step_rc = 0;
@@ -299,7 +299,8 @@ int client_run(const struct opts *o, int port, struct metrics_src *msrc,
 	v[4] = max_size;
 	v[5] = (uint64_t)o->op;
 	v[6] = o->rma_len;
-	if (cl_ask(cl, CTL_HELLO, v, 7, CTL_HELLO_OK, "HELLO"))
+	v[7] = o->notify;
+	if (cl_ask(cl, CTL_HELLO, v, 8, CTL_HELLO_OK, "HELLO"))
 		goto close;
 	cl->token = cl->reply.v[0];
 

@@ -41,6 +41,11 @@ const char *op_name(enum op op)
 	return op == OP_WRITE ? "write" : op == OP_READ ? "read" : "send";
 }
 
+const char *op_label(const struct opts *o)
+{
+	return o->notify ? "write_notify" : op_name(o->op);
+}
+
 int ctl_decode(const void *data, size_t len, struct ctl *m)
 {
 	const uint8_t *p = data;

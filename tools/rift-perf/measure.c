@@ -270,8 +270,9 @@ void cl_on_event(rift_conn *conn, const rift_event *ev)
 			ev->message);
 		break;
 	case RIFT_EVENT_WRITTEN:
+		/* --notify only: a polled write lat's server writes plainly */
 		if (c->idx >= 0 && cl->in_step && cl->o->op == OP_WRITE &&
-		    cl->o->test == TEST_LAT)
+		    cl->o->test == TEST_LAT && cl->o->notify)
 			rma_on_written(c, ev);
 		else
 			cl_fail(cl, "%s: the server wrote here unasked",
@@ -293,7 +294,9 @@ static bool step_done(struct client *cl)
 	for (uint32_t i = 0; i < cl->n_data; i++) {
 		const struct cconn *c = &cl->data[i];
 
-		if (more_to_send(c) || c->ts_n || c->inflight)
+		/* more_to_send last: with -D it reads the clock, and a
+		 * polled write lat looks here after every round */
+		if (c->ts_n || c->inflight || more_to_send(c))
 			return false;
 	}
 	return true;
@@ -408,6 +411,7 @@ static int cl_begin(struct client *cl, uint64_t size, bool timed)
 
 		c->sent = c->recvd = 0;
 		c->ts_head = c->ts_n = 0;
+		rma_begin(c);
 	}
 	cl->size = size;
 	cl->lat.n = 0;
@@ -422,10 +426,11 @@ static int cl_begin(struct client *cl, uint64_t size, bool timed)
 
 /*
  * What the server's application sees of sent messages or operations:
- * the messages; with --op write --test lat the writes it is told of
- * (RIFT_EVENT_WRITTEN, each before its writer's callback); nothing of
- * the other one-sided tests, whose operations its rift serves without a
- * word to it (as perftest's server sits idle in ib_write_bw).
+ * the messages; with --op write --test lat the writes whose last byte
+ * it saw land (--notify: that it is told of, RIFT_EVENT_WRITTEN, each
+ * before its writer's callback); nothing of the other one-sided tests,
+ * whose operations its rift serves without a word to it (as perftest's
+ * server sits idle in ib_write_bw).
  */
 static uint64_t srv_sees(const struct client *cl, uint64_t sent)
 {
@@ -515,6 +520,8 @@ int cl_step(struct client *cl, uint64_t size, struct result *r)
 	uint64_t c0, c1, t1, sent, srv_cpu, srv_wall;
 	uint64_t s0, s1;
 	bool rma = o->op != OP_SEND;
+	bool polled = write_lat_polled(o->op, o->test, o->notify);
+	void (*work)(struct client *) = NULL;
 	int rc;
 
 	if (o->test == TEST_BW && o->warmup) {
@@ -536,9 +543,15 @@ int cl_step(struct client *cl, uint64_t size, struct result *r)
 	else if (o->test == TEST_LAT)
 		for (uint32_t i = 0; i < cl->n_data && !cl->failed; i++)
 			lat_pump(&cl->data[i], 0);
-	rc = cl_wait(cl, step_done,
-		     o->test == TEST_BW && !rma ? bw_pump_all : NULL, "step",
-		     0);
+	/* A polled write lat looks at memory after every round, and no
+	 * round sleeps: a write landing by RDMA wakes nothing. */
+	if (polled)
+		work = rma_poll;
+	else if (o->test == TEST_BW && !rma)
+		work = bw_pump_all;
+	cl->spin = polled;
+	rc = cl_wait(cl, step_done, work, "step", 0);
+	cl->spin = false;
 	s1 = stamp_now();
 	t1 = now_ns();
 	c1 = cpu_us();

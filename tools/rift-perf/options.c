@@ -32,6 +32,7 @@ enum {
 	OPT_METRICS_PORT,
 	OPT_METRICS_ADDR,
 	OPT_REPORT_GBITS,
+	OPT_NOTIFY,
 };
 
 /* ':' first: a missing argument is ':', not '?' */
@@ -63,6 +64,7 @@ static const struct option long_opts[] = {
 	{"warmup", required_argument, NULL, OPT_WARMUP},
 	{"poll", required_argument, NULL, OPT_POLL},
 	{"fill", no_argument, NULL, OPT_FILL},
+	{"notify", no_argument, NULL, OPT_NOTIFY},
 	{"metrics-port", required_argument, NULL, OPT_METRICS_PORT},
 	{"metrics-addr", required_argument, NULL, OPT_METRICS_ADDR},
 	{"report_gbits", no_argument, NULL, OPT_REPORT_GBITS},
@@ -117,7 +119,10 @@ static void usage(FILE *f)
 "      --test lat|bw       round-trip latency (default) or one-way bandwidth\n"
 "      --op OP             send (default), write or read: messages, or\n"
 "                          one-sided writes or reads of memory the server\n"
-"                          exported (perftest's ib_write_*, ib_read_*)\n"
+"                          exported (perftest's ib_write_*, ib_read_*);\n"
+"                          write lat polls the last byte, as ib_write_lat\n"
+"      --notify            write lat: a ping-pong of rift_conn_write_notify,\n"
+"                          each side told by RIFT_EVENT_WRITTEN instead\n"
 "  -s, --size SIZE         message size, bytes; K, M, G suffixes are powers of\n"
 "                          1024 (default 2 for lat, 65536 for bw)\n"
 "  -a, --all               sweep sizes 2, 4, 8, ... up to --max-size\n"
@@ -437,6 +442,9 @@ int parse_args(int argc, char **argv, struct opts *o)
 		case OPT_FILL:
 			o->fill = true;
 			break;
+		case OPT_NOTIFY:
+			o->notify = true;
+			break;
 		case OPT_REPORT_GBITS:
 			break; /* perftest's: Gb/s are in the table anyway */
 		case OPT_PLOT:
@@ -551,6 +559,13 @@ int parse_args(int argc, char **argv, struct opts *o)
 		return bad(OPT_FILL,
 			   "only for --op send (write and read move a "
 			   "registered region, written once)");
+	if (o->notify && (o->op != OP_WRITE || o->test != TEST_LAT))
+		return bad(OPT_NOTIFY,
+			   "only for --op write --test lat (a ping-pong of "
+			   "rift_conn_write_notify, each side told of the "
+			   "other's write by RIFT_EVENT_WRITTEN), not --op %s "
+			   "--test %s",
+			   op, o->test == TEST_LAT ? "lat" : "bw");
 	if (!qd_set)
 		o->qd = o->test == TEST_LAT ? 1
 			: o->op == OP_SEND  ? 0
@@ -642,7 +657,11 @@ int parse_args(int argc, char **argv, struct opts *o)
 	 * pieces), so max_msg_size does not bound it; the memory both
 	 * sides register does.  Each data connection has a region of
 	 * rma_slots operations of the largest size: -t of them while they
-	 * fit RMA_SLOT_MEM for all connections, else fewer, shared.
+	 * fit RMA_SLOT_MEM for all connections, else fewer, shared.  A
+	 * polled write lat has -t slots to write from and -t slots the
+	 * peer writes into, as perftest's write_lat has a half of its
+	 * buffer for each: a slot's last byte is polled, so no two round
+	 * trips share one.
 	 */
 	if (largest == 0)
 		return bad('s', "0: --op %s needs at least 1 byte", op);
@@ -652,6 +671,19 @@ int parse_args(int argc, char **argv, struct opts *o)
 			   "registers -s times -q bytes on each side, at most "
 			   "%llu",
 			   largest, o->conns, op, RMA_MEM_MAX);
+	if (write_lat_polled(o->op, o->test, o->notify)) {
+		if (largest > RMA_MEM_MAX / 2 / o->conns / o->qd)
+			return bad(qd_set ? 't' : 's',
+				   "%" PRIu64 " bytes, %u in flight on %u "
+				   "connection(s): write lat registers 2 "
+				   "times -s times -t times -q bytes on each "
+				   "side (a slot to write from and one to be "
+				   "written into per round trip), at most %llu",
+				   largest, o->qd, o->conns, RMA_MEM_MAX);
+		o->rma_slots = o->qd;
+		o->rma_len = 2 * largest * o->qd;
+		return 0;
+	}
 	o->rma_slots = (uint32_t)(RMA_SLOT_MEM / (largest * o->conns));
 	if (o->rma_slots > o->qd)
 		o->rma_slots = o->qd;

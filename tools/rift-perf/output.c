@@ -143,7 +143,9 @@ static const char *fmt_size(uint64_t v, int w, char *buf, size_t len)
 
 /*
  * The lat table: the round trip (send to the echo's on_recv; write: to
- * the server's write back; read: to the READ's callback), and what
+ * the server's write landing, and this side's write's callback;
+ * --notify: to the server's write's RIFT_EVENT_WRITTEN; read: to the
+ * READ's callback), and what
  * perftest reports as latency: for send and write half the round trip,
  * one way (its t_typical is the p50 of that); for read the whole of it,
  * as ib_read_lat does not halve (its rtt_factor is 1 for READ, 2 for
@@ -166,7 +168,7 @@ void print_header(const struct client *cl)
 
 	transport_why(cl, why, sizeof(why));
 	print_rule();
-	printf("                    rift-perf: %s %s test\n", op_name(o->op),
+	printf("                    rift-perf: %s %s test\n", op_label(o),
 	       o->test == TEST_LAT ? "latency (round trip)" : "bandwidth");
 	header_line("Mode", o->mode == MODE_LOOPBACK
 				    ? "loopback (server and client in one "
@@ -192,6 +194,12 @@ void print_header(const struct client *cl)
 		header_f("In flight",
 			 "send window (%" PRIu64 " bytes) per connection",
 			 (uint64_t)o->cfg.send_window);
+	if (o->op == OP_WRITE && o->test == TEST_LAT)
+		header_line("Write seen by",
+			    o->notify ? "RIFT_EVENT_WRITTEN (--notify: "
+					"rift_conn_write_notify)"
+				      : "polling its last byte (as "
+					"ib_write_lat)");
 	if (o->duration > 0)
 		header_f("Duration", "%.1f s per size, warm-up %" PRIu64,
 			 o->duration, o->warmup);
@@ -375,9 +383,10 @@ void print_json(const struct client *cl, bool was_interrupted)
 
 	json_head(f);
 	fprintf(f,
-		"  \"test\": \"%s\",\n  \"op\": \"%s\",\n  \"mode\": "
-		"\"%s\",\n",
+		"  \"test\": \"%s\",\n  \"op\": \"%s\",\n"
+		"  \"notify\": %s,\n  \"mode\": \"%s\",\n",
 		o->test == TEST_LAT ? "lat" : "bw", op_name(o->op),
+		o->notify ? "true" : "false",
 		o->mode == MODE_LOOPBACK ? "loopback" : "client");
 	fprintf(f, "  \"url\": ");
 	if (cl->url[0])

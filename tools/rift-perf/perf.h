@@ -32,7 +32,7 @@
 #define PROG		  "rift-perf"
 #define DEFAULT_PORT	  18515	      /* perftest's */
 #define PROTO_MAGIC	  0x46525052u /* "RPRF" */
-#define PROTO_VERSION	  2u	      /* 2: HELLO says the operation */
+#define PROTO_VERSION	  3u	      /* 3: HELLO says op and --notify */
 #define CTL_VALUES	  8
 #define CTL_HDR		  8u /* magic, type */
 #define CTL_SIZE	  (CTL_HDR + 8u * CTL_VALUES)
@@ -80,7 +80,8 @@ enum op { OP_SEND = 0, OP_WRITE = 1, OP_READ = 2 };
 
 enum ctl_type {
 	CTL_HELLO = 1, /* v: version, test, conns, qd, largest size, op,
-			  write/read: region bytes per data conn */
+			  write/read: region bytes per data conn,
+			  write lat: 1 = --notify */
 	CTL_HELLO_OK,  /* v: token */
 	CTL_JOIN,      /* v: token, index (first message of a data conn);
 			  write lat: blob, the client's export */
@@ -114,8 +115,10 @@ struct opts {
 	uint64_t warmup; /* lat: unmeasured round trips per connection */
 	uint32_t qd;	 /* messages in flight per connection, 0 = window;
 			    write/read: operations outstanding */
-	uint32_t rma_slots; /* write/read: -s slots in each region */
+	uint32_t rma_slots; /* write/read: -s slots in each region (polled
+			       write lat: -t to write from, -t into) */
 	uint64_t rma_len;   /* ... the region of a data connection, bytes */
+	bool notify;	    /* write lat: --notify, told by WRITTEN */
 	uint32_t conns;	 /* data connections */
 	bool json, persistent;
 	bool fill;		  /* bw: write every byte of every message */
@@ -165,6 +168,9 @@ int url_build(char *buf, size_t len, const char *scheme, const char *host,
 
 /* ctl.c */
 const char *op_name(enum op op); /* "send", "write", "read" */
+/* The operation as the report names the test: op_name, or
+ * "write_notify" for --notify. */
+const char *op_label(const struct opts *o);
 int ctl_decode(const void *data, size_t len, struct ctl *m);
 int ctl_send(rift_conn *conn, uint32_t type, const uint64_t *v, int nv,
 	     const char *text);
@@ -198,6 +204,11 @@ struct server {
 	enum op op;
 	uint64_t rma_len;      /* write/read: region bytes per data conn */
 	uint32_t rma_inflight; /* write lat: writes back under way */
+	bool notify;	       /* write lat: --notify, else polled */
+	uint32_t qd;	       /* polled write lat: slots per connection */
+	uint64_t max_size;     /* ... and the largest -s, bytes */
+	uint64_t size;	       /* ... this step's -s, bytes */
+	bool spin;	       /* ... a step runs: poll memory, never sleep */
 	uint32_t want_conns, joined;
 	bool session_end; /* the main loop ends the session */
 	bool session_failed;
@@ -245,6 +256,11 @@ struct rma_op {
 	struct cconn *c;
 	uint64_t t;    /* lat: stamp of the call */
 	uint32_t slot; /* index in c->ops */
+	/* polled write lat: this slot's round trip */
+	uint32_t k;   /* writes of the step so far; the last byte of
+			 the k-th is rma_mark(k) */
+	bool busy;    /* its write's callback is due */
+	bool awaited; /* the peer's answering write has not landed */
 };
 
 struct cconn {
@@ -297,6 +313,7 @@ struct client {
 	/* the step */
 	bool in_step;
 	bool warming; /* bw: the unmeasured phase in front of a step */
+	bool spin;    /* polled write lat: a step runs, never sleep */
 	uint64_t size;
 	uint32_t qd;	   /* lat: ring size */
 	uint64_t total;	   /* messages per connection, iterations mode */
@@ -375,10 +392,26 @@ more_to_send(const struct cconn *c)
 	return c->sent < cl->total;
 }
 
+/* Polled write lat (rma.c, server.c): the last byte of a slot's k-th
+ * write, k from 1, never 0, changing with every write (a zeroed slot
+ * holds none: each step starts from 0). */
+static inline uint8_t rma_mark(uint32_t k)
+{
+	return (uint8_t)((k - 1) % 255 + 1);
+}
+
+/* Polled write lat: whether the test polls memory (not --notify). */
+static inline bool write_lat_polled(enum op op, enum test test, bool notify)
+{
+	return op == OP_WRITE && test == TEST_LAT && !notify;
+}
+
 /* rma.c: --op write and read on the client */
 int rma_conn_setup(struct cconn *c, void *tok, size_t *tok_len);
 void rma_conn_release(struct cconn *c);
+void rma_begin(struct cconn *c);
 void rma_start(struct client *cl);
+void rma_poll(struct client *cl);
 void rma_on_written(struct cconn *c, const rift_event *ev);
 
 /* output.c.  The table and its header fit TABLE_WIDTH columns. */

@@ -134,7 +134,7 @@ int plot_svg(struct client *cl)
 		"background rgb 'white'\nset output ");
 	gp_str(gp, o->plot);
 	snprintf(title, sizeof(title), "rift-perf %s %s, %u connection(s), %s",
-		 op_name(o->op),
+		 op_label(o),
 		 o->test == TEST_LAT ? "round-trip latency"
 				     : "one-way bandwidth",
 		 o->conns, why);

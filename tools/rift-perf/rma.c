@@ -5,21 +5,38 @@
  * opts.rma_slots), and the server one per data connection, exported to
  * it with RIFT_MEM_READ | RIFT_MEM_WRITE; its token came in JOIN_OK.
  *
- *   write lat  ping-pong: rift_conn_write_notify of -s bytes into the
- *              server's region; the server, told by RIFT_EVENT_WRITTEN,
- *              writes them back into this side's region (exported to it
- *              in JOIN) with a write_notify of its own; a sample is the
- *              time from the call to that WRITTEN here, a round trip.
- *              perftest's write_lat has each side WRITE into the other's
- *              buffer and poll its last byte: the same exchange.
+ *   write lat  perftest's write_lat: a ping-pong of plain rift_conn_write
+ *              of -s bytes, each side writing into the other's region
+ *              (this side's is exported to the server in JOIN) and
+ *              polling the last byte of its own slot until the other's
+ *              write lands, with an __ATOMIC_ACQUIRE load after every
+ *              round of the loop (rma_poll; the loop never sleeps while
+ *              a step runs, whatever the polling mode, as ib_write_lat
+ *              spins and refuses -e).  Each write's last byte is
+ *              rma_mark(k), k counting the slot's writes of the step;
+ *              the server answers the k-th with a k-th of its own.  A
+ *              round trip ends once the server's write landed and this
+ *              side's write's callback ran (its slot may be written
+ *              again); the sample is the time from the call to then,
+ *              as perftest's is the time from one post to the next.
+ *              A region is two halves of -t slots: [0, -t x -s) to
+ *              write from, the rest to be written into (perftest's
+ *              write_lat buffer has a half for each).
+ *   write lat  --notify: rift_conn_write_notify of -s bytes into the
+ *   --notify   server's region; the server, told by RIFT_EVENT_WRITTEN,
+ *              writes them back into this side's region with a
+ *              write_notify of its own; a sample is the time from the
+ *              call to that WRITTEN here: rift's way of telling an
+ *              application, a notify frame after each write.
  *   read lat   rift_conn_read of -s bytes; a sample is the time from the
  *              call to its callback: one READ, itself a round trip.
  *   write bw,  -t operations outstanding on each connection; each
  *   read bw    callback calls the next operation at once, in its slot.
  *
  * An operation's slot says where it reads and writes, at the same offset
- * in both regions: slot modulo rma_slots, times -s.  Every callback runs
- * on the loop thread, from rift_ctx_progress (never inside the call).
+ * in both regions: slot modulo rma_slots, times -s (polled write lat:
+ * from this half to the other).  Every callback runs on the loop
+ * thread, from rift_ctx_progress (never inside the call).
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -27,9 +44,19 @@
 
 #include "perf.h"
 
-static bool write_lat(const struct opts *o)
+static bool write_polled(const struct opts *o)
 {
-	return o->op == OP_WRITE && o->test == TEST_LAT;
+	return write_lat_polled(o->op, o->test, o->notify);
+}
+
+/* Polled write lat: the last byte of slot's range in the half the
+ * server writes into, on this step's size. */
+static uint8_t *poll_byte(const struct cconn *c, uint32_t slot)
+{
+	const struct client *cl = c->cl;
+
+	return c->buf + cl->o->rma_len / 2 + (size_t)slot * cl->size +
+	       cl->size - 1;
 }
 
 static void rma_done(rift_conn *conn, void *user, int status, size_t bytes);
@@ -56,6 +83,15 @@ static void rma_call(struct rma_op *op, uint64_t now)
 		what = "rift_conn_read";
 		rc = rift_conn_read(c->conn, c->mem, off, c->rtok, c->rtok_len,
 				    off, cl->size, rma_done, op);
+	} else if (write_polled(o)) {
+		/* The slot's next mark last: the server polls for it.  The
+		 * slot's previous write has called back (rma_done). */
+		op->k++;
+		c->buf[off + cl->size - 1] = rma_mark(op->k);
+		what = "rift_conn_write";
+		rc = rift_conn_write(c->conn, c->mem, off, c->rtok, c->rtok_len,
+				     o->rma_len / 2 + off, cl->size, rma_done,
+				     op);
 	} else if (o->test == TEST_LAT) {
 		/* the tag names the slot: the server's answer carries it */
 		what = "rift_conn_write_notify";
@@ -76,8 +112,10 @@ static void rma_call(struct rma_op *op, uint64_t now)
 	}
 	c->sent++;
 	c->inflight++;
-	if (write_lat(o))
+	if (o->op == OP_WRITE && o->test == TEST_LAT)
 		c->ts_n++; /* a round trip waiting for the server's write */
+	if (write_polled(o))
+		op->busy = op->awaited = true;
 }
 
 static void lat_sample(struct cconn *c, uint64_t t, uint64_t now)
@@ -88,6 +126,21 @@ static void lat_sample(struct cconn *c, uint64_t t, uint64_t now)
 	    samples_push(&cl->lat, now > t ? now - t : 0))
 		cl_fail_rc(cl, RIFT_ENOMEM,
 			   "out of memory for latency samples");
+}
+
+/*
+ * Polled write lat: op's round trip is over (the server's write landed
+ * and this side's called back): the next write at once, stamped now,
+ * then the sample.
+ */
+static void round_trip_end(struct rma_op *op)
+{
+	struct cconn *c = op->c;
+	uint64_t now = stamp_now(), t = op->t;
+
+	c->recvd++;
+	rma_call(op, now);
+	lat_sample(c, t, now);
 }
 
 static void rma_done(rift_conn *conn, void *user, int status, size_t bytes)
@@ -112,10 +165,17 @@ static void rma_done(rift_conn *conn, void *user, int status, size_t bytes)
 			op_name(o->op), c->idx, bytes, cl->size);
 		return;
 	}
-	/* write lat: the round trip ends with the server's write; the slot
-	 * may already carry the next one (op->t is its) */
-	if (write_lat(o))
+	/* write lat --notify: the round trip ends with the server's write;
+	 * the slot may already carry the next one (op->t is its) */
+	if (o->notify)
 		return;
+	/* polled: once the server's write landed too (rma_poll) */
+	if (write_polled(o)) {
+		op->busy = false;
+		if (!op->awaited)
+			round_trip_end(op);
+		return;
+	}
 	c->recvd++;
 	if (o->test == TEST_BW) {
 		rma_call(op, 0);
@@ -129,7 +189,47 @@ static void rma_done(rift_conn *conn, void *user, int status, size_t bytes)
 	lat_sample(c, t, now);
 }
 
-/* write lat: the server's write back, the end of a round trip. */
+/*
+ * Polled write lat, after every round of the client's loop: the last
+ * byte of each slot a server's write is awaited in.  The load acquires:
+ * what the write brought is seen before the mark, on any transport
+ * (over frames this side's rift copied it in during the round).
+ */
+void rma_poll(struct client *cl)
+{
+	for (uint32_t i = 0; i < cl->n_data; i++) {
+		struct cconn *c = &cl->data[i];
+
+		for (uint32_t s = 0; c->ts_n && s < cl->o->qd; s++) {
+			struct rma_op *op = &c->ops[s];
+
+			if (!op->awaited || __atomic_load_n(poll_byte(c, s),
+							    __ATOMIC_ACQUIRE) !=
+						    rma_mark(op->k))
+				continue;
+			op->awaited = false;
+			c->ts_n--;
+			if (!op->busy)
+				round_trip_end(op);
+		}
+	}
+}
+
+/* Polled write lat: a new step starts from zeroed slots and marks.  No
+ * write is under way: the last step ended with every callback run on
+ * both sides (DONE), so nothing lands in the half cleared here. */
+void rma_begin(struct cconn *c)
+{
+	const struct opts *o = c->cl->o;
+
+	if (!write_polled(o) || !c->buf)
+		return;
+	memset(c->buf + o->rma_len / 2, 0, o->rma_len / 2);
+	for (uint32_t s = 0; s < o->qd; s++)
+		c->ops[s].k = 0;
+}
+
+/* write lat --notify: the server's write back, the end of a round trip. */
 void rma_on_written(struct cconn *c, const rift_event *ev)
 {
 	struct client *cl = c->cl;
@@ -197,7 +297,7 @@ int rma_conn_setup(struct cconn *c, void *tok, size_t *tok_len)
 			   rift_ctx_last_error(cl->ctx));
 		return -1;
 	}
-	if (!write_lat(o)) {
+	if (o->op != OP_WRITE || o->test != TEST_LAT) {
 		*tok_len = 0;
 		return 0;
 	}

@@ -5,7 +5,9 @@
  * counts (bw) and answers each step's END with DONE.  With --op write or
  * read it registers a region per data connection and exports it to the
  * client (the token goes in JOIN_OK); its rift serves the client's
- * operations, and in write lat the server writes each write back.
+ * operations, and in write lat the server answers each write with one
+ * of its own: polling the last byte of the slot the client writes into
+ * (perftest's write_lat), or told by RIFT_EVENT_WRITTEN (--notify).
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -31,6 +33,16 @@ static void rusage_split(uint64_t *user, uint64_t *sys)
 
 enum sc_kind { SC_NEW, SC_CTL, SC_DATA, SC_DEAD };
 
+/* Polled write lat: a slot of a data connection, where the client's
+ * round trips of one slot land and are answered. */
+struct sslot {
+	struct sconn *sc;
+	uint32_t idx;
+	uint32_t k;   /* the client's writes seen this step */
+	bool busy;    /* this side's answer's callback is due */
+	bool pending; /* the k-th seen, its answer waits for that callback */
+};
+
 struct sconn {
 	struct server *s;
 	rift_conn *conn;
@@ -46,6 +58,7 @@ struct sconn {
 	rift_mem *mem;
 	uint8_t peer_tok[RIFT_TOKEN_MAX_LEN];
 	size_t peer_tok_len;
+	struct sslot *slots; /* polled write lat: s->qd of them */
 	struct sconn *next;
 };
 
@@ -108,6 +121,7 @@ static void srv_closed(rift_conn *conn)
 		serr(s, "rift_mem_dereg: %s", rift_strerror(rc));
 	else
 		free(sc->buf);
+	free(sc->slots);
 	free(sc->q);
 	free(sc);
 	s->open--;
@@ -152,6 +166,7 @@ static void srv_check_done(struct server *s)
 	if (!s->end_pending || s->rmsgs < s->want_msgs || s->rma_inflight)
 		return;
 	s->end_pending = false;
+	s->spin = false; /* polled write lat: nothing lands until BEGIN */
 	rusage_split(&u, &sy);
 	v[0] = s->rmsgs;
 	v[1] = s->rbytes;
@@ -184,6 +199,18 @@ static int sc_rma_setup(struct sconn *sc, const struct ctl *join, void *tok,
 		}
 		memcpy(sc->peer_tok, join->blob, join->blob_len);
 		sc->peer_tok_len = join->blob_len;
+	}
+	if (write_lat_polled(s->op, s->test, s->notify)) {
+		sc->slots = calloc(s->qd, sizeof(*sc->slots));
+		if (!sc->slots) {
+			snprintf(why, wlen, "out of memory for %u slots",
+				 s->qd);
+			return -1;
+		}
+		for (uint32_t i = 0; i < s->qd; i++) {
+			sc->slots[i].sc = sc;
+			sc->slots[i].idx = i;
+		}
 	}
 	if (posix_memalign(&buf, 4096, s->rma_len)) {
 		snprintf(why, wlen, "out of memory for %" PRIu64 " bytes",
@@ -223,10 +250,105 @@ static void srv_rma_done(rift_conn *conn, void *user, int status, size_t bytes)
 	srv_check_done(s);
 }
 
+static void srv_slot_done(rift_conn *conn, void *user, int status,
+			  size_t bytes);
+
+/* Polled write lat: answer the slot's k-th write with this side's k-th,
+ * its last byte the same mark, from this half into the client's other
+ * one.  The slot's previous answer has called back. */
+static void srv_answer(struct sslot *sl)
+{
+	struct sconn *sc = sl->sc;
+	struct server *s = sc->s;
+	size_t off = (size_t)sl->idx * s->size;
+	int rc;
+
+	sc->buf[off + s->size - 1] = rma_mark(sl->k);
+	rc = rift_conn_write(sc->conn, sc->mem, off, sc->peer_tok,
+			     sc->peer_tok_len, s->rma_len / 2 + off, s->size,
+			     srv_slot_done, sl);
+	if (rc) {
+		srv_session_fail(s, "rift_conn_write: %s (%s)",
+				 rift_strerror(rc),
+				 rift_conn_last_error(sc->conn));
+		return;
+	}
+	sl->busy = true;
+	s->rma_inflight++;
+}
+
+static void srv_slot_done(rift_conn *conn, void *user, int status, size_t bytes)
+{
+	struct sslot *sl = user;
+
+	/* the answer first: DONE (srv_rma_done) waits for it too */
+	sl->busy = false;
+	if (sl->pending && !status) {
+		sl->pending = false;
+		srv_answer(sl);
+	}
+	srv_rma_done(conn, sl->sc, status, bytes);
+}
+
 /*
- * write lat: the client's write is in place; write the same bytes back
- * into its region at the same offset, with its tag (the client's slot):
- * one round trip of perftest's write_lat.
+ * Polled write lat, after every round of the loop while a step runs:
+ * the last byte of each slot the client writes into, read with an
+ * acquire load (over frames this side's rift copied the write in
+ * during the round; by RDMA it landed on its own, waking nothing).  A
+ * write seen is answered at once, or once the slot's previous answer
+ * called back.
+ */
+static void srv_poll(struct server *s)
+{
+	for (struct sconn *sc = s->conns; sc; sc = sc->next) {
+		const uint8_t *in;
+
+		if (sc->kind != SC_DATA || !sc->slots || sc->closing)
+			continue;
+		in = sc->buf + s->rma_len / 2 + s->size - 1;
+		for (uint32_t i = 0; i < s->qd; i++, in += s->size) {
+			struct sslot *sl = &sc->slots[i];
+
+			if (sl->pending ||
+			    __atomic_load_n(in, __ATOMIC_ACQUIRE) !=
+				    rma_mark(sl->k + 1))
+				continue;
+			sl->k++;
+			s->rmsgs++;
+			s->rbytes += s->size;
+			if (sl->busy)
+				sl->pending = true;
+			else
+				srv_answer(sl);
+		}
+	}
+}
+
+/* Polled write lat, at BEGIN: the step's size; every data connection's
+ * slots zeroed and their counts too.  No write is under way: the last
+ * step's DONE waited for this side's callbacks and the client's. */
+static int srv_poll_begin(struct server *s, uint64_t size)
+{
+	if (!write_lat_polled(s->op, s->test, s->notify))
+		return 0;
+	if (!size || size > s->max_size)
+		return -1;
+	s->size = size;
+	for (struct sconn *sc = s->conns; sc; sc = sc->next) {
+		if (sc->kind != SC_DATA || !sc->slots)
+			continue;
+		memset(sc->buf + s->rma_len / 2, 0, s->rma_len / 2);
+		for (uint32_t i = 0; i < s->qd; i++)
+			sc->slots[i].k = 0;
+	}
+	s->spin = true;
+	return 0;
+}
+
+/*
+ * write lat --notify: the client's write is in place; write the same
+ * bytes back into its region at the same offset, with its tag (the
+ * client's slot), told by RIFT_EVENT_WRITTEN in turn.
  */
 static void srv_write_back(struct sconn *sc, const rift_event *ev)
 {
@@ -234,7 +356,7 @@ static void srv_write_back(struct sconn *sc, const rift_event *ev)
 	int rc;
 
 	if (sc->kind != SC_DATA || s->op != OP_WRITE || s->test != TEST_LAT ||
-	    ev->mem != sc->mem) {
+	    !s->notify || ev->mem != sc->mem) {
 		srv_session_fail(
 			s,
 			"a write_notify the test does not make (%" PRIu64
@@ -302,8 +424,11 @@ static void srv_first(struct sconn *sc, rift_msg *msg)
 				 "server's max_msg_size %" PRIu64,
 				 m.v[4], (uint64_t)s->o->cfg.max_msg_size);
 		else if (m.v[5] != OP_SEND &&
-			 (m.v[3] < 1 || !m.v[4] || m.v[6] < m.v[4] ||
-			  m.v[6] > RMA_MEM_MAX / m.v[2]))
+			 (m.v[3] < 1 || m.v[3] > MAX_QD || !m.v[4] ||
+			  m.v[6] < m.v[4] || m.v[6] > RMA_MEM_MAX / m.v[2] ||
+			  (write_lat_polled((enum op)m.v[5], (enum test)m.v[1],
+					    m.v[7]) &&
+			   m.v[6] / 2 / m.v[3] < m.v[4])))
 			snprintf(why, sizeof(why),
 				 "%s: regions of %" PRIu64 " bytes for %" PRIu64
 				 " connection(s), operations of %" PRIu64
@@ -324,6 +449,10 @@ static void srv_first(struct sconn *sc, rift_msg *msg)
 		s->op = (enum op)m.v[5];
 		s->rma_len = m.v[6];
 		s->rma_inflight = 0;
+		s->notify = s->op == OP_WRITE && s->test == TEST_LAT && m.v[7];
+		s->qd = (uint32_t)m.v[3];
+		s->max_size = m.v[4];
+		s->spin = false;
 		s->want_conns = (uint32_t)m.v[2];
 		s->joined = 0;
 		s->token = now_ns() ^ ((uint64_t)getpid() << 32) ^
@@ -332,6 +461,7 @@ static void srv_first(struct sconn *sc, rift_msg *msg)
 		s->rmsgs = s->rbytes = 0;
 		slog(s, "client: %s%s test, %u connection(s), transport %s",
 		     s->op == OP_SEND	 ? ""
+		     : s->notify	 ? "write_notify "
 		     : s->op == OP_WRITE ? "write "
 					 : "read ",
 		     s->test == TEST_LAT ? "lat" : "bw", s->want_conns,
@@ -392,6 +522,13 @@ static void srv_ctl(struct sconn *sc, rift_msg *msg)
 
 		s->rmsgs = s->rbytes = 0;
 		s->end_pending = false;
+		if (srv_poll_begin(s, m.v[1])) {
+			srv_session_fail(s,
+					 "BEGIN of %" PRIu64 " bytes: "
+					 "write lat takes 1..%" PRIu64,
+					 m.v[1], s->max_size);
+			break;
+		}
 		s->t_begin = now_ns();
 		rusage_split(&s->u_begin, &s->s_begin);
 		/* Whether this side's pool still registers memory ahead
@@ -582,6 +719,7 @@ static void srv_end_session(struct server *s)
 	s->end_pending = false;
 	s->joined = 0;
 	s->rma_inflight = 0; /* closing: no callback of theirs runs */
+	s->spin = false;
 }
 
 static void srv_lst_closed(rift_listener *l)
@@ -635,13 +773,17 @@ int server_run(struct server *s)
 			if (!o->persistent && s->served)
 				break;
 		}
-		rc = loop_once(&s->lp, TICK_MS);
+		/* polled write lat: a write landing by RDMA wakes nothing,
+		 * so a step's rounds never sleep and look at memory */
+		rc = loop_once(&s->lp, s->spin ? 0 : TICK_MS);
 		if (rc < 0) {
 			srv_fatal(s, rc, "rift_ctx_progress: %s",
 				  rift_strerror(rc));
 			ret = EXIT_FAIL;
 			break;
 		}
+		if (s->spin)
+			srv_poll(s);
 	}
 	if (interrupted && !s->loopback)
 		ret = EXIT_INTR;
