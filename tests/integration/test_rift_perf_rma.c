@@ -9,9 +9,36 @@
  * transport (rdma in the lab).
  */
 #include <math.h>
+#include <stdbool.h>
 #include <unistd.h>
 
 #include "perf_run.h"
+
+/*
+ * A write lat's JSON (polled, or --notify): over tcp, iters measured
+ * round trips of 64 bytes on one connection, regions of region_bytes,
+ * and perftest's figure beside the round trip: half of it, one way.
+ */
+static void check_write_lat_json(const char *out, bool notify, int iters,
+				 double region_bytes)
+{
+	double rtt;
+
+	CHECK_CONTAINS(out, "\"test\": \"lat\"");
+	CHECK_CONTAINS(out, "\"op\": \"write\"");
+	CHECK_CONTAINS(out, notify ? "\"notify\": true" : "\"notify\": false");
+	CHECK_CONTAINS(out, "\"transport\": \"tcp\"");
+	CHECK_CONTAINS(out, "\"error\": null");
+	CHECK_EQ(jnum(out, "size"), 64);
+	CHECK_EQ(jnum(out, "iterations"), iters);
+	CHECK_EQ(jnum(out, "messages"), iters);
+	CHECK_EQ(jnum(out, "region_bytes"), region_bytes);
+	perf_check_lat(out);
+	rtt = jnum_from(out, "\"lat_us\"", "p50");
+	CHECK(fabs(jnum_from(out, "\"one_way_us\"", "p50") - rtt / 2) <= 0.001);
+	CHECK(fabs(jnum_from(out, "\"perftest_us\"", "p50") - rtt / 2) <=
+	      0.001);
+}
 
 /* ib_write_lat: each side writes plainly into the other's region and
  * polls the last byte of its own; perftest prints half the round trip,
@@ -26,29 +53,14 @@ TEST(rift_perf_write_lat_polls_memory_as_ib_write_lat)
 			      NULL};
 	const char *human[] = {"--loopback", "--transport", "tcp", "--op",
 			       "write",	     "-n",	    "500", NULL};
-	double rtt;
 
 	perf_run(r, NULL, json);
 	CHECK_EQ(r->status, 0);
-	CHECK_CONTAINS(r->out, "\"test\": \"lat\"");
-	CHECK_CONTAINS(r->out, "\"op\": \"write\"");
-	CHECK_CONTAINS(r->out, "\"notify\": false");
-	CHECK_CONTAINS(r->out, "\"transport\": \"tcp\"");
-	CHECK_CONTAINS(r->out, "\"error\": null");
-	CHECK_EQ(jnum(r->out, "size"), 64);
-	/* -n measured; the 300 warm-up round trips ran first, unsampled */
+	/* -n measured, after 300 warm-up round trips, unsampled; a 64-byte
+	 * slot to write from and one to be written into per round trip in
+	 * flight (1), as perftest's buffer halves */
 	CHECK_EQ(jnum(r->out, "warmup"), 300);
-	CHECK_EQ(jnum(r->out, "iterations"), 2000);
-	CHECK_EQ(jnum(r->out, "messages"), 2000);
-	/* a 64-byte slot to write from and one to be written into per
-	 * round trip in flight (1), as perftest's buffer halves */
-	CHECK_EQ(jnum(r->out, "region_bytes"), 128);
-	perf_check_lat(r->out);
-	rtt = jnum_from(r->out, "\"lat_us\"", "p50");
-	CHECK(fabs(jnum_from(r->out, "\"one_way_us\"", "p50") - rtt / 2) <=
-	      0.001);
-	CHECK(fabs(jnum_from(r->out, "\"perftest_us\"", "p50") - rtt / 2) <=
-	      0.001);
+	check_write_lat_json(r->out, false, 2000, 128);
 
 	perf_run(r, NULL, human);
 	CHECK_EQ(r->status, 0);
@@ -109,16 +121,8 @@ TEST(rift_perf_write_lat_notify_is_told_by_written)
 
 	perf_run(r, NULL, json);
 	CHECK_EQ(r->status, 0);
-	CHECK_CONTAINS(r->out, "\"test\": \"lat\"");
-	CHECK_CONTAINS(r->out, "\"op\": \"write\"");
-	CHECK_CONTAINS(r->out, "\"notify\": true");
-	CHECK_CONTAINS(r->out, "\"error\": null");
-	CHECK_EQ(jnum(r->out, "iterations"), 2000);
 	/* one slot of 64 bytes, written from and into at the same offset */
-	CHECK_EQ(jnum(r->out, "region_bytes"), 64);
-	perf_check_lat(r->out);
-	CHECK(fabs(jnum_from(r->out, "\"perftest_us\"", "p50") -
-		   jnum_from(r->out, "\"lat_us\"", "p50") / 2) <= 0.001);
+	check_write_lat_json(r->out, true, 2000, 64);
 
 	perf_run(r, NULL, human);
 	CHECK_EQ(r->status, 0);
@@ -352,14 +356,13 @@ TEST(rift_perf_rma_bad_combinations_exit_2_saying_why)
 TEST_T(rift_perf_rma_loopback_on_the_test_transport)
 {
 	struct run *r = new_run();
+	/* write lat polled (by RDMA the server's write lands with no word
+	 * to the client's loop), then --notify: the one word told apart */
 	const char *lat[] = {"--loopback", "--transport", rt_transport(),
 			     "--json",	   "--op",	  "write",
 			     "-n",	   "1000",	  "-s",
-			     "32",	   rt_host(),	  NULL};
-	const char *notify[] = {"--loopback", "--transport", rt_transport(),
-				"--json",     "--op",	     "write",
-				"--notify",   "-n",	     "1000",
-				rt_host(),    NULL};
+			     "32",	   rt_host(),	  NULL,
+			     NULL};
 	const char *bw[] = {
 		"--loopback", "--transport", rt_transport(), "--json",
 		"--op",	      "read",	     "--test",	     "bw",
@@ -368,20 +371,16 @@ TEST_T(rift_perf_rma_loopback_on_the_test_transport)
 	char want[64];
 
 	snprintf(want, sizeof(want), "\"transport\": \"%s\"", rt_transport());
-	/* polled: by RDMA the server's write lands with no word to the
-	 * client's loop */
-	perf_run(r, NULL, lat);
-	CHECK_EQ(r->status, 0);
-	CHECK_CONTAINS(r->out, want);
-	CHECK_CONTAINS(r->out, "\"notify\": false");
-	CHECK_EQ(jnum(r->out, "iterations"), 1000);
-	perf_check_lat(r->out);
-	perf_run(r, NULL, notify);
-	CHECK_EQ(r->status, 0);
-	CHECK_CONTAINS(r->out, want);
-	CHECK_CONTAINS(r->out, "\"notify\": true");
-	CHECK_EQ(jnum(r->out, "iterations"), 1000);
-	perf_check_lat(r->out);
+	for (int notify = 0; notify < 2; notify++) {
+		lat[11] = notify ? "--notify" : NULL;
+		perf_run(r, NULL, lat);
+		CHECK_EQ(r->status, 0);
+		CHECK_CONTAINS(r->out, want);
+		CHECK_CONTAINS(r->out, notify ? "\"notify\": true"
+					      : "\"notify\": false");
+		CHECK_EQ(jnum(r->out, "iterations"), 1000);
+		perf_check_lat(r->out);
+	}
 	perf_run(r, NULL, bw);
 	CHECK_EQ(r->status, 0);
 	CHECK_CONTAINS(r->out, want);
