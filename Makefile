@@ -41,7 +41,8 @@ LIB_SRCS  := $(sort $(wildcard src/*/*.c src/*/*/*.c))
 # test binaries only, its objects under build/<flavour>/examples, away
 # from the library's that check-layers reads.
 EX_TEST_SRCS := examples/rift-kv/resp.c examples/rift-kv/store.c \
-                examples/rift-kv/glob.c examples/rift-kv/config.c
+                examples/rift-kv/glob.c examples/rift-kv/config.c \
+                examples/rift-kv/http.c
 TEST_SRCS := tests/runner.c $(sort $(wildcard tests/unit/*.c tests/integration/*.c)) \
              $(EX_TEST_SRCS)
 TOOL_SRCS := $(filter-out tools/metrics_http.c,$(sort $(wildcard tools/*.c)))
@@ -290,7 +291,7 @@ PAIR_TESTS := link_cut port_down loop_never connect_over tcp_path_break \
   failover_finds configured_device_chooses standby_path standby_that one_path_with \
   local_address_picks local_device_picks conn_paths failback a_failback a_standby_begun a_resumed a_ping a_server_whose silent_loss auto_returns a_flapping \
   active_active_carries soak_healthy a_removed_device a_listener_on a_port_back without_uevents \
-  a_lossy_link rma_keeps
+  a_lossy_link rma_keeps rma_reads_stay
 # examples/rma.c as a user runs it, in the pair boot: two processes,
 # links going down under it (tests/lab/rma-example.sh).
 $(BUILD)/examples/rma: examples/rma.c include/rift.h $(BUILD)/lib/librift.a

@@ -274,6 +274,7 @@ int rift__group_join(rift__path *p, const struct rift__hdr *h,
 	if (p->ops == conn->ops)
 		rift__spread_carrier_add(conn, p);
 	rift__path_keepalive_start(p);
+	rift__rma_path_joined(conn, p);
 	/* The data path now has somewhere to go: it watches its sends. */
 	if (conn->path && conn->path->state == RIFT_PATH_ATTACHED)
 		rift__path_keepalive_retick(conn->path);
@@ -335,6 +336,7 @@ int rift__group_handshake(rift__path *p, const struct rift__hdr *h,
 		conn->addr_down[p->addr_idx].standby_timeouts = 0;
 	}
 	rift__path_keepalive_start(p);
+	rift__rma_path_joined(conn, p);
 	RIFT_INFO(p->ctx, "session %016llx: standby path %u to %s joined",
 		  (unsigned long long)conn->session_id, p->gid, p->peer);
 	/* Through an address the client prefers: failback is due later. */

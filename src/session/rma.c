@@ -29,6 +29,10 @@ struct os_win {
 	struct os_win *next;
 	rift__path *path;       /* alive: rift__rma_path_gone drops it */
 	void *win;
+	uint32_t rkey;
+	/* The path's attach counter the peer was told the key for: a
+	 * standby promoted by a RESUME takes a new one, told again. */
+	uint64_t attach;
 };
 
 /* Requester: the key of an export's window on the path of an attach
@@ -788,41 +792,100 @@ void rift__rma_path_gone(rift_conn *conn, rift__path *p)
 	}
 }
 
-/* The export reachable by one-sided RDMA through the data path: a window
- * bound there on first use, its key sent to the peer ahead of the answer
- * (KEYS); the peer's next pieces on that path need no frame of ours. */
-static void expose(rift_conn *conn, struct rift__export *e)
+/* The key of e's window on p to the peer (KEYS), ahead of what this side
+ * answers after. */
+static void keys_send(rift_conn *conn, struct rift__export *e,
+		      struct os_win *w)
 {
-	rift__path *p = conn->path;
+	struct rma_pend *k = calloc(1, sizeof(*k));
+
+	if (!k)
+		return; /* the peer's pieces there go by frames */
+	k->op = RIFT_RMA_KEYS;
+	k->id = e->id;
+	k->off = w->attach;
+	k->tag = w->rkey;
+	pend_add(conn->rma, k);
+}
+
+/* e reachable by one-sided RDMA through p: a window bound there once,
+ * its key told to the peer (again when p's attach counter changed). */
+static void expose_on(rift_conn *conn, struct rift__export *e, rift__path *p)
+{
 	struct os_win *w;
-	struct rma_pend *k;
 	uint32_t rkey;
 	void *win;
 
-	if (!p || p->state != RIFT_PATH_ATTACHED || !p->ops->rma_expose)
+	if (!p->ops->rma_expose)
 		return;
 	for (w = e->wins; w; w = w->next)
-		if (w->path == p)
+		if (w->path == p) {
+			if (w->attach != p->attach) {
+				w->attach = p->attach;
+				keys_send(conn, e, w);
+			}
 			return;
+		}
 	w = calloc(1, sizeof(*w));
-	k = calloc(1, sizeof(*k));
-	if (!w || !k ||
+	if (!w ||
 	    p->ops->rma_expose(p, e->mem,
 			       (uint64_t)(uintptr_t)(e->mem->addr + e->off),
 			       e->len, e->access, &rkey, &win)) {
 		free(w);
-		free(k);
 		return;
 	}
 	w->path = p;
 	w->win = win;
+	w->rkey = rkey;
+	w->attach = p->attach;
 	w->next = e->wins;
 	e->wins = w;
-	k->op = RIFT_RMA_KEYS;
-	k->id = e->id;
-	k->off = p->attach;
-	k->tag = rkey;
-	pend_add(conn->rma, k);
+	keys_send(conn, e, w);
+}
+
+/*
+ * The export reachable by one-sided RDMA through the data path and every
+ * joined standby, from its first use on (never-used exports cost no
+ * window): the peer's next pieces need no frame of ours, and after a
+ * failover onto a standby none either.
+ */
+static void expose(rift_conn *conn, struct rift__export *e)
+{
+	if (conn->path && conn->path->state == RIFT_PATH_ATTACHED)
+		expose_on(conn, e, conn->path);
+	for (unsigned i = 0; i < conn->n_standby; i++)
+		if (conn->standby[i]->state == RIFT_PATH_STANDBY)
+			expose_on(conn, e, conn->standby[i]);
+}
+
+void rift__rma_path_joined(rift_conn *conn, rift__path *p)
+{
+	struct rift__rma_conn *rc = conn->rma;
+	bool any = false;
+
+	if (!rc || conn->closing || conn->state == RIFT_CONN_DEAD)
+		return;
+	for (struct rift__export *e = rc->exports; e; e = e->cnext)
+		if (e->wins) {
+			expose_on(conn, e, p);
+			any = true;
+		}
+	if (any)
+		due(conn); /* the KEYS go from the round's end */
+}
+
+void rift__rma_path_reattach(rift_conn *conn, rift__path *p, uint64_t was)
+{
+	struct rift__rma_conn *rc = conn->rma;
+	unsigned n = rc->n_keys < RMA_KEYS_MAX ? rc->n_keys : RMA_KEYS_MAX;
+
+	for (unsigned i = 0; i < n; i++)
+		if (rc->keys[i].attach == was)
+			rc->keys[i].attach = p->attach;
+	for (struct rift__export *e = rc->exports; e; e = e->cnext)
+		for (struct os_win *w = e->wins; w; w = w->next)
+			if (w->path == p && w->attach == was)
+				w->attach = p->attach;
 }
 
 int rift__rma_run(rift_ctx *ctx)

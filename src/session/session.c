@@ -469,8 +469,15 @@ void rift__hello_fill(rift__path *p, uint8_t type, struct rift__hello *h)
 		   rift__group_caps(conn) | RIFT_CAP_RMA;
 	if (type == RIFT_FRAME_HELLO_ACK)
 		memcpy(h->auth, conn->key, sizeof(h->auth));
-	else if (type == RIFT_FRAME_RESUME || type == RIFT_FRAME_JOIN)
+	else if (type == RIFT_FRAME_RESUME || type == RIFT_FRAME_JOIN) {
+		uint64_t was = p->attach;
+
 		h->attach = p->attach = ++conn->attach_seq; /* never used */
+		/* A joined standby resuming the session keeps its QP, and
+		 * the one-sided keys of it (the server does the same). */
+		if (type == RIFT_FRAME_RESUME && p->promoted && conn->rma)
+			rift__rma_path_reattach(conn, p, was);
+	}
 	else if (type == RIFT_FRAME_RESUME_ACK || type == RIFT_FRAME_JOIN_ACK)
 		h->attach = p->attach; /* the RESUME's or JOIN's */
 }
@@ -989,6 +996,8 @@ int rift__path_on_frame(rift__path *p, const struct rift__hdr *h,
 			 * checked as a RESUME on a new path is.  A standby
 			 * no more: if it fails from now on, it fails as the
 			 * data path (failover.c, path_lost). */
+			uint64_t was = p->attach;
+
 			rift__group_standby_del(conn, p);
 			if (p->slot)
 				rift__spread_carrier_gone(conn, p);
@@ -996,6 +1005,17 @@ int rift__path_on_frame(rift__path *p, const struct rift__hdr *h,
 			p->standby = false;
 			p->state = RIFT_PATH_HANDSHAKE;
 			rc = server_handshake(p, h, payload);
+			/* One-sided access: the same QP under a new attach
+			 * counter keeps its windows and keys; a path the
+			 * RESUME did not attach loses them here (it is no
+			 * longer the session's to report its death). */
+			if (conn->rma) {
+				if (p->conn == conn &&
+				    p->state == RIFT_PATH_ATTACHED)
+					rift__rma_path_reattach(conn, p, was);
+				else
+					rift__rma_path_gone(conn, p);
+			}
 		} else {
 			rc = rift__group_standby_frame(p, h, payload);
 		}

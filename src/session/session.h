@@ -245,6 +245,12 @@ int rift__rma_run(rift_ctx *ctx);
 /* p dies (rift__path_kill): what was posted or exposed on it is let go
  * (its one-sided pieces are done again by frames). */
 void rift__rma_path_gone(rift_conn *conn, rift__path *p);
+/* p joined as a standby: exports in use get a window there too, their
+ * keys told to the peer, so a failover onto it keeps one-sided RDMA. */
+void rift__rma_path_joined(rift_conn *conn, rift__path *p);
+/* p, a joined standby, resumed the session under a new attach counter
+ * (was: its JOIN's): both sides move its keys to the new one. */
+void rift__rma_path_reattach(rift_conn *conn, rift__path *p, uint64_t was);
 
 /* ---- metrics hooks (session/stats.c) ----
  *

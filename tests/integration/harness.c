@@ -378,6 +378,15 @@ void h_close_all(rift_ctx *ctx, rift_listener *l, rift_conn **conns, int n)
 	closes_wanted = want;
 }
 
+bool h_close_wait(rift_ctx *ctx, int ms)
+{
+	uint64_t end = h_now_us() + (uint64_t)ms * 1000u;
+
+	while (closes_done < closes_wanted && h_now_us() < end)
+		rift_ctx_run(ctx, 5);
+	return closes_done >= closes_wanted;
+}
+
 void h_teardown2(rift_ctx *a, rift_listener *la, rift_conn **ca, int na,
 		 rift_ctx *b, rift_listener *lb, rift_conn **cb, int nb)
 {

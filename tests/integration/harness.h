@@ -78,6 +78,11 @@ int h_send(rift_conn *conn, uint64_t seed, uint64_t i, size_t max_size);
  * (1 s at most), the context left for the caller (h_teardown's first
  * half). */
 void h_close_all(rift_ctx *ctx, rift_listener *l, rift_conn **conns, int n);
+/* ... and every one of those closes done, waiting up to ms more (a close
+ * under way while the session re-attaches waits for the new path):
+ * whether they are.  Needed before resources the sessions hold go, such
+ * as regions their exports name (rift_mem_dereg). */
+bool h_close_wait(rift_ctx *ctx, int ms);
 void h_teardown(rift_ctx *ctx, rift_listener *l, rift_conn **conns, int n);
 /* The same for two contexts on this thread whose connections are each
  * other's peers: both loops run while they close, so the closes end in

@@ -163,6 +163,102 @@ TEST_T(standby_path_takes_over_without_a_new_connection)
 	grp_close(&g);
 }
 
+/* One-sided operations' callbacks (rma_... below). */
+static int rma_n, rma_status;
+
+static void rma_cb(rift_conn *conn, void *user, int status, size_t bytes)
+{
+	(void)conn;
+	(void)user;
+	(void)bytes;
+	if (status)
+		rma_status = status;
+	rma_n++;
+}
+
+/* One read of len bytes at off by tok; its status. */
+static int rma_read_one(struct grp *g, rift_mem *lm, const uint8_t *tok,
+			size_t tl, size_t off, size_t len)
+{
+	uint64_t end = h_now_us() + 10000000u;
+	int n = rma_n;
+
+	rma_status = 0;
+	CHECK_EQ(rift_conn_read(g->c, lm, 0, tok, tl, off, len, rma_cb, NULL),
+		 0);
+	while (rma_n == n && h_now_us() < end)
+		rift_ctx_run(g->ctx, 5);
+	CHECK(rma_n > n);
+	return rma_status;
+}
+
+/*
+ * An export in use gets a window on every joined standby too, its key
+ * told ahead; a failover onto the standby (a RESUME there, which gives
+ * the path a new attach counter on both sides) keeps the keys: the next
+ * read after it goes by RDMA at once, no frame served.  Over TCP every
+ * read is served by frames.
+ */
+TEST_T(rma_reads_stay_one_sided_across_a_failover_onto_a_standby)
+{
+	static uint8_t buf[65536], mine[4096];
+	bool rdma = strcmp(rt_transport(), "rdma") == 0;
+	struct grp g;
+	rift__path *standby;
+	rift_mem *em, *lm;
+	uint8_t tok[RIFT_TOKEN_MAX_LEN];
+	size_t tl = sizeof(tok);
+	rift_ctx_stats st;
+	uint64_t served;
+
+	grp_open(&g, "", true);
+	standby = joined_standby(g.ctx, g.c, &g.srv.conn);
+	CHECK(standby != NULL);
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = (uint8_t)(i * 13u + 1);
+	CHECK_EQ(rift_mem_reg(g.ctx, buf, sizeof(buf), RIFT_MEM_READ, &em), 0);
+	CHECK_EQ(rift_mem_reg(g.ctx, mine, sizeof(mine),
+			      RIFT_MEM_READ | RIFT_MEM_WRITE, &lm), 0);
+	CHECK_EQ(rift_mem_export(em, g.srv.conn, 0, sizeof(buf), RIFT_MEM_READ,
+				 tok, &tl), 0);
+	/* The first by frames (the keys come with its answer), then RDMA. */
+	CHECK_EQ(rma_read_one(&g, lm, tok, tl, 100, 1000), 0);
+	CHECK_EQ(rma_read_one(&g, lm, tok, tl, 2000, 1000), 0);
+	CHECK(memcmp(mine, buf + 2000, 1000) == 0);
+	rift_ctx_stats_init(&st);
+	CHECK_EQ(rift_ctx_stats_get(g.ctx, &st), 0);
+	CHECK_EQ(st.rma_direct, rdma ? 1 : 0);
+	served = st.rma_served;
+	/* The data path goes; the session resumes on the standby. */
+	CHECK_EQ(rift__conn_cut(g.c), 0);
+	CHECK(h_wait(g.ctx, &g.cli.path_changed, 10000));
+	CHECK(g.c->path == standby);
+	CHECK_EQ(rma_read_one(&g, lm, tok, tl, 30000, 3000), 0);
+	CHECK(memcmp(mine, buf + 30000, 3000) == 0);
+	rift_ctx_stats_init(&st);
+	CHECK_EQ(rift_ctx_stats_get(g.ctx, &st), 0);
+	printf("after the failover: pieces by RDMA %llu, served by frames "
+	       "%llu (%llu before)\n",
+	       (unsigned long long)st.rma_direct,
+	       (unsigned long long)st.rma_served, (unsigned long long)served);
+	if (rdma) {
+		CHECK_EQ(st.rma_direct, 2);
+		CHECK_EQ(st.rma_served, served);
+	} else {
+		CHECK_EQ(st.rma_direct, 0);
+	}
+	CHECK_EQ(st.rma_redone, 0);
+	{
+		rift_conn *conns[2] = { g.c, g.srv.conn };
+
+		h_close_all(g.ctx, g.l, conns, 2);
+	}
+	CHECK(h_close_wait(g.ctx, 20000)); /* the exports end with them */
+	CHECK_EQ(rift_mem_dereg(em), 0);
+	CHECK_EQ(rift_mem_dereg(lm), 0);
+	CHECK_EQ(rift_ctx_destroy(g.ctx), 0);
+}
+
 /*
  * The application hears of its standby paths (issue 16, item 5): PATH_UP
  * on both sides when one joins, PATH_DOWN with standby set when one

@@ -100,6 +100,8 @@ static void teardown(rift_ctx *ctx, rift_listener *l, rift_conn **conns,
 		     int nc, rift_mem **mems, int n)
 {
 	h_close_all(ctx, l, conns, nc);
+	/* Their exports end with the sessions: the closes must be done. */
+	CHECK(h_close_wait(ctx, 20000));
 	for (int i = 0; i < n; i++)
 		CHECK_EQ(rift_mem_dereg(mems[i]), 0);
 	CHECK_EQ(rift_ctx_destroy(ctx), 0);

@@ -1715,6 +1715,7 @@ TEST_TIMEOUT(rma_keeps_completing_while_links_flap, 300)
 
 		h_close_all(ctx, l, conns, 2);
 	}
+	CHECK(h_close_wait(ctx, 20000)); /* the exports end with them */
 	CHECK_EQ(rift_mem_dereg(em), 0);
 	CHECK_EQ(rift_mem_dereg(sm), 0);
 	CHECK_EQ(rift_mem_dereg(bm), 0);
