@@ -7,8 +7,8 @@ set -eu
 
 # groff-base (preconv) makes the man pages ASCII; man-db checks them
 # (make test-install).  redis-tools: redis-cli and redis-benchmark against
-# rift-kv (make test-kv).
-pkgs="gcc make pkg-config clang libclang-rt-14-dev libibverbs-dev librdmacm-dev rdma-core ibverbs-providers libmicrohttpd-dev gnuplot-nox groff-base man-db redis-tools $*"
+# rift-kv, curl: its /metrics (make test-kv).
+pkgs="gcc make pkg-config clang libclang-rt-14-dev libibverbs-dev librdmacm-dev rdma-core ibverbs-providers libmicrohttpd-dev gnuplot-nox groff-base man-db redis-tools curl $*"
 missing=""
 for p in $pkgs; do
 	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then

@@ -4,6 +4,7 @@
  * and the reply helpers every command uses.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,6 +112,11 @@ int kv_arg_ll(const struct kv_resp_arg *a, long long *out)
 
 static const struct kv_cmd **table; /* sorted by name */
 static size_t ntable;
+/* Calls of each command (/metrics): table[i]'s at i, then every
+ * subcommand, table[i]'s from first_sub[i] on. */
+static uint64_t *calls;
+static size_t *first_sub;
+static size_t ncalls;
 
 static int by_name(const void *a, const void *b)
 {
@@ -133,14 +139,51 @@ int kv_cmd_init(void)
 		for (const struct kv_cmd *k = lists[l]; k->name; k++)
 			table[ntable++] = k;
 	qsort(table, ntable, sizeof(*table), by_name);
+	first_sub = malloc(ntable * sizeof(*first_sub));
+	if (!first_sub)
+		goto fail;
+	ncalls = ntable;
+	for (size_t i = 0; i < ntable; i++) {
+		first_sub[i] = ncalls;
+		for (const struct kv_cmd *k = table[i]->subs; k && k->name; k++)
+			ncalls++;
+	}
+	calls = calloc(ncalls, sizeof(*calls));
+	if (!calls)
+		goto fail;
 	return 0;
+fail:
+	kv_cmd_fini();
+	return -ENOMEM;
 }
 
 void kv_cmd_fini(void)
 {
 	free(table);
+	free(first_sub);
+	free(calls);
 	table = NULL;
-	ntable = 0;
+	first_sub = NULL;
+	calls = NULL;
+	ntable = ncalls = 0;
+}
+
+size_t kv_cmd_calls(size_t i, const struct kv_cmd **cmd, uint64_t *n)
+{
+	size_t t;
+
+	if (i >= ncalls)
+		return ncalls;
+	*n = calls[i];
+	if (i < ntable) {
+		*cmd = table[i];
+		return ncalls;
+	}
+	for (t = ntable; t-- > 0;)
+		if (first_sub[t] <= i && table[t]->subs)
+			break;
+	*cmd = &table[t]->subs[i - first_sub[t]];
+	return ncalls;
 }
 
 size_t kv_cmd_count(void)
@@ -168,25 +211,33 @@ static int lower(char *buf, size_t cap, const char *name, size_t n)
 	return 1;
 }
 
-const struct kv_cmd *kv_cmd_lookup(const char *name, size_t n)
+/* The index in table of the command named n bytes at name, or ntable. */
+static size_t lookup(const char *name, size_t n)
 {
 	char buf[32];
 	size_t lo = 0, hi = ntable;
 
 	if (!lower(buf, sizeof(buf), name, n) || memchr(name, '\0', n))
-		return NULL;
+		return ntable;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
 		int d = strcmp(buf, table[mid]->name);
 
 		if (d == 0)
-			return table[mid];
+			return mid;
 		if (d < 0)
 			hi = mid;
 		else
 			lo = mid + 1;
 	}
-	return NULL;
+	return ntable;
+}
+
+const struct kv_cmd *kv_cmd_lookup(const char *name, size_t n)
+{
+	size_t i = lookup(name, n);
+
+	return i < ntable ? table[i] : NULL;
 }
 
 static const struct kv_cmd *sub_lookup(const struct kv_cmd *k,
@@ -241,7 +292,9 @@ void kv_cmd_exec(struct kv_client *c, const struct kv_resp_cmd *cmd)
 {
 	const struct kv_resp_arg *argv = cmd->argv;
 	size_t argc = cmd->argc, mark = c->out.len;
-	const struct kv_cmd *k = kv_cmd_lookup(argv[0].ptr, argv[0].len);
+	size_t i = lookup(argv[0].ptr, argv[0].len);
+	const struct kv_cmd *k = i < ntable ? table[i] : NULL;
+	uint64_t *ran = NULL; /* the calls of what ran */
 
 	c->oom = 0;
 	c->srv->cmds++;
@@ -251,11 +304,11 @@ void kv_cmd_exec(struct kv_client *c, const struct kv_resp_cmd *cmd)
 	} else if (k->subs && argc >= 2) {
 		const struct kv_cmd *sub = sub_lookup(k, &argv[1]);
 		char upper[32];
-		size_t i;
+		size_t u;
 
-		for (i = 0; k->name[i] && i + 1 < sizeof(upper); i++)
-			upper[i] = (char)(k->name[i] - 32);
-		upper[i] = '\0';
+		for (u = 0; k->name[u] && u + 1 < sizeof(upper); u++)
+			upper[u] = (char)(k->name[u] - 32);
+		upper[u] = '\0';
 		if (!sub) {
 			kv_reply_errorf(c,
 					"ERR unknown subcommand '%.*s'. Try "
@@ -267,14 +320,20 @@ void kv_cmd_exec(struct kv_client *c, const struct kv_resp_cmd *cmd)
 			kv_reply_arity(c, sub->name);
 		} else {
 			c->last_cmd = sub->name;
+			ran = &calls[first_sub[i] + (size_t)(sub - k->subs)];
 			sub->fn(c, argc, argv);
 		}
 	} else if (!arity_ok(k, argc)) {
 		kv_reply_arity(c, k->name);
 	} else {
 		c->last_cmd = k->name;
+		ran = &calls[i];
 		k->fn(c, argc, argv);
 	}
+	if (ran)
+		(*ran)++;
+	else
+		c->srv->cmds_rejected++;
 	if (c->oom) {
 		/* The reply is half written: take it back and say why,
 		 * or give up on the client if even that fails. */

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,51 +17,54 @@
 
 #define ARGS struct kv_client *c, size_t argc, const struct kv_resp_arg *argv
 
-/* A growing text (INFO, CLIENT LIST); failed once memory ran out. */
-struct text {
-	char *s;
-	size_t len, cap;
-	int failed;
-};
+int kv_text_reserve(struct kv_text *t, size_t n)
+{
+	size_t cap;
+	char *p;
 
-static void tprintf(struct text *t, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void tprintf(struct text *t, const char *fmt, ...)
+	if (t->failed)
+		return -1;
+	if (t->s && n < t->cap - t->len)
+		return 0;
+	if (n > SIZE_MAX / 4 - t->len) {
+		t->failed = 1;
+		return -1;
+	}
+	for (cap = t->cap ? t->cap : 1024; cap <= t->len + n;)
+		cap *= 2;
+	p = realloc(t->s, cap);
+	if (!p) {
+		t->failed = 1;
+		return -1;
+	}
+	t->s = p;
+	t->cap = cap;
+	return 0;
+}
+
+void kv_tprintf(struct kv_text *t, const char *fmt, ...)
 {
 	va_list ap;
 	int n;
 
-	if (t->failed)
-		return;
-	for (;;) {
+	for (size_t want = 0;; want = (size_t)n) {
+		if (kv_text_reserve(t, want))
+			return;
 		va_start(ap, fmt);
-		n = vsnprintf(t->s ? t->s + t->len : NULL,
-			      t->s ? t->cap - t->len : 0, fmt, ap);
+		n = vsnprintf(t->s + t->len, t->cap - t->len, fmt, ap);
 		va_end(ap);
 		if (n < 0) {
 			t->failed = 1;
 			return;
 		}
-		if (t->s && t->len + (size_t)n < t->cap) {
+		if ((size_t)n < t->cap - t->len) {
 			t->len += (size_t)n;
 			return;
 		}
-		size_t cap = (t->cap ? t->cap : 1024);
-		char *p;
-
-		while (cap <= t->len + (size_t)n)
-			cap *= 2;
-		p = realloc(t->s, cap);
-		if (!p) {
-			t->failed = 1;
-			return;
-		}
-		t->s = p;
-		t->cap = cap;
 	}
 }
 
-static void reply_text(struct kv_client *c, struct text *t)
+static void reply_text(struct kv_client *c, struct kv_text *t)
 {
 	if (t->failed)
 		c->oom = 1;
@@ -156,11 +160,11 @@ static size_t clients_mem(struct kv_server *s)
 	return m;
 }
 
-static void info_server(struct kv_server *s, struct text *t)
+static void info_server(struct kv_server *s, struct kv_text *t)
 {
 	int64_t up = (s->now_ms - s->start_ms) / 1000;
 
-	tprintf(t,
+	kv_tprintf(t,
 		"# Server\r\n"
 		"redis_version:7.0.0\r\n"
 		"rift_kv_version:0.1.0\r\n"
@@ -179,9 +183,9 @@ static void info_server(struct kv_server *s, struct text *t)
 		(long long)(up / 86400), KV_HZ, s->cfg.config_file);
 }
 
-static void info_clients(struct kv_server *s, struct text *t)
+static void info_clients(struct kv_server *s, struct kv_text *t)
 {
-	tprintf(t,
+	kv_tprintf(t,
 		"# Clients\r\n"
 		"connected_clients:%zu\r\n"
 		"rift_clients:%zu\r\n"
@@ -189,7 +193,7 @@ static void info_clients(struct kv_server *s, struct text *t)
 		s->nclients, s->rift_clients);
 }
 
-static void info_memory(struct kv_server *s, struct text *t)
+static void info_memory(struct kv_server *s, struct kv_text *t)
 {
 	struct kv_store_info si;
 	size_t used;
@@ -198,7 +202,7 @@ static void info_memory(struct kv_server *s, struct text *t)
 	kv_store_info(s->store, &si);
 	used = si.mem + clients_mem(s);
 	human(h, sizeof(h), (double)used);
-	tprintf(t,
+	kv_tprintf(t,
 		"# Memory\r\n"
 		"used_memory:%zu\r\n"
 		"used_memory_human:%s\r\n"
@@ -209,12 +213,12 @@ static void info_memory(struct kv_server *s, struct text *t)
 		used, h, si.mem, used - si.mem);
 }
 
-static void info_stats(struct kv_server *s, struct text *t)
+static void info_stats(struct kv_server *s, struct kv_text *t)
 {
 	struct kv_store_info si;
 
 	kv_store_info(s->store, &si);
-	tprintf(t,
+	kv_tprintf(t,
 		"# Stats\r\n"
 		"total_connections_received:%llu\r\n"
 		"total_commands_processed:%llu\r\n"
@@ -234,36 +238,36 @@ static void info_stats(struct kv_server *s, struct text *t)
 		(unsigned long long)s->misses, si.buckets, si.rehashing);
 }
 
-static void info_keyspace(struct kv_server *s, struct text *t)
+static void info_keyspace(struct kv_server *s, struct kv_text *t)
 {
 	struct kv_store_info si;
 
 	kv_store_info(s->store, &si);
-	tprintf(t, "# Keyspace\r\n");
+	kv_tprintf(t, "# Keyspace\r\n");
 	if (si.keys)
-		tprintf(t, "db0:keys=%zu,expires=%zu,avg_ttl=0\r\n", si.keys,
+		kv_tprintf(t, "db0:keys=%zu,expires=%zu,avg_ttl=0\r\n", si.keys,
 			si.volatile_keys);
 }
 
 /* The fields and their sources: docs/rift-kv.md, "INFO". */
-static void info_rdma(struct kv_server *s, struct text *t)
+static void info_rdma(struct kv_server *s, struct kv_text *t)
 {
 	struct kv_field f[KV_RDMA_FIELDS];
 
 	kv_rdma_fields(s, f);
-	tprintf(t,
+	kv_tprintf(t,
 		"# rdma\r\n"
 		"rdma_enabled:%d\r\n"
 		"rdma_listener:%s\r\n",
 		s->rl != NULL, s->rift_url);
 	for (size_t i = 0; i < KV_RDMA_FIELDS; i++)
-		tprintf(t, "%s:%llu\r\n", f[i].name,
+		kv_tprintf(t, "%s:%llu\r\n", f[i].name,
 			(unsigned long long)f[i].v);
 }
 
 static const struct {
 	const char *name;
-	void (*fn)(struct kv_server *s, struct text *t);
+	void (*fn)(struct kv_server *s, struct kv_text *t);
 } sections[] = {
 	{ "server", info_server },     { "clients", info_clients },
 	{ "memory", info_memory },     { "stats", info_stats },
@@ -274,7 +278,7 @@ static const struct {
 static void cmd_info(ARGS)
 {
 	int want[NSECTIONS] = { 0 };
-	struct text t = { 0 };
+	struct kv_text t = { 0 };
 	int first = 1;
 
 	if (argc == 1)
@@ -288,12 +292,12 @@ static void cmd_info(ARGS)
 			    kv_arg_is(&argv[a], "everything"))
 				want[i] = 1;
 	}
-	tprintf(&t, "%s", "");
+	kv_tprintf(&t, "%s", "");
 	for (size_t i = 0; i < NSECTIONS; i++) {
 		if (!want[i])
 			continue;
 		if (!first)
-			tprintf(&t, "\r\n");
+			kv_tprintf(&t, "\r\n");
 		first = 0;
 		sections[i].fn(c->srv, &t);
 	}
@@ -592,12 +596,12 @@ static void cmd_client_getname(ARGS)
 		kv_reply_null(c);
 }
 
-static void client_line(struct text *t, const struct kv_client *x,
+static void client_line(struct kv_text *t, const struct kv_client *x,
 			int64_t now)
 {
 	size_t pend = kv_client_pending(x);
 
-	tprintf(t,
+	kv_tprintf(t,
 		"id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld "
 		"flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=%zu "
 		"qbuf-free=%zu argv-mem=0 multi-mem=0 obl=%zu oll=0 "
@@ -619,14 +623,14 @@ static void client_line(struct text *t, const struct kv_client *x,
 
 static void cmd_client_list(ARGS)
 {
-	struct text t = { 0 };
+	struct kv_text t = { 0 };
 
 	(void)argv;
 	if (argc > 2) {
 		kv_reply_syntax(c);
 		return;
 	}
-	tprintf(&t, "%s", "");
+	kv_tprintf(&t, "%s", "");
 	for (struct kv_client *x = c->srv->clients; x; x = x->next)
 		client_line(&t, x, c->srv->now_ms);
 	reply_text(c, &t);
@@ -634,11 +638,11 @@ static void cmd_client_list(ARGS)
 
 static void cmd_client_info(ARGS)
 {
-	struct text t = { 0 };
+	struct kv_text t = { 0 };
 
 	(void)argc;
 	(void)argv;
-	tprintf(&t, "%s", "");
+	kv_tprintf(&t, "%s", "");
 	client_line(&t, c, c->srv->now_ms);
 	reply_text(c, &t);
 }

@@ -38,6 +38,9 @@ static const struct knob {
 				  "send and receive queue entries" },
 	[KV_RDMA_FALLBACK] = { "rdma_fallback", T_FALLBACK, 0, 0, "" },
 	[KV_RIFT_URL] = { "rift_url", T_URL, 0, 0, "" },
+	[KV_METRICS_PORT] = { "metrics_port", T_INT, 0, 65535,
+			      "HTTP port of /metrics, 0 = any free port" },
+	[KV_METRICS_BIND] = { "metrics_bind", T_ADDR, 0, 0, "" },
 };
 
 static void errf(char *err, size_t errlen, const char *fmt, ...)
@@ -63,6 +66,7 @@ void kv_config_defaults(struct kv_config *c)
 	snprintf(c->bind, sizeof(c->bind), "127.0.0.1");
 	c->rdma_gid_index = -1;
 	c->rdma_fallback_tcp = 1;
+	c->metrics_port = -1;
 }
 
 static bool parse_long(const char *s, long *out)
@@ -112,12 +116,15 @@ int kv_config_set(struct kv_config *c, const char *key, const char *value,
 		}
 	}
 	if (!k) {
-		errf(err, errlen,
-		     "%s: unknown key '%s' (rift-kv knows port, bind, "
-		     "rdma_enabled, rdma_device, rdma_port, rdma_bind, "
-		     "rdma_gid_index, rdma_queue_depth, rdma_fallback, "
-		     "rift_url)",
-		     origin, key);
+		char known[KV_CFG_ERRLEN / 2];
+		size_t n = 0;
+
+		for (id = 0; id < KV_KNOBS && n < sizeof(known); id++)
+			n += (size_t)snprintf(known + n, sizeof(known) - n,
+					      "%s%s", id ? ", " : "",
+					      knobs[id].key);
+		errf(err, errlen, "%s: unknown key '%s' (rift-kv knows %s)",
+		     origin, key, known);
 		return -1;
 	}
 	if (c->origin[id][0]) {
@@ -217,6 +224,8 @@ int kv_config_set(struct kv_config *c, const char *key, const char *value,
 		c->rdma_fallback_tcp = !strcmp(value, "tcp");
 		break;
 	case KV_RIFT_URL: copy_str(c->rift_url, value); break;
+	case KV_METRICS_PORT: c->metrics_port = (int)v; break;
+	case KV_METRICS_BIND: copy_str(c->metrics_bind, value); break;
 	case KV_KNOBS: break;
 	}
 	snprintf(c->origin[id], sizeof(c->origin[id]), "%s", origin);
@@ -419,6 +428,9 @@ static void usage(FILE *f)
 		"  --rdma-enabled yes|no\n"
 		"  --rift-url URL       the rift listener's URL outright\n"
 		"                       (tcp://, rdma:// or auto://HOST:PORT)\n"
+		"  --metrics-port N     GET /metrics over HTTP on port N\n"
+		"                       (0: any free port)\n"
+		"  --metrics-bind ADDR  ... on address ADDR (--bind's)\n"
 		"Every option is the config file's key of [network] with\n"
 		"'-' for '_' (docs/rift-kv.md).\n");
 }
@@ -472,6 +484,32 @@ int kv_config_args(struct kv_config *c, int argc, char **argv, char *err,
 	return kv_config_check(c, err, errlen);
 }
 
+/* The /metrics knobs: metrics_bind needs metrics_port; a port of its own
+ * (not RESP's, nor the rift listener's, which takes that TCP port). */
+static int check_metrics(const struct kv_config *c, char *err, size_t errlen)
+{
+	const char *mp = c->origin[KV_METRICS_PORT];
+
+	if (c->origin[KV_METRICS_BIND][0] && c->metrics_port < 0) {
+		errf(err, errlen,
+		     "%s: metrics_bind cannot take effect: no metrics_port",
+		     c->origin[KV_METRICS_BIND]);
+		return -1;
+	}
+	if (c->metrics_port > 0 && c->metrics_port == c->port) {
+		errf(err, errlen, "%s: metrics_port %d is the RESP port too",
+		     mp, c->metrics_port);
+		return -1;
+	}
+	if (c->metrics_port > 0 && c->metrics_port == c->rdma_port) {
+		errf(err, errlen,
+		     "%s: metrics_port %d is rdma_port too (%s)", mp,
+		     c->metrics_port, c->origin[KV_RDMA_PORT]);
+		return -1;
+	}
+	return 0;
+}
+
 int kv_config_check(struct kv_config *c, char *err, size_t errlen)
 {
 	static const enum kv_knob rdma_knobs[] = {
@@ -483,6 +521,8 @@ int kv_config_check(struct kv_config *c, char *err, size_t errlen)
 	};
 	const char *en = c->origin[KV_RDMA_ENABLED];
 
+	if (check_metrics(c, err, errlen))
+		return -1;
 	if (!en[0] && (c->rdma_port || c->rift_url[0]))
 		c->rdma_enabled = 1;
 	if (en[0] && !c->rdma_enabled && c->rift_url[0]) {

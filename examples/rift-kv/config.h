@@ -20,6 +20,8 @@
  *   rdma_queue_depth = 256    rift's rdma.sq_depth and rq_depth
  *   rdma_fallback = "tcp"     "tcp": auto:// (RDMA, else TCP);
  *                             "none": rdma:// only
+ *   metrics_port = 9121       GET /metrics over HTTP (0: any free port)
+ *   metrics_bind = "0.0.0.0"  its numeric address (bind's)
  *
  * Every option --some-key VALUE is the key some_key of [network] (so
  * --rdma-port is rdma_port), applied after the file.  Unknown keys,
@@ -47,6 +49,8 @@ enum kv_knob {
 	KV_RDMA_QUEUE_DEPTH,
 	KV_RDMA_FALLBACK,
 	KV_RIFT_URL,
+	KV_METRICS_PORT,
+	KV_METRICS_BIND,
 	KV_KNOBS
 };
 
@@ -61,6 +65,9 @@ struct kv_config {
 	int rdma_queue_depth;         /* 0 = rift's default */
 	int rdma_fallback_tcp;        /* auto:// (1) or rdma:// (0) */
 	char rift_url[KV_CFG_STR];    /* --rift-url: the listener's URL */
+	int metrics_port;             /* GET /metrics over HTTP: -1 off, 0
+					 any free port */
+	char metrics_bind[KV_CFG_STR]; /* its numeric address, "" = bind's */
 	char config_file[KV_CFG_STR]; /* "" if none */
 	/* where each knob was set: "file.toml:12", "--rdma-port", or ""
 	 * (default) */
@@ -70,7 +77,7 @@ struct kv_config {
 /* The name of a knob as the file spells it ("rdma_port"). */
 const char *kv_config_key(enum kv_knob k);
 
-/* Defaults: port 6379, bind 127.0.0.1, RDMA off. */
+/* Defaults: port 6379, bind 127.0.0.1, RDMA off, no /metrics. */
 void kv_config_defaults(struct kv_config *c);
 
 /* Apply the file at path.  0, or -1 with err = "path:line: message". */
@@ -95,7 +102,8 @@ int kv_config_args(struct kv_config *c, int argc, char **argv, char *err,
  * false was set (an error then); an rdma_* knob needs RDMA on; RDMA on
  * needs rdma_port or rift_url; rift_url excludes rdma_port, rdma_bind,
  * rdma_device and rdma_fallback, which it replaces; rdma_port may not be
- * port.  0, or -1 with err naming where the knob was set. */
+ * port; metrics_bind needs metrics_port, which may be neither port nor
+ * rdma_port.  0, or -1 with err naming where the knob was set. */
 int kv_config_check(struct kv_config *c, char *err, size_t errlen);
 
 /*

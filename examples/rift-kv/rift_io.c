@@ -325,36 +325,36 @@ void kv_rdma_fields(struct kv_server *s, struct kv_field f[KV_RDMA_FIELDS])
 	f[n++] = (struct kv_field){ .name = nm, .counter = cnt, .v = val, \
 				    .help = hlp }
 	F("rdma_connections", 0, rdma_conns,
-	  "rift clients whose path is RDMA now");
+	  "Rift clients whose path is RDMA now.");
 	F("rdma_send_ops", 1, s->rdma_msgs_sent,
-	  "messages sent to rift clients on an RDMA path");
+	  "Messages sent to rift clients on an RDMA path.");
 	F("rdma_recv_ops", 1, s->rdma_msgs_recv,
-	  "messages received from rift clients on an RDMA path");
+	  "Messages received from rift clients on an RDMA path.");
 	F("rdma_read_ops", 1, st.rma_reads,
-	  "one-sided reads this server made that completed (rift rma_reads)");
+	  "One-sided reads this server made that completed (rma_reads).");
 	F("rdma_write_ops", 1, st.rma_writes,
-	  "one-sided writes this server made that completed (rift rma_writes)");
+	  "One-sided writes this server made that completed (rma_writes).");
 	F("rdma_bytes_sent", 1, s->rdma_bytes_sent,
-	  "payload bytes of rdma_send_ops");
+	  "Payload bytes of rdma_send_ops.");
 	F("rdma_bytes_received", 1, s->rdma_bytes_recv,
-	  "payload bytes of rdma_recv_ops");
-	F("rdma_read_bytes", 1, st.rma_read_bytes, "bytes of rdma_read_ops");
-	F("rdma_write_bytes", 1, st.rma_write_bytes, "bytes of rdma_write_ops");
+	  "Payload bytes of rdma_recv_ops.");
+	F("rdma_read_bytes", 1, st.rma_read_bytes, "Bytes of rdma_read_ops.");
+	F("rdma_write_bytes", 1, st.rma_write_bytes, "Bytes of rdma_write_ops.");
 	F("rdma_completion_errors", 1, wc,
-	  "failed RDMA work completions, every status");
+	  "Failed RDMA work completions, every status.");
 	F("rdma_retry_exceeded", 1,
 	  st.wc_errors[WC_RETRY_EXC_ERR] + st.wc_errors[WC_RNR_RETRY_EXC_ERR],
-	  "completions failed with RETRY_EXC_ERR or RNR_RETRY_EXC_ERR");
+	  "Completions failed with RETRY_EXC_ERR or RNR_RETRY_EXC_ERR.");
 	F("rdma_rma_served", 1, st.rma_served,
-	  "pieces of clients' one-sided operations this server's rift served");
+	  "Pieces of clients' one-sided operations this server's rift served.");
 	F("rdma_rma_refused", 1, st.rma_refused,
-	  "one-sided operations refused (rift rma_refused)");
+	  "One-sided operations refused, either side (rma_refused).");
 	F("rdma_rma_direct", 1, st.rma_direct,
-	  "pieces of this server's one-sided operations moved by RDMA READ "
-	  "or WRITE alone");
+	  "Pieces of this server's one-sided operations moved by RDMA READ "
+	  "or WRITE alone.");
 	F("rdma_rndv_reads", 1, st.rndv_recvs,
-	  "large messages received by RDMA READ (rendezvous)");
+	  "Large messages received by RDMA READ (rendezvous).");
 	F("rdma_rndv_read_bytes", 1, st.rndv_read_bytes,
-	  "bytes of rdma_rndv_reads");
+	  "Bytes of rdma_rndv_reads.");
 #undef F
 }

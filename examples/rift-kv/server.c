@@ -38,6 +38,14 @@ static int64_t unix_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static void tick(struct kv_server *s)
 {
 	s->now_ms = unix_ms();
@@ -76,8 +84,10 @@ struct kv_client *kv_client_new(struct kv_server *s, int fd, rift_conn *conn)
 		s->clients->prev = c;
 	s->clients = c;
 	s->nclients++;
-	if (conn)
+	if (conn) {
 		s->rift_clients++;
+		s->conns_rift++;
+	}
 	s->conns_received++;
 	return c;
 
@@ -127,8 +137,13 @@ void kv_client_process(struct kv_client *c)
 				   c->ilen - c->ipos, &used, &cmd);
 		c->ipos += used;
 		if (rc == KV_RESP_CMD) {
+			/* timed for /metrics only: two clock reads */
+			uint64_t t0 = c->srv->metrics ? mono_ns() : 0;
+
 			c->atime_ms = c->srv->now_ms;
 			kv_cmd_exec(c, &cmd);
+			if (t0)
+				kv_lat_record(c->srv, mono_ns() - t0);
 		} else if (rc == KV_RESP_ERROR || rc == KV_RESP_NOMEM) {
 			/* Redis replies the protocol error and closes. */
 			if (kv_resp_add_error(&c->out, "ERR",
@@ -306,39 +321,52 @@ static void tcp_accept(struct kv_server *s)
 	}
 }
 
-static int tcp_listen(struct kv_server *s)
+int kv_tcp_listen(const char *addr, int port, int *bound)
 {
 	struct sockaddr_storage ss = { 0 };
 	socklen_t sl;
-	int one = 1, fd;
+	int one = 1, fd, e;
 
-	if (strchr(s->cfg.bind, ':')) {
+	if (strchr(addr, ':')) {
 		struct sockaddr_in6 *a = (void *)&ss;
 
 		a->sin6_family = AF_INET6;
-		a->sin6_port = htons((uint16_t)s->cfg.port);
-		inet_pton(AF_INET6, s->cfg.bind, &a->sin6_addr);
+		a->sin6_port = htons((uint16_t)port);
+		inet_pton(AF_INET6, addr, &a->sin6_addr);
 		sl = sizeof(*a);
 	} else {
 		struct sockaddr_in *a = (void *)&ss;
 
 		a->sin_family = AF_INET;
-		a->sin_port = htons((uint16_t)s->cfg.port);
-		inet_pton(AF_INET, s->cfg.bind, &a->sin_addr);
+		a->sin_port = htons((uint16_t)port);
+		inet_pton(AF_INET, addr, &a->sin_addr);
 		sl = sizeof(*a);
 	}
 	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
 		    0);
 	if (fd < 0)
-		goto fail;
+		return -1;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&ss, sl) || listen(fd, 511)) {
+	if (bind(fd, (struct sockaddr *)&ss, sl) || listen(fd, 511) ||
+	    getsockname(fd, (struct sockaddr *)&ss, &sl)) {
+		e = errno;
 		close(fd);
-		goto fail;
+		errno = e;
+		return -1;
 	}
-	s->lfd = fd;
-	return 0;
-fail:
+	*bound = ntohs(ss.ss_family == AF_INET6
+			       ? ((struct sockaddr_in6 *)&ss)->sin6_port
+			       : ((struct sockaddr_in *)&ss)->sin_port);
+	return fd;
+}
+
+static int tcp_listen(struct kv_server *s)
+{
+	int port;
+
+	s->lfd = kv_tcp_listen(s->cfg.bind, s->cfg.port, &port);
+	if (s->lfd >= 0)
+		return 0;
 	fprintf(stderr, "rift-kv: listen on %s:%d: %s\n", s->cfg.bind,
 		s->cfg.port, strerror(errno));
 	return -1;
@@ -353,6 +381,7 @@ static void on_cron(rift_timer *t, void *user)
 	(void)t;
 	tick(s);
 	kv_store_cron(s->store, KV_EXPIRE_BUDGET_US);
+	kv_metrics_cron(s);
 	if (accept_paused) {
 		accept_paused = 0;
 		listener_pause(s, 0);
@@ -388,6 +417,8 @@ static void run(struct kv_server *s)
 				s->stop = 1;
 			} else if (p == &rift_mark) {
 				rift_ctx_progress(s->rift);
+			} else if (kv_metrics_event(s, p, e)) {
+				continue;
 			} else {
 				struct kv_client *c = p;
 
@@ -486,9 +517,19 @@ int main(int argc, char **argv)
 	}
 	if (s->cfg.rdma_enabled && kv_rift_listen(s))
 		goto out_rift;
-	printf("rift-kv: ready: RESP on tcp %s:%d%s%s (pid %ld)\n",
-	       s->cfg.bind, s->cfg.port, s->rl ? ", rift on " : "",
-	       s->rift_url, (long)getpid());
+	if (s->cfg.metrics_port >= 0 && kv_metrics_start(s))
+		goto out_rift;
+	printf("rift-kv: ready: RESP on tcp %s:%d%s%s", s->cfg.bind,
+	       s->cfg.port, s->rl ? ", rift on " : "", s->rift_url);
+	if (s->metrics) {
+		const char *ma = s->cfg.metrics_bind[0] ? s->cfg.metrics_bind
+							 : s->cfg.bind;
+		int v6 = strchr(ma, ':') != NULL;
+
+		printf(", metrics on http://%s%s%s:%d/metrics", v6 ? "[" : "",
+		       ma, v6 ? "]" : "", kv_metrics_port(s));
+	}
+	printf(" (pid %ld)\n", (long)getpid());
 	fflush(stdout);
 	run(s);
 	rc = 0;
@@ -498,6 +539,7 @@ int main(int argc, char **argv)
 			kv_client_free(c);
 	}
 out_rift:
+	kv_metrics_stop(s);
 	rift_shutdown(s);
 out_listen:
 	close(s->lfd);

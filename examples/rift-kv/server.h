@@ -40,6 +40,11 @@ enum kv_client_flags {
 };
 
 struct kv_server;
+struct kv_metrics;
+
+/* The command time histogram's buckets: bucket b counts commands of at
+ * most 2^(b+7) ns (128 ns .. about 1.07 s), the last one the rest. */
+#define KV_LAT_BUCKETS 25
 
 struct kv_client {
 	struct kv_server *srv;
@@ -87,12 +92,19 @@ struct kv_server {
 	uint64_t conns_received; /* count */
 	uint64_t conns_rejected; /* out of memory, count */
 	uint64_t cmds;           /* commands run, count */
+	uint64_t cmds_rejected;  /* of those, refused before running:
+				    unknown, wrong arity, count */
+	uint64_t conns_rift;     /* of conns_received, over rift, count */
 	uint64_t hits, misses;   /* key lookups of reads, count */
 	uint64_t net_in, net_out; /* bytes of RESP, both ways */
 	/* rift connections whose path is RDMA when a message passes
 	 * (rift_conn_transport): messages and their bytes */
 	uint64_t rdma_msgs_sent, rdma_msgs_recv;
 	uint64_t rdma_bytes_sent, rdma_bytes_recv;
+	/* command times, while /metrics is served (kv_lat_record) */
+	uint64_t lat[KV_LAT_BUCKETS]; /* commands, by bucket */
+	uint64_t lat_sum_ns;          /* their sum, ns */
+	struct kv_metrics *metrics;   /* GET /metrics (metrics.c), or NULL */
 };
 
 /* ---- replies (cmd.c): each sets c->oom when memory runs out ---- */
@@ -113,6 +125,18 @@ void kv_reply_not_int(struct kv_client *c);
 
 /* Redis's arity error for the command name given. */
 void kv_reply_arity(struct kv_client *c, const char *fullname);
+
+/* A growing text (INFO, CLIENT LIST, /metrics): failed once memory ran
+ * out; zero-initialized, it is empty; the caller frees s. */
+struct kv_text {
+	char *s;
+	size_t len, cap; /* bytes */
+	int failed;
+};
+/* Room for n more bytes and a NUL at s + len: 0, or -1 (t failed). */
+int kv_text_reserve(struct kv_text *t, size_t n);
+void kv_tprintf(struct kv_text *t, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 /* ---- commands ---- */
 typedef void kv_cmd_fn(struct kv_client *c, size_t argc,
@@ -143,6 +167,10 @@ const struct kv_cmd *kv_cmd_lookup(const char *name, size_t n);
 /* Every top-level command, for COMMAND: count and i-th. */
 size_t kv_cmd_count(void);
 const struct kv_cmd *kv_cmd_at(size_t i);
+/* Calls of every command run so far, for /metrics: of the commands and
+ * subcommands (i < the count returned), the i-th in *cmd and its calls in
+ * *n.  Returns their count (nothing set when i is not below it). */
+size_t kv_cmd_calls(size_t i, const struct kv_cmd **cmd, uint64_t *n);
 /* Run one command for c, its reply appended to c->out. */
 void kv_cmd_exec(struct kv_client *c, const struct kv_resp_cmd *cmd);
 
@@ -170,6 +198,26 @@ void kv_rdma_fields(struct kv_server *s, struct kv_field f[KV_RDMA_FIELDS]);
 int kv_rift_listen(struct kv_server *s);
 /* Abort c's rift connection; c is freed by its close callback. */
 void kv_rift_abort(struct kv_client *c);
+
+/* A non-blocking socket listening on addr (numeric) and port (0: any
+ * free one), its port in *bound: the socket, or -1 with errno. */
+int kv_tcp_listen(const char *addr, int port, int *bound);
+
+/* ---- GET /metrics over HTTP (metrics.c, docs/rift-kv.md) ---- */
+/* Listen on metrics_bind (else bind) and metrics_port, in s's epoll set:
+ * 0, or -1 having printed why. */
+int kv_metrics_start(struct kv_server *s);
+/* The port it listens on, or -1 when it does not. */
+int kv_metrics_port(const struct kv_server *s);
+/* An epoll event whose data is p: 1 if p is the endpoint's (handled),
+ * else 0. */
+int kv_metrics_event(struct kv_server *s, void *p, uint32_t events);
+/* Periodic: answer 408 to, or close, connections past their time. */
+void kv_metrics_cron(struct kv_server *s);
+/* Close the endpoint and its connections (NULL s->metrics: no-op). */
+void kv_metrics_stop(struct kv_server *s);
+/* Count one command that took ns nanoseconds in s->lat. */
+void kv_lat_record(struct kv_server *s, uint64_t ns);
 
 /* A new client (fd, or conn), linked to s.  NULL when out of memory. */
 struct kv_client *kv_client_new(struct kv_server *s, int fd, rift_conn *conn);

@@ -42,8 +42,9 @@ ok() { # at the end of a group of checks: said only if none failed
 start() {
 	for try in 1 2 3 4 5 6 7 8 9 10; do
 		PORT=$(( $(od -An -N2 -tu2 /dev/urandom) % 30000 + 20000 ))
+		: > "$T/log"
 		"$BIN" --port "$PORT" --rift-url tcp://127.0.0.1:0 \
-			>"$T/log" 2>&1 &
+			--metrics-port 0 >"$T/log" 2>&1 &
 		PID=$!
 		i=0
 		while [ $i -lt 100 ]; do
@@ -53,7 +54,9 @@ start() {
 			i=$((i + 1))
 		done
 		if grep -q "ready" "$T/log"; then
-			RIFT_URL=$(sed -n 's/.*rift on \([^ ]*\) .*/\1/p' "$T/log")
+			RIFT_URL=$(sed -n 's/.*rift on \([^ ,]*\)[ ,].*/\1/p' "$T/log")
+			MURL=$(sed -n 's/.*metrics on \(http:[^ ,]*\)[ ,].*/\1/p' "$T/log")
+			MADDR=$(echo "$MURL" | sed 's|http://\([^/]*\)/.*|\1|')
 			return 0
 		fi
 		kill "$PID" 2>/dev/null
@@ -67,7 +70,7 @@ start() {
 }
 start
 CLI="redis-cli -p $PORT"
-echo "rift-kv on $PORT (pid $PID), rift on $RIFT_URL"
+echo "rift-kv on $PORT (pid $PID), rift on $RIFT_URL, metrics on $MURL"
 
 alive() {
 	kill -0 "$PID" 2>/dev/null && [ "$($CLI ping 2>&1)" = "PONG" ]
@@ -214,6 +217,104 @@ done
 echo "$info" | grep -q '^rdma_rma_refused:1$' ||
 	fail "INFO rdma: the refused one-sided read is not counted: $(echo "$info" | grep rma_refused)"
 ok "RESP over rift ($RIFT_URL), INFO rdma (a refused one-sided read counted)"
+
+# ---- GET /metrics over HTTP ------------------------------------------
+scrape() { # into $T/m
+	curl -sf --max-time 5 "$MURL" > "$T/m" || fail "GET $MURL failed"
+}
+metric() { # a series of the last scrape ("name{labels}"): its value
+	awk -v n="$1" '$1 == n { print $2 }' "$T/m"
+}
+moved() { # series, value before, least rise
+	now=$(metric "$1")
+	[ -n "$now" ] && [ "$now" -ge $(($2 + $3)) ] ||
+		fail "/metrics: $1 went from $2 to '${now}', expected a rise of $3 or more"
+}
+scrape
+set0=$(metric 'riftkv_commands_total{cmd="set"}')
+tcp0=$(metric 'riftkv_connections_received_total{way="resp-tcp"}')
+n0=$(metric riftkv_command_duration_seconds_count)
+hit0=$(metric riftkv_keyspace_hits_total)
+miss0=$(metric riftkv_keyspace_misses_total)
+for i in 1 2 3 4 5; do
+	$CLI set "m:$i" v > /dev/null
+done
+$CLI get m:1 > /dev/null
+$CLI get m:nosuch > /dev/null
+scrape
+[ "$(metric 'riftkv_commands_total{cmd="set"}')" = $((set0 + 5)) ] ||
+	fail "/metrics: SET went from $set0 to $(metric 'riftkv_commands_total{cmd="set"}') after 5 SETs"
+moved 'riftkv_connections_received_total{way="resp-tcp"}' "$tcp0" 7
+moved riftkv_command_duration_seconds_count "$n0" 7
+moved riftkv_keyspace_hits_total "$hit0" 1
+moved riftkv_keyspace_misses_total "$miss0" 1
+[ "$(metric riftkv_keys)" -ge 5 ] || fail "/metrics: riftkv_keys $(metric riftkv_keys)"
+[ "$(metric 'riftkv_connections_received_total{way="rift"}')" -ge 2 ] ||
+	fail "/metrics: no rift connections counted"
+# INFO rdma's figures, the refused one-sided read above among them
+[ "$(metric riftkv_rdma_rma_refused_total)" = 1 ] ||
+	fail "/metrics: riftkv_rdma_rma_refused_total is '$(metric riftkv_rdma_rma_refused_total)', INFO says 1"
+# rift's own, for rift-kv's context
+[ "$(metric rift_listeners_active)" = 1 ] || fail "/metrics: rift's metrics missing (rift_listeners_active)"
+# The text format: a TYPE for every sample's family, each family in one
+# block, valid names, numeric values, no series twice.
+awk '
+/^# TYPE / { type[$3] = $4; next }
+/^#/ { next }
+{
+	name = $1; sub(/\{.*/, "", name)
+	fam = name
+	if (!(fam in type)) sub(/_(bucket|sum|count)$/, "", fam)
+	if (!(fam in type)) { print "no TYPE for " $1; bad = 1 }
+	if (fam != last && (fam in done)) { print "family " fam " split"; bad = 1 }
+	done[last] = 1; last = fam
+	if (name !~ /^[a-zA-Z_:][a-zA-Z0-9_:]*$/) { print "bad name " $1; bad = 1 }
+	if (NF != 2 || $2 !~ /^-?[0-9.]+(e[-+]?[0-9]+)?$/) { print "bad sample: " $0; bad = 1 }
+	if (seen[$1]++) { print "twice: " $1; bad = 1 }
+}
+END { exit bad }' "$T/m" > "$T/fmt" || fail "/metrics text format: $(head -n 5 "$T/fmt")"
+$CLI del m:1 m:2 m:3 m:4 m:5 > /dev/null
+ok "GET /metrics: counters move with commands, INFO rdma's and rift's figures in, valid text format"
+
+http_code() { # curl arguments: the status
+	curl -s -o /dev/null --max-time 5 -w '%{http_code}' "$@"
+}
+[ "$(http_code "http://$MADDR/nope")" = 404 ] || fail "/nope is not 404"
+[ "$(http_code "$MURL?x=1")" = 200 ] || fail "/metrics?x=1 is not 200"
+[ "$(http_code -X POST -d x "$MURL")" = 405 ] || fail "POST /metrics is not 405"
+curl -s -D - -X DELETE --max-time 5 "$MURL" | tr -d '\r' | grep -q '^Allow: GET, HEAD$' ||
+	fail "405 without Allow: GET, HEAD"
+head=$(curl -sI --max-time 5 "$MURL" | tr -d '\r')
+echo "$head" | grep -q '^HTTP/1.1 200 OK$' || fail "HEAD /metrics: $head"
+echo "$head" | grep -q '^Content-Type: text/plain; version=0.0.4' || fail "HEAD /metrics: no Prometheus content type"
+maddr_probe="tcp:$MADDR"
+http_raw() { # request bytes (printf format), expected status line
+	got=$(printf "$1" | "$PROBE" -w 2000 "$maddr_probe")
+	rc=$?
+	first=$(printf '%s' "$got" | head -n 1 | tr -d '\r')
+	[ "$first" = "$2" ] || fail "HTTP '$1': got '$first', expected '$2'"
+	[ $rc -eq 0 ] || fail "HTTP '$1': the connection stayed open"
+}
+http_raw 'GARBAGE\r\n\r\n' 'HTTP/1.1 400 Bad Request'
+http_raw 'GET /metrics HTTP/1.1\r\nno colon\r\n\r\n' 'HTTP/1.1 400 Bad Request'
+http_raw '\026\003\001\002\000\001\000' 'HTTP/1.1 400 Bad Request'
+http_raw 'GET /metrics HTTP/2.0\r\n\r\n' 'HTTP/1.1 505 HTTP Version Not Supported'
+head -c 9000 /dev/zero | tr '\0' 'A' > "$T/big-head"
+first=$("$PROBE" -w 2000 "$maddr_probe" < "$T/big-head" | head -n 1 | tr -d '\r')
+[ "$first" = "HTTP/1.1 431 Request Header Fields Too Large" ] || fail "a 9000-byte head: got '$first'"
+# A request that never ends gets 408 after 5 s; meanwhile the server
+# serves RESP and /metrics as usual.
+printf 'GET /metr' | "$PROBE" -w 8000 "$maddr_probe" > "$T/idle" &
+IDLE=$!
+sleep 0.5
+[ "$(http_code "$MURL")" = 200 ] || fail "/metrics not served beside an idle HTTP connection"
+alive || fail "RESP not served beside an idle HTTP connection"
+wait $IDLE
+rc=$?
+[ "$(head -n 1 "$T/idle" | tr -d '\r')" = "HTTP/1.1 408 Request Timeout" ] && [ $rc -eq 0 ] ||
+	fail "an unfinished request: got '$(head -n 1 "$T/idle")' (kvprobe $rc), expected 408 and a close"
+alive || fail "rift-kv is not answering after the HTTP checks"
+ok "HTTP: 404, 405 with Allow, HEAD; malformed, binary, oversized and unfinished requests answered and closed"
 
 # ---- INFO sections -----------------------------------------------------
 info=$($CLI info | tr -d '\r')

@@ -140,3 +140,39 @@ TEST(kv_config_command_line)
 	CHECK_EQ(kv_config_args(&c, 2, novalue, err, sizeof(err)), -1);
 	CHECK_CONTAINS(err, "--port needs a value");
 }
+
+TEST(kv_config_metrics_endpoint)
+{
+	struct kv_config c;
+	char err[KV_CFG_ERRLEN];
+	char *args[] = { "rift-kv", "--metrics-port", "0", "--metrics-bind",
+			 "::1", NULL };
+
+	/* off unless metrics_port is set; metrics_bind is bind's */
+	CHECK_STR(load(&c, "[network]\n"), "");
+	CHECK_EQ(c.metrics_port, -1);
+	CHECK_STR(load(&c, "[network]\nmetrics_port = 9121\n"), "");
+	CHECK_EQ(c.metrics_port, 9121);
+	CHECK_STR(c.metrics_bind, "");
+	CHECK_STR(load(&c, "[network]\nmetrics_port = 9121\n"
+			   "metrics_bind = \"0.0.0.0\"\n"),
+		  "");
+	CHECK_STR(c.metrics_bind, "0.0.0.0");
+	kv_config_defaults(&c);
+	CHECK_EQ(kv_config_args(&c, 5, args, err, sizeof(err)), 0);
+	CHECK_EQ(c.metrics_port, 0); /* any free port, on the ready line */
+	CHECK_STR(c.metrics_bind, "::1");
+
+	CHECK_CONTAINS(load(&c, "[network]\nmetrics_bind = \"0.0.0.0\"\n"),
+		       ".toml:2: metrics_bind cannot take effect: no "
+		       "metrics_port");
+	CHECK_CONTAINS(load(&c, "[network]\nmetrics_port = 6379\n"),
+		       ".toml:2: metrics_port 6379 is the RESP port too");
+	CHECK_CONTAINS(load(&c, "[network]\nrdma_port = 7400\n"
+				"metrics_port = 7400\n"),
+		       ".toml:3: metrics_port 7400 is rdma_port too");
+	CHECK_CONTAINS(load(&c, "[network]\nmetrics_port = 65536\n"),
+		       "not an integer in 0..65535");
+	CHECK_CONTAINS(load(&c, "[network]\nmetrics_bind = \"localhost\"\n"),
+		       ".toml:2: metrics_bind = 'localhost' is not a numeric");
+}
