@@ -738,6 +738,12 @@ static void piece_end(rift_conn *conn, struct os_piece *pc, int status)
 	} else if (!op->status) {
 		op->os_fail = true;
 	}
+	/* The peer's adapter refused it: its window was invalidated (a
+	 * revocation this side had not heard of) or does not cover it. */
+	if (status == RIFT_EACCES)
+		refused(conn, "by the peer's device",
+			"a remote access error (window revoked or out of "
+			"range): done again through the peer's library");
 	if (pc == &op->piece0)
 		op->piece0_out = false;
 	else

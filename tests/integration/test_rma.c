@@ -321,6 +321,10 @@ TEST_TIMEOUT(rma_revoke_ends_every_copy_of_a_token, 60)
 	if (strcmp(rt_transport(), "rdma") == 0) {
 		CHECK_EQ(st.rma_direct, 0);
 		CHECK_EQ(st.rma_redone, 1);
+		/* Both refusals counted: the device's, the exporter's. */
+		CHECK_EQ(st.rma_refused, 2);
+	} else {
+		CHECK_EQ(st.rma_refused, 1);
 	}
 	/* Now the requester knows: refused at once. */
 	CHECK_EQ(rift_conn_read(p.c, lm, 0, tok, tl, 0, 64, on_done,

@@ -109,7 +109,10 @@ static RIFT_HOT_INLINE bool wc_take(struct rdma_path *rp, struct ibv_wc *w)
 		 * meanwhile, a QP the peer tore down); the path goes as for
 		 * any failed completion. */
 		if (w->wr_id & RMA_FLAG)
-			rift__rdma_rma_done(rp, WR_IDX(w->wr_id), RIFT_EIO);
+			rift__rdma_rma_done(rp, WR_IDX(w->wr_id),
+					    w->status == IBV_WC_REM_ACCESS_ERR
+						    ? RIFT_EACCES
+						    : RIFT_EIO);
 		rift__path_failed_why(
 			p, RIFT_PATH_DOWN_COMPLETION, RIFT_ECONNRESET,
 			"%s completion error: %s (vendor error 0x%x)",
