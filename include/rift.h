@@ -1524,14 +1524,16 @@ void rift_msg_release(rift_msg *msg);
  * Register [addr, addr + len) of this context's process memory for
  * one-sided access; access (RIFT_MEM_READ | RIFT_MEM_WRITE, at least one)
  * is the most any export of it may grant.  len > 0; the memory stays the
- * application's and must stay valid until rift_mem_dereg.  On each RDMA
- * device the region is registered (its pages pinned) the first time an
- * operation or an export uses it there; a registration the device or the
- * locked-memory limit refuses leaves that device's operations to the
- * frames, with a warning in the log.  Returns 0 with *out set,
- * RIFT_EINVAL (NULL addr or out, len 0, range that wraps, access 0 or
- * unknown bits), RIFT_ENOMEM.  Call on the loop thread, as every function
- * of this section.
+ * application's and must stay valid until rift_mem_dereg.  It is
+ * registered (its pages pinned) at once on every RDMA device the context
+ * uses, and on a device the context takes up later the first time an
+ * operation or an export uses it there (a registration refused then
+ * leaves that device's operations to the frames, with a warning in the
+ * log).  Returns 0 with *out set, RIFT_EINVAL (NULL addr or out, len 0,
+ * range that wraps, access 0 or unknown bits), RIFT_EMEMLOCK (the
+ * locked-memory limit would be exceeded: the message says it and how to
+ * raise it), RIFT_ENOMEM (the device refused, said why).  Call on the
+ * loop thread, as every function of this section.
  */
 int rift_mem_reg(rift_ctx *ctx, void *addr, size_t len, unsigned access,
 		 rift_mem **out);

@@ -445,8 +445,11 @@ struct rift__transport_ops {
 			uint32_t len, uint64_t cookie);
 	/* The largest piece one rma_post takes on p (0: none). */
 	uint32_t (*rma_max)(rift__path *p);
-	/* Context hook: mem is deregistered; drop what the transport made
-	 * of it (registrations on devices). */
+	/* Context hooks: mem is registered: register it on the devices the
+	 * context uses now (others at their first use), 0 or RIFT_E* with
+	 * err filled (nothing of it left); mem is deregistered: drop what
+	 * the transport made of it. */
+	int (*mem_reg)(rift_ctx *ctx, rift_mem *mem, char *err, size_t errlen);
 	void (*mem_drop)(rift_ctx *ctx, rift_mem *mem);
 };
 
@@ -459,6 +462,8 @@ const struct rift__transport_ops *rift__transport_by_scheme(rift__scheme s);
 const struct rift__transport_ops *
 rift__transport_fallback(const struct rift__transport_ops *ops);
 /* Each registered transport's context hook, in turn (see above). */
+int rift__transports_mem_reg(rift_ctx *ctx, rift_mem *mem, char *err,
+			     size_t errlen);
 void rift__transports_mem_drop(rift_ctx *ctx, rift_mem *mem);
 int rift__transports_poll(rift_ctx *ctx);
 int rift__transports_arm(rift_ctx *ctx);

@@ -27,8 +27,10 @@ uint64_t rift__locked_bytes(void)
 	return (uint64_t)sum * 1024u;
 }
 
-/* Say what is needed, what the limit is and how to raise it. */
-int rift__pool_memlock_check(size_t need, char *err, size_t errlen)
+/* Say what is needed, what the limit is and how to raise it (hint: more
+ * ways, or ""). */
+static int memlock_check(size_t need, const char *hint, char *err,
+			 size_t errlen)
 {
 	struct rlimit rl;
 	uint64_t have;
@@ -42,9 +44,19 @@ int rift__pool_memlock_check(size_t need, char *err, size_t errlen)
 		 "registering %zu KiB would exceed the locked-memory limit "
 		 "(RLIMIT_MEMLOCK %llu KiB, %llu KiB locked already): raise it "
 		 "with 'ulimit -l unlimited', LimitMEMLOCK=infinity in a "
-		 "systemd unit or /etc/security/limits.conf, or lower "
-		 "pool.initial / pool.increment",
+		 "systemd unit or /etc/security/limits.conf%s",
 		 need / 1024, (unsigned long long)rl.rlim_cur / 1024,
-		 (unsigned long long)have / 1024);
+		 (unsigned long long)have / 1024, hint);
 	return RIFT_EMEMLOCK;
+}
+
+int rift__pool_memlock_check(size_t need, char *err, size_t errlen)
+{
+	return memlock_check(need, ", or lower pool.initial / pool.increment",
+			     err, errlen);
+}
+
+int rift__memlock_check(size_t need, char *err, size_t errlen)
+{
+	return memlock_check(need, "", err, errlen);
 }

@@ -57,6 +57,9 @@ void rift__pool_geometry(const rift_config *cfg, struct rift__pool_geometry *g);
 /* The kernel's default huge page size (what MAP_HUGETLB maps), bytes, or
  * 0 when it has none (/proc/meminfo Hugepagesize). */
 size_t rift__huge_page_size(void);
+/* Whether need more bytes can be locked (registered) under RLIMIT_MEMLOCK:
+ * 0, or RIFT_EMEMLOCK with err saying the limit and how to raise it. */
+int rift__memlock_check(size_t need, char *err, size_t errlen);
 
 /*
  * Take a reference on the process pool, creating it from cfg on first use.

@@ -270,6 +270,15 @@ int rift__mem_reg(rift_ctx *ctx, void *addr, size_t len, unsigned access,
 	mem->addr = addr;
 	mem->len = len;
 	mem->access = access;
+	{
+		char why[RIFT_ERRMSG_LEN];
+		int rc = rift__transports_mem_reg(ctx, mem, why, sizeof(why));
+
+		if (rc) {
+			free(mem);
+			return rift__ctx_fail(ctx, rc, "rift_mem_reg: %s", why);
+		}
+	}
 	rift__list_add_tail(&r->mems, &mem->node);
 	*out = mem;
 	return 0;

@@ -67,6 +67,21 @@ int rift__transports_arm(rift_ctx *ctx)
 	return n;
 }
 
+int rift__transports_mem_reg(rift_ctx *ctx, rift_mem *mem, char *err,
+			     size_t errlen)
+{
+	FOR_EACH_TRANSPORT(t)
+		if ((*t)->mem_reg) {
+			int rc = (*t)->mem_reg(ctx, mem, err, errlen);
+
+			if (rc) {
+				rift__transports_mem_drop(ctx, mem);
+				return rc;
+			}
+		}
+	return 0;
+}
+
 void rift__transports_mem_drop(rift_ctx *ctx, rift_mem *mem)
 {
 	FOR_EACH_TRANSPORT(t)

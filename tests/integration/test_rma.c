@@ -5,6 +5,7 @@
  * verbs in the lab.
  */
 #include <string.h>
+#include <sys/resource.h>
 
 #include "internal.h"
 #include "session/session.h"
@@ -467,6 +468,44 @@ TEST_TIMEOUT(rma_many_operations_in_flight_complete, 120)
 		CHECK(st.rma_direct >= (ROUNDS - 1) * K);
 	mems[0] = em, mems[1] = lm;
 	pair_down(&p, mems, 2);
+}
+
+/*
+ * rift_mem_reg registers the region at once on the devices the context
+ * uses (as ucp_mem_map does), so a locked-memory limit too low is an
+ * error of the call, saying the limit and how to raise it, not a stall
+ * or a silent fallback on the first operation.  Over TCP nothing is
+ * pinned.
+ */
+TEST_TIMEOUT(rma_reg_over_the_memlock_limit_says_so, 60)
+{
+	struct pair p;
+	struct rlimit old, low;
+	size_t len = 32u << 20;
+	void *buf = malloc(len);
+	rift_mem *m = NULL;
+	int rc;
+
+	CHECK(buf != NULL);
+	pair_up(&p, NULL);
+	CHECK_EQ(getrlimit(RLIMIT_MEMLOCK, &old), 0);
+	low = (struct rlimit){ .rlim_cur = 1u << 20, .rlim_max = old.rlim_max };
+	CHECK_EQ(setrlimit(RLIMIT_MEMLOCK, &low), 0);
+	rc = rift_mem_reg(p.ctx, buf, len, RIFT_MEM_READ, &m);
+	CHECK_EQ(setrlimit(RLIMIT_MEMLOCK, &old), 0);
+	if (strcmp(rt_transport(), "rdma") == 0) {
+		printf("%s\n", rift_ctx_last_error(p.ctx));
+		CHECK_EQ(rc, RIFT_EMEMLOCK);
+		CHECK(m == NULL);
+		CHECK_CONTAINS(rift_ctx_last_error(p.ctx), "RLIMIT_MEMLOCK");
+		CHECK_CONTAINS(rift_ctx_last_error(p.ctx), "ulimit -l");
+		/* Under the limit restored, it registers. */
+		CHECK_EQ(rift_mem_reg(p.ctx, buf, len, RIFT_MEM_READ, &m), 0);
+	} else {
+		CHECK_EQ(rc, 0);
+	}
+	pair_down(&p, &m, 1);
+	free(buf);
 }
 
 /* A region under an operation, or with a live export, stays; the

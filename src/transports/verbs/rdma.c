@@ -590,5 +590,6 @@ const struct rift__transport_ops rift__rdma_ops = {
 	.rma_unexpose = rift__rdma_rma_unexpose,
 	.rma_post = rift__rdma_rma_post,
 	.rma_max = rift__rdma_rma_max,
+	.mem_reg = rift__rdma_mem_reg,
 	.mem_drop = rift__rdma_mem_drop,
 };

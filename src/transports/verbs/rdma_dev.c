@@ -235,6 +235,18 @@ bool rift__rdma_dev_is_gone(struct ibv_context *verbs)
 }
 
 /* The device's READ limits (0 until a path or pool set used it). */
+struct ibv_pd *rift__rdma_dev_pd_of(struct ibv_context *verbs)
+{
+	struct rdma_dev *e;
+	struct ibv_pd *pd;
+
+	pthread_mutex_lock(&rift__rdma_dev_mu);
+	e = dev_of(verbs);
+	pd = e && !e->gone ? e->pd : NULL;
+	pthread_mutex_unlock(&rift__rdma_dev_mu);
+	return pd;
+}
+
 void rift__rdma_dev_atoms(struct ibv_context *verbs, uint8_t *rd, uint8_t *init,
 			  uint32_t *max_msg, bool *mw)
 {

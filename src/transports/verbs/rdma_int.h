@@ -474,6 +474,9 @@ void rift__rdma_dev_atoms(struct ibv_context *verbs, uint8_t *rd,
  * CQs hold a reference; a removed device is marked gone, and its PD and
  * registrations go with the last reference (pool: the process pool).
  */
+/* The device's PD (NULL: not in the process's table); valid while the
+ * caller holds a reference (a context's CQs on it). */
+struct ibv_pd *rift__rdma_dev_pd_of(struct ibv_context *verbs);
 void rift__rdma_dev_ref(struct ibv_context *verbs);
 void rift__rdma_dev_unref(struct rift__pool *pool, struct ibv_context *verbs);
 void rift__rdma_dev_mark_gone(struct rift__pool *pool, struct ibv_device *dev);
@@ -581,6 +584,8 @@ int rift__rdma_rma_post(rift__path *p, bool read, rift_mem *local,
 			uint64_t local_off, uint64_t raddr, uint32_t rkey,
 			uint32_t len, uint64_t cookie);
 uint32_t rift__rdma_rma_max(rift__path *p);
+int rift__rdma_mem_reg(rift_ctx *ctx, rift_mem *mem, char *err,
+		       size_t errlen);
 void rift__rdma_mem_drop(rift_ctx *ctx, rift_mem *mem);
 /* A one-sided piece in slot completed (status 0) or failed. */
 void rift__rdma_rma_done(struct rdma_path *rp, uint32_t slot, int status);

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "memory/pool.h"
 #include "session/rma.h"
 #include "transports/verbs/rdma_int.h"
 
@@ -71,46 +72,97 @@ static void regs_retry(struct rift__rdma_ctx *r)
 	}
 }
 
-/* mem's registration on rp's device, made at its first use there; NULL
- * when it cannot be (said once per region and device). */
-static struct ibv_mr *reg_of(struct rdma_path *rp, rift_mem *mem)
+/*
+ * mem's registration on the device verbs (its PD pd): the one made before,
+ * or made now; NULL when there is none (err says why, once: a failed
+ * registration is remembered as an MR of NULL, its device's operations
+ * then go by frames).
+ */
+static struct ibv_mr *reg_on(struct rift__rdma_ctx *r, rift_mem *mem,
+			     struct ibv_context *verbs, struct ibv_pd *pd,
+			     char *err, size_t errlen)
 {
-	struct rift__rdma_ctx *r = rctx_of(rp->base.ctx);
 	struct rma_reg *g = mem->tr;
-	rift__vb_err err;
+	rift__vb_err verr;
 	uint8_t rd, init;
 	uint32_t max_msg;
 	unsigned i;
 	bool mw;
 
+	err[0] = '\0';
 	for (i = 0; g && i < g->n; i++)
-		if (g->dev[i].verbs == rp->verbs)
+		if (g->dev[i].verbs == verbs)
 			return g->dev[i].mr;
 	if (!g) {
 		g = calloc(1, sizeof(*g));
-		if (!g)
+		if (!g) {
+			snprintf(err, errlen, "out of memory");
 			return NULL;
+		}
 		g->mem = mem;
 		rift__list_add_tail(&r->rma_regs, &g->node);
 		mem->tr = g;
 	}
-	if (g->n == RIFT_POOL_MAX_DEVICES)
+	if (g->n == RIFT_POOL_MAX_DEVICES) {
+		snprintf(err, errlen, "more than %d devices",
+			 RIFT_POOL_MAX_DEVICES);
 		return NULL;
+	}
 	i = g->n++;
-	g->dev[i].verbs = rp->verbs;
+	g->dev[i].verbs = verbs;
 	g->dev[i].mr = NULL;
-	rift__rdma_dev_atoms(rp->verbs, &rd, &init, &max_msg, &mw);
-	if (rift__vb_reg_mr(rp->pd, mem->addr, mem->len, mw, &g->dev[i].mr,
-			    err) == 0)
+	if (rift__memlock_check(mem->len, err, errlen))
+		return NULL;
+	rift__rdma_dev_atoms(verbs, &rd, &init, &max_msg, &mw);
+	if (rift__vb_reg_mr(pd, mem->addr, mem->len, mw, &g->dev[i].mr,
+			    verr) == 0)
 		return g->dev[i].mr;
-	RIFT_WARN(rp->base.ctx,
-		  "%s: one-sided access to a region of %zu bytes goes through "
-		  "the peer's library on this device: %s%s",
-		  rp->base.peer, mem->len, err,
-		  strstr(err, "memory") ? " (the locked-memory limit: "
-					  "'ulimit -l')"
-					: "");
+	snprintf(err, errlen, "%s", verr);
 	return NULL;
+}
+
+/* mem's registration on rp's device, made at its first use there (a
+ * device the context took up after rift_mem_reg); NULL when it cannot be
+ * (said once per region and device). */
+static struct ibv_mr *reg_of(struct rdma_path *rp, rift_mem *mem)
+{
+	struct rma_reg *g = mem->tr;
+	char err[RIFT_ERRMSG_LEN];
+	struct ibv_mr *mr;
+
+	for (unsigned i = 0; g && i < g->n; i++)
+		if (g->dev[i].verbs == rp->verbs)
+			return g->dev[i].mr;
+	mr = reg_on(rctx_of(rp->base.ctx), mem, rp->verbs, rp->pd, err,
+		    sizeof(err));
+	if (!mr)
+		RIFT_WARN(rp->base.ctx,
+			  "%s: one-sided access to a region of %zu bytes goes "
+			  "through the peer's library on this device: %s",
+			  rp->base.peer, mem->len, err);
+	return mr;
+}
+
+int rift__rdma_mem_reg(rift_ctx *ctx, rift_mem *mem, char *err,
+		       size_t errlen)
+{
+	struct rift__rdma_ctx *r = rctx_of(ctx);
+
+	/* The devices the context holds CQs on: its paths' (one it never
+	 * used registers at its first use). */
+	for (int k = 0; r && k < r->n_cqdev; k++) {
+		struct cq_dev *d = r->cqdev[k];
+		struct ibv_pd *pd = d->gone ? NULL : rift__rdma_dev_pd_of(d->verbs);
+		char why[RIFT_ERRMSG_LEN];
+
+		if (!pd || reg_on(r, mem, d->verbs, pd, why, sizeof(why)))
+			continue;
+		snprintf(err, errlen, "on %s: %s",
+			 rift__vb_device_name(d->verbs->device), why);
+		return strstr(why, "RLIMIT_MEMLOCK") ? RIFT_EMEMLOCK
+						     : RIFT_ENOMEM;
+	}
+	return 0;
 }
 
 void rift__rdma_mem_drop(rift_ctx *ctx, rift_mem *mem)
