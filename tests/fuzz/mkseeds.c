@@ -364,6 +364,10 @@ static void rma_seed(struct stream *s)
 	r = (struct rift__rma_hdr){ .op = RIFT_RMA_WRITE_ACK, .id = 9,
 				    .len = 4 };
 	rma(s, 5, &r, NULL, 0);
+	/* A window's key for an export on the path of attach counter 0. */
+	r = (struct rift__rma_hdr){ .op = RIFT_RMA_KEYS, .id = 1,
+				    .tag = 0x1234 };
+	rma(s, 6, &r, NULL, 0);
 }
 
 static void hostile_seeds(void)
