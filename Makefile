@@ -42,7 +42,7 @@ LIB_SRCS  := $(sort $(wildcard src/*/*.c src/*/*/*.c))
 # from the library's that check-layers reads.
 EX_TEST_SRCS := examples/rift-kv/resp.c examples/rift-kv/store.c \
                 examples/rift-kv/glob.c examples/rift-kv/config.c \
-                examples/rift-kv/http.c
+                examples/rift-kv/http.c examples/rift-kv/client/reply.c
 TEST_SRCS := tests/runner.c $(sort $(wildcard tests/unit/*.c tests/integration/*.c)) \
              $(EX_TEST_SRCS)
 TOOL_SRCS := $(filter-out tools/metrics_http.c,$(sort $(wildcard tools/*.c)))
@@ -117,13 +117,20 @@ $(BUILD)/bin/rift-perf: $(PERF_SRCS) $(wildcard tools/rift-perf/*.h tools/*.h) $
 
 # ---- rift-kv (examples/rift-kv, issue 18) -------------------------------
 # The example key-value server, built as the tools are (rift.h only, the
-# static library), and an ASan/UBSan build of it over the sanitized
+# static library), its client tools rift-kv-cli and rift-kv-benchmark
+# (examples/rift-kv/client: NAME.c, the client's shared files and the
+# RESP codec), and ASan/UBSan builds of all three over the sanitized
 # library for the end-to-end test.  tests/kv/kvprobe sends raw bytes or
 # RESP over rift.  make test-kv (docs/rift-kv.md): redis-cli and
-# redis-benchmark (Debian's redis-tools) against it, under a minute.
+# redis-benchmark (Debian's redis-tools) against it, and its own tools
+# over rift, about a minute.  Not installed (an example).
 KV_SRCS := $(sort $(wildcard examples/rift-kv/*.c))
 KV_HDRS := $(wildcard examples/rift-kv/*.h)
-kv: $(BUILD)/bin/rift-kv
+KVC_SRCS := $(filter-out %/cli.c %/benchmark.c,$(sort $(wildcard examples/rift-kv/client/*.c))) \
+            examples/rift-kv/resp.c
+KVC_HDRS := $(wildcard examples/rift-kv/client/*.h) examples/rift-kv/resp.h
+KV_BINS := rift-kv rift-kv-cli rift-kv-benchmark
+kv: $(KV_BINS:%=$(BUILD)/bin/%)
 all: kv
 $(BUILD)/bin/rift-kv: $(KV_SRCS) $(KV_HDRS) $(BUILD)/lib/librift.a
 	@mkdir -p $(dir $@)
@@ -131,15 +138,21 @@ $(BUILD)/bin/rift-kv: $(KV_SRCS) $(KV_HDRS) $(BUILD)/lib/librift.a
 $(BUILD)/asan/rift-kv: $(KV_SRCS) $(KV_HDRS) $(LIB_SRCS:%.c=$(BUILD)/asan/%.o)
 	@mkdir -p $(dir $@)
 	$(CC) $(ASAN_CF) $(KV_SRCS) $(LIB_SRCS:%.c=$(BUILD)/asan/%.o) -o $@ $(LIBS) -lm
+$(BUILD)/bin/rift-kv-%: examples/rift-kv/client/%.c $(KVC_SRCS) $(KVC_HDRS) $(BUILD)/lib/librift.a
+	@mkdir -p $(dir $@)
+	$(CC) $(TOOL_CF) $< $(KVC_SRCS) -o $@ $(TOOL_LIBS)
+$(BUILD)/asan/rift-kv-%: examples/rift-kv/client/%.c $(KVC_SRCS) $(KVC_HDRS) $(LIB_SRCS:%.c=$(BUILD)/asan/%.o)
+	@mkdir -p $(dir $@)
+	$(CC) $(ASAN_CF) $< $(KVC_SRCS) $(LIB_SRCS:%.c=$(BUILD)/asan/%.o) -o $@ $(LIBS) -lm
 $(BUILD)/kv/kvprobe: tests/kv/kvprobe.c $(BUILD)/lib/librift.a
 	@mkdir -p $(dir $@)
 	$(CC) $(TOOL_CF) $< -o $@ $(TOOL_LIBS)
-test-kv: $(BUILD)/bin/rift-kv $(BUILD)/asan/rift-kv $(BUILD)/kv/kvprobe
+test-kv: $(KV_BINS:%=$(BUILD)/bin/%) $(KV_BINS:%=$(BUILD)/asan/%) $(BUILD)/kv/kvprobe
 	@sh scripts/setup.sh
-	sh tests/kv/run.sh $(BUILD)/bin/rift-kv $(BUILD)/kv/kvprobe
+	sh tests/kv/run.sh $(BUILD)/bin $(BUILD)/kv/kvprobe
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  sh tests/kv/run.sh --quick $(BUILD)/asan/rift-kv $(BUILD)/kv/kvprobe
+	  sh tests/kv/run.sh --quick $(BUILD)/asan $(BUILD)/kv/kvprobe
 # ---- end of rift-kv -------------------------------------------------------
 
 # Man pages, each generated from the one source of its text

@@ -1,16 +1,21 @@
 #!/bin/sh
-# tests/kv/run.sh - rift-kv end to end, with stock Redis clients.
+# tests/kv/run.sh - rift-kv end to end, with stock Redis clients and its
+# own.
 #
-#   sh tests/kv/run.sh [--quick] RIFT_KV_BINARY KVPROBE_BINARY
+#   sh tests/kv/run.sh [--quick] BINDIR KVPROBE_BINARY
+#
+# BINDIR holds rift-kv, rift-kv-cli and rift-kv-benchmark.
 #
 # Starts the server on a free port (RESP over TCP, and RESP over rift on
 # tcp://127.0.0.1:0), then: every command of commands.txt through
 # redis-cli against expected.txt (Redis 7.0.15's own replies, but for
 # SELECT 1 and CONFIG GET databases: rift-kv has one database); KEYS
 # patterns; expiry, lazy and active; protocol errors that close;
-# pipelining and backpressure (kvprobe); RESP over rift; INFO; config
-# errors; redis-benchmark (skipped with --quick, which the ASan build
-# runs); and a clean exit on SIGTERM (ASan's leak check runs then).
+# pipelining and backpressure (kvprobe); RESP over rift; /metrics; INFO;
+# rift-kv-cli (commands.txt again, against redis-cli's output) and
+# rift-kv-benchmark over rift; config errors; redis-benchmark (skipped
+# with --quick, which the ASan build runs); and a clean exit on SIGTERM
+# (ASan's leak check runs then).
 # Fails if any check fails or the server died.
 set -u
 
@@ -19,8 +24,10 @@ if [ "${1:-}" = "--quick" ]; then
 	quick=1
 	shift
 fi
-[ $# -eq 2 ] || { echo "usage: run.sh [--quick] RIFT_KV KVPROBE" >&2; exit 2; }
-BIN=$1
+[ $# -eq 2 ] || { echo "usage: run.sh [--quick] BINDIR KVPROBE" >&2; exit 2; }
+BIN=$1/rift-kv
+KVCLI=$1/rift-kv-cli
+KVBENCH=$1/rift-kv-benchmark
 PROBE=$2
 HERE=$(cd "$(dirname "$0")" && pwd)
 T=$(mktemp -d)
@@ -325,6 +332,56 @@ done
 [ "$($CLI info nosuchsection)" = "" ] || fail "INFO nosuchsection is not empty"
 $CLI client list | grep -q "^id=[0-9]* addr=127.0.0.1:" || fail "CLIENT LIST"
 ok "INFO sections, CLIENT LIST"
+
+# ---- rift-kv-cli and rift-kv-benchmark over rift -----------------------
+RCLI="$KVCLI -u $RIFT_URL"
+# commands.txt again, through rift-kv-cli: redis-cli's replies, formatted
+# (expected.txt) and raw (redis-cli's own output now, byte for byte),
+# but for the line that redis-cli reads as a repeat count
+grep -v '^"" a$' "$HERE/commands.txt" > "$T/cmds"
+$RCLI --no-raw < "$T/cmds" > "$T/cli.out" 2>&1
+grep -v '^Invalid redis-cli repeat' "$HERE/expected.txt" | diff -u - "$T/cli.out" > "$T/diff" || {
+	head -n 40 "$T/diff"
+	fail "rift-kv-cli --no-raw < commands.txt: replies differ from expected.txt"
+}
+$CLI < "$T/cmds" > "$T/raw.redis" 2>&1
+$RCLI < "$T/cmds" > "$T/raw.rift" 2>&1
+cmp -s "$T/raw.redis" "$T/raw.rift" || {
+	diff -u "$T/raw.redis" "$T/raw.rift" | head -n 40
+	fail "rift-kv-cli < commands.txt: raw output differs from redis-cli's"
+}
+# one command from the command line; --info says the transport
+got=$($RCLI --info set cli:k 'a b' 2> "$T/cli.err")
+[ "$got" = OK ] || fail "rift-kv-cli set: '$got'"
+grep -qx "rift-kv-cli: $RIFT_URL: connected over tcp" "$T/cli.err" ||
+	fail "rift-kv-cli --info: '$(cat "$T/cli.err")'"
+[ "$($RCLI get cli:k)" = "a b" ] || fail "rift-kv-cli get: '$($RCLI get cli:k)'"
+[ "$($RCLI --no-raw incr cli:k)" = "(error) ERR value is not an integer or out of range" ] ||
+	fail "rift-kv-cli incr: '$($RCLI --no-raw incr cli:k)'"
+[ "$($RCLI --no-raw set cli:k -5 get)" = '"a b"' ] && [ "$($RCLI get cli:k)" = -5 ] ||
+	fail "rift-kv-cli: an argument starting with '-'"
+$KVCLI -u tcp://127.0.0.1:1 ping > /dev/null 2> "$T/cli.err" && fail "rift-kv-cli to a closed port exited 0"
+grep -q '^rift-kv-cli: tcp://127.0.0.1:1: .*refused' "$T/cli.err" || fail "rift-kv-cli to a closed port: '$(cat "$T/cli.err")'"
+ok "rift-kv-cli over $RIFT_URL: commands.txt as redis-cli prints it (formatted and raw), --info"
+
+"$KVBENCH" -u "$RIFT_URL" -c 4 -n 4000 -P 8 -d 16 -t set,get > "$T/kvb" 2>&1 ||
+	fail "rift-kv-benchmark exited $?: $(cat "$T/kvb")"
+grep -qx "rift-kv-benchmark: $RIFT_URL: 4 connections over tcp" "$T/kvb" ||
+	fail "rift-kv-benchmark does not say its transport: $(head -n 1 "$T/kvb")"
+for t in SET GET; do
+	grep -Eq "^$t: [0-9]+\.[0-9]+ requests per second, p50=[0-9.]+ msec, p99=[0-9.]+ msec\$" "$T/kvb" &&
+		! grep -q "^$t: 0.00 " "$T/kvb" || fail "rift-kv-benchmark: no $t figures: $(cat "$T/kvb")"
+done
+[ "$($CLI get key:__rand_int__)" = xxxxxxxxxxxxxxxx ] || fail "rift-kv-benchmark's SET did not set its 16-byte value"
+grep -E '^(SET|GET):' "$T/kvb" | sed 's/^/  rift-kv-benchmark -c 4 -P 8: /'
+"$KVBENCH" -u "$RIFT_URL" -c 2 -n 1000 -t get,incr --csv > "$T/kvb" 2>&1 || fail "rift-kv-benchmark --csv exited $?"
+[ "$(head -n 1 "$T/kvb")" = '"test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms","transport","fallback"' ] ||
+	fail "rift-kv-benchmark --csv header: $(head -n 1 "$T/kvb")"
+[ "$(grep -cE '^"(GET|INCR)","[0-9.]+",("[0-9.]+",){6}"tcp","none"$' "$T/kvb")" = 2 ] ||
+	fail "rift-kv-benchmark --csv rows: $(cat "$T/kvb")"
+"$KVBENCH" -u "$RIFT_URL" -t nosuch > "$T/kvb" 2>&1 && fail "rift-kv-benchmark -t nosuch exited 0"
+grep -q "no such test" "$T/kvb" || fail "rift-kv-benchmark -t nosuch: $(cat "$T/kvb")"
+ok "rift-kv-benchmark over $RIFT_URL: ops/s, p50/p99, transport tcp, --csv"
 
 # ---- configuration errors ----------------------------------------------
 cfgerr() { # file content, expected text in the error
