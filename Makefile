@@ -173,7 +173,7 @@ $(BUILD)/asan/rift-tests: $(asan_objs)
 # user can feed bytes: tests/fuzz/fuzz_NAME.c is build/fuzz/fuzz-NAME,
 # linked with the library built for fuzzing (coverage, ASan, UBSan, fault
 # points), and seeded from tests/fuzz/corpus/NAME (tests/fuzz/README.md).
-FUZZ_TARGETS := frame handshake hostile cm_tcp rdma_hello url config
+FUZZ_TARGETS := frame handshake hostile cm_tcp rdma_hello url config resp
 FUZZ_CF   := -std=c11 -D_GNU_SOURCE -Iinclude -Isrc -g -O1 -DRIFT_FAULT_INJECTION \
              -Wall -Wextra -Werror -Wno-initializer-overrides -Wshadow \
              -Wstrict-prototypes -Wmissing-prototypes -fno-omit-frame-pointer \
@@ -185,13 +185,15 @@ $(BUILD)/fuzz/obj/%.o: %.c | deps
 	@clang $(FUZZ_CF) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
 $(BUILD)/fuzz/librift-fuzz.a: $(fuzz_objs)
 	rm -f $@ && ar rcs $@ $^
-# The targets that play a peer over TCP share tests/fuzz/peer.c.
+# The targets that play a peer over TCP share tests/fuzz/peer.c; resp
+# is rift-kv's RESP request parser (examples/rift-kv/resp.c).
 $(BUILD)/fuzz/fuzz-handshake $(BUILD)/fuzz/fuzz-hostile: tests/fuzz/peer.c
+$(BUILD)/fuzz/fuzz-resp: examples/rift-kv/resp.c examples/rift-kv/resp.h
 $(BUILD)/fuzz/fuzz-%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(BUILD)/fuzz/librift-fuzz.a
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_CF) -fsanitize=fuzzer $(filter %.c,$^) $(filter %.a,$^) $(LIBS) -o $@
 
-# `make fuzz` runs each target for its time below (about 2.5 minutes in
+# `make fuzz` runs each target for its time below (about 3 minutes in
 # all; FUZZ_SECONDS=N gives every target N), its corpus first: a regression
 # run of every input kept in tests/fuzz/corpus/NAME, crashes found before
 # included.  New inputs go to build/fuzz/corpus/NAME, a crash to
@@ -201,6 +203,7 @@ FUZZ_TIME_frame      ?= 60
 FUZZ_TIME_handshake  ?= 25
 FUZZ_TIME_hostile    ?= 25
 FUZZ_TIME_config     ?= 20
+FUZZ_TIME_resp       ?= 20
 FUZZ_TIME_url        ?= 10
 FUZZ_TIME_cm_tcp     ?= 5
 FUZZ_TIME_rdma_hello ?= 5
@@ -219,7 +222,8 @@ fuzz-run-%: $(BUILD)/fuzz/fuzz-%
 
 # The seeds and the config dictionary, made again from valid inputs
 # (tests/fuzz/mkseeds.c); crashes kept in the corpus stay.
-$(BUILD)/fuzz/mkseeds: tests/fuzz/mkseeds.c $(LIB_SRCS:%.c=$(BUILD)/tst/%.o)
+$(BUILD)/fuzz/mkseeds: tests/fuzz/mkseeds.c $(LIB_SRCS:%.c=$(BUILD)/tst/%.o) \
+  $(BUILD)/tst/examples/rift-kv/resp.o
 	@mkdir -p $(dir $@)
 	$(CC) $(TST_CF) $^ -o $@ $(LIBS) -lm
 fuzz-seeds: $(BUILD)/fuzz/mkseeds

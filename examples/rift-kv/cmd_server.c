@@ -310,7 +310,7 @@ static void cmd_config_get(ARGS)
 {
 	struct kv_server *s = c->srv;
 	const struct kv_config *k = &s->cfg;
-	char port[16], rport[16], gid[16], qd[16];
+	char port[16], rport[16], gid[16], qd[16], bulk[24], query[24];
 	const char *params[][2] = {
 		{ "port", port },
 		{ "bind", k->bind },
@@ -320,7 +320,8 @@ static void cmd_config_get(ARGS)
 		{ "maxmemory", "0" },
 		{ "timeout", "0" },
 		{ "hz", "10" },
-		{ "proto-max-bulk-len", "536870912" },
+		{ "proto-max-bulk-len", bulk },
+		{ "client-query-buffer-limit", query },
 		{ "rdma-enabled", s->rl ? "yes" : "no" },
 		{ "rdma-port", rport },
 		{ "rdma-bind", k->rdma_bind },
@@ -338,6 +339,8 @@ static void cmd_config_get(ARGS)
 	snprintf(rport, sizeof(rport), "%d", k->rdma_port);
 	snprintf(gid, sizeof(gid), "%d", k->rdma_gid_index);
 	snprintf(qd, sizeof(qd), "%d", k->rdma_queue_depth);
+	snprintf(bulk, sizeof(bulk), "%zu", k->proto_max_bulk_len);
+	snprintf(query, sizeof(query), "%zu", k->client_query_buffer_limit);
 	for (size_t a = 2; a < argc; a++)
 		for (size_t i = 0; i < np; i++)
 			if (!hit[i] &&

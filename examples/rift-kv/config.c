@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "resp.h"
 
 /* A config file is read whole; a bigger one is refused (ours, not a
  * claim: the file is the operator's, but a wrong path to a huge file
@@ -41,6 +42,11 @@ static const struct knob {
 	[KV_METRICS_PORT] = { "metrics_port", T_INT, 0, 65535,
 			      "HTTP port of /metrics, 0 = any free port" },
 	[KV_METRICS_BIND] = { "metrics_bind", T_ADDR, 0, 0, "" },
+	[KV_PROTO_MAX_BULK_LEN] = { "proto_max_bulk_len", T_INT, 1L << 20,
+				    1L << 40, "bytes of one argument" },
+	[KV_CLIENT_QUERY_BUFFER_LIMIT] = { "client_query_buffer_limit", T_INT,
+					   1L << 20, 1L << 40,
+					   "bytes of one command" },
 };
 
 static void errf(char *err, size_t errlen, const char *fmt, ...)
@@ -67,6 +73,8 @@ void kv_config_defaults(struct kv_config *c)
 	c->rdma_gid_index = -1;
 	c->rdma_fallback_tcp = 1;
 	c->metrics_port = -1;
+	c->proto_max_bulk_len = KV_RESP_MAX_BULK_DEFAULT;
+	c->client_query_buffer_limit = KV_RESP_MAX_COMMAND_DEFAULT;
 }
 
 static bool parse_long(const char *s, long *out)
@@ -116,7 +124,7 @@ int kv_config_set(struct kv_config *c, const char *key, const char *value,
 		}
 	}
 	if (!k) {
-		char known[KV_CFG_ERRLEN / 2];
+		char known[KV_CFG_ERRLEN - 128];
 		size_t n = 0;
 
 		for (id = 0; id < KV_KNOBS && n < sizeof(known); id++)
@@ -226,6 +234,10 @@ int kv_config_set(struct kv_config *c, const char *key, const char *value,
 	case KV_RIFT_URL: copy_str(c->rift_url, value); break;
 	case KV_METRICS_PORT: c->metrics_port = (int)v; break;
 	case KV_METRICS_BIND: copy_str(c->metrics_bind, value); break;
+	case KV_PROTO_MAX_BULK_LEN: c->proto_max_bulk_len = (size_t)v; break;
+	case KV_CLIENT_QUERY_BUFFER_LIMIT:
+		c->client_query_buffer_limit = (size_t)v;
+		break;
 	case KV_KNOBS: break;
 	}
 	snprintf(c->origin[id], sizeof(c->origin[id]), "%s", origin);
@@ -431,6 +443,10 @@ static void usage(FILE *f)
 		"  --metrics-port N     GET /metrics over HTTP on port N\n"
 		"                       (0: any free port)\n"
 		"  --metrics-bind ADDR  ... on address ADDR (--bind's)\n"
+		"  --proto-max-bulk-len N         bytes of one argument "
+		"(512 MiB)\n"
+		"  --client-query-buffer-limit N  bytes of one command "
+		"(1 GiB)\n"
 		"Every option is the config file's key of [network] with\n"
 		"'-' for '_' (docs/rift-kv.md).\n");
 }
@@ -523,6 +539,18 @@ int kv_config_check(struct kv_config *c, char *err, size_t errlen)
 
 	if (check_metrics(c, err, errlen))
 		return -1;
+	if (c->origin[KV_PROTO_MAX_BULK_LEN][0] &&
+	    c->proto_max_bulk_len >= c->client_query_buffer_limit) {
+		errf(err, errlen,
+		     "%s: proto_max_bulk_len %zu cannot take effect: a whole "
+		     "command is at most client_query_buffer_limit %zu (%s)",
+		     c->origin[KV_PROTO_MAX_BULK_LEN], c->proto_max_bulk_len,
+		     c->client_query_buffer_limit,
+		     c->origin[KV_CLIENT_QUERY_BUFFER_LIMIT][0]
+			     ? c->origin[KV_CLIENT_QUERY_BUFFER_LIMIT]
+			     : "the default");
+		return -1;
+	}
 	if (!en[0] && (c->rdma_port || c->rift_url[0]))
 		c->rdma_enabled = 1;
 	if (en[0] && !c->rdma_enabled && c->rift_url[0]) {

@@ -22,6 +22,8 @@
  *                             "none": rdma:// only
  *   metrics_port = 9121       GET /metrics over HTTP (0: any free port)
  *   metrics_bind = "0.0.0.0"  its numeric address (bind's)
+ *   proto_max_bulk_len = 536870912          bytes of one argument
+ *   client_query_buffer_limit = 1073741824  bytes of one command
  *
  * Every option --some-key VALUE is the key some_key of [network] (so
  * --rdma-port is rdma_port), applied after the file.  Unknown keys,
@@ -51,6 +53,8 @@ enum kv_knob {
 	KV_RIFT_URL,
 	KV_METRICS_PORT,
 	KV_METRICS_BIND,
+	KV_PROTO_MAX_BULK_LEN,
+	KV_CLIENT_QUERY_BUFFER_LIMIT,
 	KV_KNOBS
 };
 
@@ -68,6 +72,8 @@ struct kv_config {
 	int metrics_port;             /* GET /metrics over HTTP: -1 off, 0
 					 any free port */
 	char metrics_bind[KV_CFG_STR]; /* its numeric address, "" = bind's */
+	size_t proto_max_bulk_len;    /* bytes of one argument, at most */
+	size_t client_query_buffer_limit; /* bytes of one command, at most */
 	char config_file[KV_CFG_STR]; /* "" if none */
 	/* where each knob was set: "file.toml:12", "--rdma-port", or ""
 	 * (default) */
@@ -77,7 +83,8 @@ struct kv_config {
 /* The name of a knob as the file spells it ("rdma_port"). */
 const char *kv_config_key(enum kv_knob k);
 
-/* Defaults: port 6379, bind 127.0.0.1, RDMA off, no /metrics. */
+/* Defaults: port 6379, bind 127.0.0.1, RDMA off, no /metrics, Redis's
+ * request limits. */
 void kv_config_defaults(struct kv_config *c);
 
 /* Apply the file at path.  0, or -1 with err = "path:line: message". */
@@ -103,7 +110,9 @@ int kv_config_args(struct kv_config *c, int argc, char **argv, char *err,
  * needs rdma_port or rift_url; rift_url excludes rdma_port, rdma_bind,
  * rdma_device and rdma_fallback, which it replaces; rdma_port may not be
  * port; metrics_bind needs metrics_port, which may be neither port nor
- * rdma_port.  0, or -1 with err naming where the knob was set. */
+ * rdma_port; a proto_max_bulk_len set must be below
+ * client_query_buffer_limit.  0, or -1 with err naming where the knob
+ * was set. */
 int kv_config_check(struct kv_config *c, char *err, size_t errlen);
 
 /*

@@ -53,6 +53,8 @@ struct kv_resp_parser {
 	bool fresh;	/* S_BODY: no byte of this argument taken yet */
 	struct num num;
 	size_t want;	  /* arguments the multibulk count declared */
+	size_t cmd_bytes; /* of the multibulk command: its lines so far and
+			     the bytes their lengths declare */
 	size_t body_left; /* bytes of the current argument still to come */
 	struct slot *slots;
 	struct kv_resp_arg *argv;
@@ -81,6 +83,8 @@ kv_resp_parser *kv_resp_parser_new(const struct kv_resp_config *cfg)
 		p->cfg.max_bulk = KV_RESP_MAX_BULK_DEFAULT;
 	if (!p->cfg.max_inline)
 		p->cfg.max_inline = KV_RESP_MAX_INLINE_DEFAULT;
+	if (!p->cfg.max_command)
+		p->cfg.max_command = KV_RESP_MAX_COMMAND_DEFAULT;
 	p->st = S_START;
 	return p;
 }
@@ -113,6 +117,27 @@ static int fail(kv_resp_parser *p, int status, const char *msg)
 	p->st = S_FAILED;
 	p->failed = status;
 	return status;
+}
+
+/*
+ * Take n more bytes of the multibulk command (a line, or a length line
+ * and the bytes and CRLF it declares), if they fit in max_command with
+ * the `later` arguments still to come at their least ("$0\r\n\r\n").
+ * Returns 0, or the status of the failure.
+ */
+static int command_bytes(kv_resp_parser *p, size_t n, size_t later)
+{
+	size_t max = p->cfg.max_command;
+	char msg[80];
+
+	if (n <= max - p->cmd_bytes &&
+	    later <= (max - p->cmd_bytes - n) / 6) {
+		p->cmd_bytes += n;
+		return 0;
+	}
+	snprintf(msg, sizeof(msg),
+		 "Protocol error: too big command: more than %zu bytes", max);
+	return fail(p, KV_RESP_ERROR, msg);
 }
 
 /*
@@ -427,7 +452,10 @@ static int inline_feed(kv_resp_parser *p, const unsigned char *b, size_t n,
 {
 	const unsigned char *nl = memchr(b, '\n', n);
 	size_t take = nl ? (size_t)(nl - b) : n;
-	size_t tot = p->line_len + take, max = p->cfg.max_inline;
+	size_t tot = p->line_len + take,
+	       max = p->cfg.max_inline < p->cfg.max_command
+			     ? p->cfg.max_inline
+			     : p->cfg.max_command;
 	unsigned char last = take ? b[take - 1]
 			     : p->line_len
 				     ? (unsigned char)p->line[p->line_len - 1]
@@ -490,6 +518,7 @@ int kv_resp_parse(kv_resp_parser *p, const void *buf, size_t len,
 			if (b[i] == '*') {
 				i++;
 				p->num = (struct num){0};
+				p->cmd_bytes = 0;
 				p->st = S_COUNT;
 			} else {
 				p->st = S_INLINE;
@@ -523,6 +552,10 @@ int kv_resp_parse(kv_resp_parser *p, const void *buf, size_t len,
 				break;
 			}
 			p->want = (size_t)p->num.v;
+			/* "*<n>\r\n", and n arguments at their least */
+			r = command_bytes(p, p->num.digits + 3, p->want);
+			if (r)
+				return r;
 			p->st = S_TYPE;
 			break;
 		case S_TYPE:
@@ -552,6 +585,12 @@ int kv_resp_parse(kv_resp_parser *p, const void *buf, size_t len,
 					"Protocol error: invalid bulk length");
 			if (r == 0)
 				break;
+			/* "$<len>\r\n", the bytes and their CRLF */
+			r = command_bytes(p, p->num.digits + 3 +
+						     (size_t)p->num.v + 2,
+					  p->want - p->nargs - 1);
+			if (r)
+				return r;
 			if (!slot_reserve(p))
 				return fail(p, KV_RESP_NOMEM, "out of memory");
 			p->slots[p->nargs] = (struct slot){.off = p->store_len,

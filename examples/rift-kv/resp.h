@@ -28,7 +28,10 @@
  *
  * The limits are ours, never the peer's claim, and a declared length is
  * checked against them while its digits arrive, before anything is
- * allocated for it.  Memory grows only with bytes that actually arrived:
+ * allocated for it; a whole command is checked against max_command as
+ * each length line ends, counting the arguments still to come at their
+ * least ("$0\r\n\r\n", 6 bytes), so that a command that cannot fit is
+ * refused before its bytes are read.  Memory grows only with bytes that actually arrived:
  * the argument store at most doubles, and never past what the argument
  * being read still needs, so a peer announcing "$536870912" and sending
  * ten bytes costs about ten bytes, not 512 MiB.
@@ -49,11 +52,15 @@
  *   Protocol error: unbalanced quotes in request an inline line that
  *                                                sdssplitargs() refuses
  *
- * and two of ours, where Redis has none:
+ * and three of ours, where Redis has none:
  *
  *   Protocol error: expected CRLF after bulk data  (Redis skips two bytes
  *                                                  unseen)
  *   Protocol error: too many arguments in inline request  (over max_args)
+ *   Protocol error: too big command: more than N bytes    (over
+ *                                                  max_command; Redis
+ *                                                  closes such a client
+ *                                                  without a word)
  *
  * Numbers are read as Redis's string2ll() reads them: decimal digits, a
  * leading '-' only, no '+', no blank, no leading zero ("0" alone is zero),
@@ -67,10 +74,12 @@
 #include <stddef.h>
 
 /* Defaults, Redis's: 1 Mi arguments (multibulk), proto-max-bulk-len
- * (512 MiB), PROTO_INLINE_MAX_SIZE (64 KiB). */
-#define KV_RESP_MAX_ARGS_DEFAULT   ((size_t)1 << 20)
-#define KV_RESP_MAX_BULK_DEFAULT   ((size_t)512 << 20)
-#define KV_RESP_MAX_INLINE_DEFAULT ((size_t)64 << 10)
+ * (512 MiB), PROTO_INLINE_MAX_SIZE (64 KiB), client-query-buffer-limit
+ * (1 GiB) for a whole command. */
+#define KV_RESP_MAX_ARGS_DEFAULT    ((size_t)1 << 20)
+#define KV_RESP_MAX_BULK_DEFAULT    ((size_t)512 << 20)
+#define KV_RESP_MAX_INLINE_DEFAULT  ((size_t)64 << 10)
+#define KV_RESP_MAX_COMMAND_DEFAULT ((size_t)1 << 30)
 
 /* The parser's limits.  Zero a field (or pass no config) for its default;
  * fields may be added at the end, so zero-initialize it. */
@@ -79,6 +88,10 @@ struct kv_resp_config {
 	size_t max_bulk;   /* bytes per bulk argument */
 	size_t max_inline; /* bytes per inline line, its CRLF or LF not counted
 			    */
+	size_t max_command; /* bytes per command as it arrives: the
+			     * multibulk count line, each argument's length
+			     * line, bytes and CRLF; an inline line (then
+			     * the smaller of this and max_inline) */
 };
 
 /* One argument: len bytes at ptr, binary-safe (no terminating NUL). */

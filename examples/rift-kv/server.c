@@ -61,11 +61,15 @@ size_t kv_client_pending(const struct kv_client *c)
 
 struct kv_client *kv_client_new(struct kv_server *s, int fd, rift_conn *conn)
 {
+	struct kv_resp_config pc = {
+		.max_bulk = s->cfg.proto_max_bulk_len,
+		.max_command = s->cfg.client_query_buffer_limit,
+	};
 	struct kv_client *c = calloc(1, sizeof(*c));
 
 	if (!c)
 		return NULL;
-	c->parser = kv_resp_parser_new(NULL);
+	c->parser = kv_resp_parser_new(&pc);
 	if (!c->parser)
 		goto fail_parser;
 	if (fd >= 0) {

@@ -1,7 +1,8 @@
 /*
  * mkseeds.c - write the fuzz targets' seed inputs (tests/fuzz/corpus/NAME/
  * seed-*) and the config target's dictionary from valid inputs made with
- * the library's own encoders, so that they follow the wire if it changes.
+ * the library's own encoders (and rift-kv's RESP encoder for the resp
+ * target), so that they follow the wire if it changes.
  *
  *   make fuzz-seeds     (runs build/fuzz/mkseeds tests/fuzz)
  *
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../../examples/rift-kv/resp.h"
 #include "api/config_int.h"
 #include "fuzz.h"
 #include "session/wire.h"
@@ -577,6 +579,66 @@ static void config_seeds(void)
 	}
 }
 
+/* ---- rift-kv's RESP requests ---- */
+
+/* A request as a client frames it: "*<n>" and n bulks. */
+static void resp_cmd(struct kv_resp_out *o, size_t argc,
+		     const char *const *argv, const size_t *lens)
+{
+	int rc = kv_resp_add_array(o, argc);
+
+	for (size_t i = 0; i < argc && !rc; i++)
+		rc = kv_resp_add_bulk(o, argv[i], lens ? lens[i]
+						       : strlen(argv[i]));
+	if (rc)
+		exit(1);
+}
+
+/* Seeds of fuzz_resp.c: its two leading bytes (the limits, the size of
+ * the pieces), then requests. */
+static void resp_seed(const char *name, uint8_t limits, uint8_t piece,
+		      const struct kv_resp_out *o, const char *tail)
+{
+	static char b[4096];
+	size_t n = strlen(tail);
+
+	if (2 + o->len + n > sizeof(b))
+		exit(1);
+	b[0] = (char)limits;
+	b[1] = (char)piece;
+	memcpy(b + 2, o->buf, o->len);
+	memcpy(b + 2 + o->len, tail, n);
+	put("resp", name, b, 2 + o->len + n);
+}
+
+static void resp_seeds(void)
+{
+	static const char *const set[] = { "SET", "key", "value", "EX", "10" };
+	static const char *const get[] = { "GET", "key" };
+	static const char *const mset[] = { "MSET", "a", "1\r\n2", "b", "" };
+	static const size_t mset_lens[] = { 4, 1, 4, 1, 0 };
+	static char big[280];
+	const char *const big_set[] = { "SET", "k", big };
+	struct kv_resp_out o = { 0 };
+
+	/* defaults: both forms pipelined, no-command requests between */
+	resp_cmd(&o, 5, set, NULL);
+	resp_cmd(&o, 2, get, NULL);
+	resp_seed("pipeline", 0x00, 7, &o,
+		  "*0\r\nPING\r\n\r\n*-1\r\nECHO \"a b\\x41\" 'c\\'d'\n");
+	o.len = 0;
+	resp_cmd(&o, 5, mset, mset_lens);
+	resp_seed("binary", 0x00, 1, &o, "");
+	/* small limits (64 arguments, 1000-byte bulks, 200-byte lines, 300
+	 * bytes a command): a command near them, then one over */
+	memset(big, 'v', sizeof(big));
+	o.len = 0;
+	resp_cmd(&o, 3, big_set, (const size_t[]){ 3, 1, 200 }); /* 228 */
+	resp_cmd(&o, 3, big_set, (const size_t[]){ 3, 1, 280 }); /* 308 */
+	resp_seed("limits", 0xff, 13, &o, "");
+	kv_resp_out_free(&o);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -590,5 +652,6 @@ int main(int argc, char **argv)
 	verbs_seeds();
 	url_seeds();
 	config_seeds();
+	resp_seeds();
 	return 0;
 }

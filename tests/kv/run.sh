@@ -51,7 +51,8 @@ start() {
 		PORT=$(( $(od -An -N2 -tu2 /dev/urandom) % 30000 + 20000 ))
 		: > "$T/log"
 		"$BIN" --port "$PORT" --rift-url tcp://127.0.0.1:0 \
-			--metrics-port 0 >"$T/log" 2>&1 &
+			--metrics-port 0 --proto-max-bulk-len 2097152 \
+			--client-query-buffer-limit 4194304 >"$T/log" 2>&1 &
 		PID=$!
 		i=0
 		while [ $i -lt 100 ]; do
@@ -157,11 +158,28 @@ proto '*x\r\n' '-ERR Protocol error: invalid multibulk length'
 proto '*1\r\n+PING\r\n' "-ERR Protocol error: expected '\$', got '+'"
 proto 'SET a "b\r\n' '-ERR Protocol error: unbalanced quotes in request'
 proto 'PING\r\n*1\r\n$-5\r\n' '+PONG'
+# The request limits it was started with: an argument of 2 MiB, a
+# command of 4 MiB, refused at the length line that passes them (or at
+# the count whose arguments cannot fit even empty), before their bytes.
+proto '*2\r\n$3\r\nGET\r\n$2097153\r\n' '-ERR Protocol error: invalid bulk length'
+proto '*1000000\r\n' '-ERR Protocol error: too big command: more than 4194304 bytes'
+{
+	printf '*5\r\n$4\r\nMSET\r\n$1\r\na\r\n$2097152\r\n'
+	head -c 2097152 /dev/zero | tr '\0' v
+	printf '\r\n$1\r\nb\r\n$2097152\r\n'
+} > "$T/toobig"
+got=$("$PROBE" -w 2000 "tcp:127.0.0.1:$PORT" < "$T/toobig")
+rc=$?
+[ "$(printf '%s' "$got" | tr -d '\r')" = "-ERR Protocol error: too big command: more than 4194304 bytes" ] && [ $rc -eq 0 ] ||
+	fail "MSET of two 2 MiB values: got '$got' (kvprobe $rc), expected the limit's error and a close"
+[ "$($CLI exists a)" = 0 ] || fail "the refused MSET ran"
+[ "$($CLI config get proto-max-bulk-len client-query-buffer-limit | tr '\n' ' ')" = "proto-max-bulk-len 2097152 client-query-buffer-limit 4194304 " ] ||
+	fail "CONFIG GET of the limits: $($CLI config get proto-max-bulk-len client-query-buffer-limit | tr '\n' ' ')"
 # QUIT replies, then closes; what follows it is not run.
 got=$(printf 'SET q 1\r\nQUIT\r\nSET q 2\r\n' | "$PROBE" -w 2000 "tcp:127.0.0.1:$PORT" | tr -d '\r' | tr '\n' ' ')
 [ "$got" = "+OK +OK " ] || fail "QUIT: got '$got'"
 [ "$($CLI get q)" = "1" ] || fail "a command after QUIT ran"
-ok "protocol errors and QUIT close the connection"
+ok "protocol errors, request limits and QUIT close the connection"
 
 # ---- pipelining: many commands in one write, replies in order ----------
 i=0
@@ -402,6 +420,10 @@ cfgerr '[network]\nrdma_queue_depth = 64\n' "bad.toml:2: rdma_queue_depth cannot
 cfgerr '[network]\nrdma_enabled = true\n' "rdma_enabled = true needs rdma_port"
 cfgerr '[network]\nrdma_enabled = true\nrdma_port = 7400\nrdma_fallback = "udp"\n' "bad.toml:4: rdma_fallback = 'udp'"
 cfgerr '[network]\nrdma_enabled = yes\n' "bad.toml:2: rdma_enabled = 'yes': expected true or false"
+cfgerr '[network]\nproto_max_bulk_len = 4194304\nclient_query_buffer_limit = 4194304\n' \
+	"bad.toml:2: proto_max_bulk_len 4194304 cannot take effect: a whole command is at most client_query_buffer_limit"
+cfgerr '[network]\nclient_query_buffer_limit = 1000\n' "bad.toml:2: client_query_buffer_limit = '1000' is not an integer in 1048576.."
+cfgerr '[network]\nmetrics_bind = "0.0.0.0"\n' "bad.toml:2: metrics_bind cannot take effect: no metrics_port"
 "$BIN" --port 1 --nosuch 2 > "$T/cfg.out" 2>&1 && fail "--nosuch accepted"
 grep -qF -- "--nosuch: unknown key 'nosuch'" "$T/cfg.out" || fail "--nosuch: $(cat "$T/cfg.out")"
 "$BIN" --rift-url tcp://127.0.0.1:0 --rdma-gid-index 1 > "$T/cfg.out" 2>&1 && fail "gid index on tcp:// accepted"

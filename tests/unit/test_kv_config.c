@@ -176,3 +176,41 @@ TEST(kv_config_metrics_endpoint)
 	CHECK_CONTAINS(load(&c, "[network]\nmetrics_bind = \"localhost\"\n"),
 		       ".toml:2: metrics_bind = 'localhost' is not a numeric");
 }
+
+TEST(kv_config_request_limits)
+{
+	struct kv_config c;
+	char err[KV_CFG_ERRLEN];
+	char *args[] = { "rift-kv", "--proto-max-bulk-len", "2097152",
+			 "--client-query-buffer-limit", "4194304", NULL };
+
+	/* Redis's defaults */
+	CHECK_STR(load(&c, "[network]\n"), "");
+	CHECK_EQ(c.proto_max_bulk_len, (size_t)512 << 20);
+	CHECK_EQ(c.client_query_buffer_limit, (size_t)1 << 30);
+	CHECK_STR(load(&c, "[network]\nproto_max_bulk_len = 1048576\n"
+			   "client_query_buffer_limit = 8388608\n"),
+		  "");
+	CHECK_EQ(c.proto_max_bulk_len, (size_t)1 << 20);
+	CHECK_EQ(c.client_query_buffer_limit, (size_t)8 << 20);
+	kv_config_defaults(&c);
+	CHECK_EQ(kv_config_args(&c, 5, args, err, sizeof(err)), 0);
+	CHECK_EQ(c.proto_max_bulk_len, (size_t)2 << 20);
+	CHECK_EQ(c.client_query_buffer_limit, (size_t)4 << 20);
+	/* a query limit alone may be below the default bulk limit */
+	CHECK_STR(load(&c, "[network]\nclient_query_buffer_limit = "
+			   "1048576\n"),
+		  "");
+	CHECK_CONTAINS(load(&c, "[network]\nproto_max_bulk_len = 1000\n"),
+		       ".toml:2: proto_max_bulk_len = '1000' is not an "
+		       "integer in 1048576..");
+	CHECK_CONTAINS(load(&c, "[network]\nclient_query_buffer_limit = "
+				"\"1gb\"\n"),
+		       ".toml:2: client_query_buffer_limit: expected an "
+		       "integer");
+	CHECK_CONTAINS(load(&c, "[network]\nproto_max_bulk_len = 4194304\n"
+				"client_query_buffer_limit = 4194304\n"),
+		       ".toml:2: proto_max_bulk_len 4194304 cannot take "
+		       "effect: a whole command is at most "
+		       "client_query_buffer_limit 4194304 (");
+}

@@ -510,6 +510,56 @@ TEST(resp_limits_refused_at_header)
 		   "ERR Protocol error: invalid multibulk length\n");
 }
 
+/* A whole command (its count line, each argument's length line, bytes
+ * and CRLF) is at most max_command bytes: refused as soon as the
+ * lengths it declares cannot fit, before their bytes come. */
+TEST(resp_command_size_limit)
+{
+	struct kv_resp_config cfg = {.max_command = 64};
+	kv_resp_parser *p;
+	char one[80], req[160], want[128];
+	size_t fresh, used;
+	struct kv_resp_cmd cmd;
+
+	/* 4 + 9 + 5 + 44 + 2: 64 bytes, taken; twice in one buffer too */
+	snprintf(one, sizeof(one), "*2\r\n$3\r\nSET\r\n$44\r\n%044d\r\n", 7);
+	CHECK_EQ(strlen(one), 64);
+	snprintf(want, sizeof(want), "3:SET 44:%044d\nMORE\n", 7);
+	expect_cfg(&cfg, one, want);
+	snprintf(req, sizeof(req), "%s%s", one, one);
+	snprintf(want, sizeof(want), "3:SET 44:%044d\n3:SET 44:%044d\nMORE\n",
+		 7, 7);
+	expect_cfg(&cfg, req, want);
+	/* one byte more is refused at its length line */
+	expect_cfg(&cfg, "*2\r\n$3\r\nSET\r\n$45\r\n",
+		   "ERR Protocol error: too big command: more than 64 "
+		   "bytes\n");
+	/* the arguments still to come count at their least ("$0\r\n\r\n") */
+	expect_cfg(&cfg, "*3\r\n$3\r\nSET\r\n$39\r\n",
+		   "ERR Protocol error: too big command: more than 64 "
+		   "bytes\n");
+	expect_cfg(&cfg, "*3\r\n$3\r\nSET\r\n$38\r\n", "MORE\n");
+	expect_cfg(&cfg, "*10\r\n", /* 5 + 10 * 6 */
+		   "ERR Protocol error: too big command: more than 64 "
+		   "bytes\n");
+	expect_cfg(&cfg, "*9\r\n", "MORE\n");
+	/* refused with nothing allocated for it */
+	p = kv_resp_parser_new(&cfg);
+	CHECK(p != NULL);
+	fresh = kv_resp_parser_footprint(p);
+	CHECK_EQ(kv_resp_parse(p, "*1\r\n$100\r\nabc", 13, &used, &cmd),
+		 KV_RESP_ERROR);
+	CHECK_EQ(kv_resp_parser_footprint(p), fresh);
+	kv_resp_parser_free(p);
+	/* an inline line is a command too (its line end not counted, as
+	 * for max_inline) */
+	cfg.max_command = 16;
+	expect_cfg(&cfg, "PING 0123456789a\r\n",
+		   "4:PING 11:0123456789a\nMORE\n");
+	expect_cfg(&cfg, "PING 0123456789ab\r\n",
+		   "ERR Protocol error: too big inline request\n");
+}
+
 /* Memory follows the bytes that arrived, never the lengths claimed. */
 TEST(resp_memory_grows_with_bytes_not_claims)
 {
