@@ -198,21 +198,12 @@ static int hwatch(struct kv_server *s, struct hconn *h, uint32_t events)
  * could lose the end of the answer). */
 static void hwrite(struct kv_server *s, struct hconn *h)
 {
-	while (h->opos < h->olen) {
-		ssize_t n = send(h->fd, h->out + h->opos, h->olen - h->opos,
-				 MSG_NOSIGNAL);
-
-		if (n > 0) {
-			h->opos += (size_t)n;
-		} else if (n < 0 && errno == EINTR) {
-			continue;
-		} else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			return;
-		} else {
-			hclose(h);
-			return;
-		}
+	if (kv_send_some(h->fd, h->out, h->olen, &h->opos) < 0) {
+		hclose(h);
+		return;
 	}
+	if (h->opos < h->olen)
+		return; /* the rest on EPOLLOUT */
 	free(h->out);
 	h->out = NULL;
 	shutdown(h->fd, SHUT_WR);

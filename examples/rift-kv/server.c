@@ -177,26 +177,34 @@ void kv_client_pump(struct kv_client *c, void (*write)(struct kv_client *c))
 
 /* ---- TCP clients ---- */
 
+ssize_t kv_send_some(int fd, const char *buf, size_t len, size_t *pos)
+{
+	size_t from = *pos;
+
+	while (*pos < len) {
+		ssize_t n = send(fd, buf + *pos, len - *pos, MSG_NOSIGNAL);
+
+		if (n > 0)
+			*pos += (size_t)n;
+		else if (n < 0 && errno == EINTR)
+			continue;
+		else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		else
+			return -1;
+	}
+	return (ssize_t)(*pos - from);
+}
+
 static void tcp_write(struct kv_client *c)
 {
-	struct kv_server *s = c->srv;
+	ssize_t n = kv_send_some(c->fd, c->out.buf, c->out.len, &c->opos);
 
-	while (c->opos < c->out.len) {
-		ssize_t n = send(c->fd, c->out.buf + c->opos,
-				 c->out.len - c->opos, MSG_NOSIGNAL);
-
-		if (n > 0) {
-			c->opos += (size_t)n;
-			s->net_out += (uint64_t)n;
-		} else if (n < 0 && errno == EINTR) {
-			continue;
-		} else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			break;
-		} else {
-			c->flags |= KV_CLOSE_ASAP;
-			return;
-		}
+	if (n < 0) {
+		c->flags |= KV_CLOSE_ASAP;
+		return;
 	}
+	c->srv->net_out += (uint64_t)n;
 	if (c->opos == c->out.len) {
 		c->opos = c->out.len = 0;
 		if (c->out.cap > OUT_KEEP)

@@ -13,6 +13,7 @@
 
 #include <stdarg.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <rift.h>
 
@@ -199,6 +200,10 @@ int kv_rift_listen(struct kv_server *s);
 /* Abort c's rift connection; c is freed by its close callback. */
 void kv_rift_abort(struct kv_client *c);
 
+/* Send buf[*pos, len) on the non-blocking socket fd as far as it takes,
+ * *pos moved on: the bytes sent (0 when it would block), or -1 when the
+ * socket failed (the peer is gone). */
+ssize_t kv_send_some(int fd, const char *buf, size_t len, size_t *pos);
 /* A non-blocking socket listening on addr (numeric) and port (0: any
  * free one), its port in *bound: the socket, or -1 with errno. */
 int kv_tcp_listen(const char *addr, int port, int *bound);

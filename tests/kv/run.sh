@@ -146,12 +146,15 @@ exp=$($CLI info stats | tr -d '\r' | sed -n 's/^expired_keys://p')
 ok "expiry: lazy, and active (expired_keys $exp)"
 
 # ---- protocol errors close the connection ------------------------------
-proto() { # bytes (printf format), expected first line
-	got=$(printf "$1" | "$PROBE" -w 2000 "tcp:127.0.0.1:$PORT")
+answers() { # kvprobe address, bytes (printf format), expected first line
+	got=$(printf "$2" | "$PROBE" -w 2000 "$1")
 	rc=$?
 	first=$(printf '%s' "$got" | head -n 1 | tr -d '\r')
-	[ "$first" = "$2" ] || fail "protocol error '$1': got '$first', expected '$2'"
-	[ $rc -eq 0 ] || fail "protocol error '$1': the connection stayed open"
+	[ "$first" = "$3" ] || fail "'$2' to $1: got '$first', expected '$3'"
+	[ $rc -eq 0 ] || fail "'$2' to $1: the connection stayed open"
+}
+proto() { # bytes, the error that closes
+	answers "tcp:127.0.0.1:$PORT" "$1" "$2"
 }
 proto '*1\r\n$x\r\n' '-ERR Protocol error: invalid bulk length'
 proto '*x\r\n' '-ERR Protocol error: invalid multibulk length'
@@ -313,12 +316,8 @@ head=$(curl -sI --max-time 5 "$MURL" | tr -d '\r')
 echo "$head" | grep -q '^HTTP/1.1 200 OK$' || fail "HEAD /metrics: $head"
 echo "$head" | grep -q '^Content-Type: text/plain; version=0.0.4' || fail "HEAD /metrics: no Prometheus content type"
 maddr_probe="tcp:$MADDR"
-http_raw() { # request bytes (printf format), expected status line
-	got=$(printf "$1" | "$PROBE" -w 2000 "$maddr_probe")
-	rc=$?
-	first=$(printf '%s' "$got" | head -n 1 | tr -d '\r')
-	[ "$first" = "$2" ] || fail "HTTP '$1': got '$first', expected '$2'"
-	[ $rc -eq 0 ] || fail "HTTP '$1': the connection stayed open"
+http_raw() { # request bytes, the status line that closes
+	answers "$maddr_probe" "$1" "$2"
 }
 http_raw 'GARBAGE\r\n\r\n' 'HTTP/1.1 400 Bad Request'
 http_raw 'GET /metrics HTTP/1.1\r\nno colon\r\n\r\n' 'HTTP/1.1 400 Bad Request'

@@ -37,7 +37,8 @@ int kv_reply_is_error(const char *buf);
  *          integers as numbers, nil as nothing, an error's text and a
  *          line end, an array's elements each on its line
  *
- * and a line end after it, as redis-cli ends each reply.
+ * In the raw form a line end follows, as redis-cli ends each reply; the
+ * other form ends each of its lines itself.
  */
 void kv_reply_print(FILE *f, const char *buf, int raw);
 
