@@ -400,6 +400,11 @@ static inline uint8_t rma_mark(uint32_t k)
 	return (uint8_t)((k - 1) % 255 + 1);
 }
 
+/* Polled write lat: looks at memory between two rounds of the loop
+ * (rma.c, server.c), as perftest spins on its byte; a round reaps the
+ * completions. */
+#define RMA_SPINS 64
+
 /* Polled write lat: whether the test polls memory (not --notify). */
 static inline bool write_lat_polled(enum op op, enum test test, bool notify)
 {

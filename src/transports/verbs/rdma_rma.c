@@ -375,6 +375,11 @@ int rift__rdma_rma_post(rift__path *p, bool read, rift_mem *local,
 	wr.num_sge = 1;
 	wr.wr.rdma.remote_addr = raddr;
 	wr.wr.rdma.rkey = rkey;
+	/* A small WRITE's bytes go in the work request, as a message's do:
+	 * the device need not fetch them through the region (perftest's
+	 * write tools inline theirs too). */
+	if (!read && len <= rp->inline_max)
+		wr.send_flags = IBV_SEND_INLINE;
 	slot = slot_take(rp, &wr);
 	rp->slots[slot].rma_cookie = cookie;
 	rp->slots[slot].rma_read = read;
