@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "perf_run.h"
+#include "relay.h"
 
 TEST(rift_perf_lat_json_over_tcp)
 {
@@ -262,6 +263,55 @@ TEST(rift_perf_client_of_several_addresses_keeps_a_standby)
 	CHECK_CONTAINS(r->out, "\"active_paths\": 1");
 	CHECK_EQ(perf_wait(srv), 0);
 	free(r);
+}
+
+/*
+ * A standby path that breaks (its TCP connections, through a relay on
+ * 127.0.0.2, reset under a running test) is told as a standby's loss on
+ * both sides: the data path carries on, nothing re-attaches, and the run
+ * ends well.
+ */
+TEST(rift_perf_tells_a_lost_standby_from_a_failover)
+{
+	struct run *r = new_run(), *sr = new_run();
+	struct relay rl;
+	char port[16];
+	int p = h_free_port();
+	const char *srv_args[] = {"-S", "--transport", "tcp", "-p",
+				  port, "127.0.0.1",   NULL};
+	const char *cli_args[] = {"--transport", "tcp", "-p", port, "-D", "3",
+				  "127.0.0.1,127.0.0.2", NULL};
+	const char *env[] = {"RIFT_CONNECT_RETRIES=100", NULL};
+	int sout = tmpfile_fd(), serr = tmpfile_fd();
+	int out = tmpfile_fd(), err = tmpfile_fd();
+	pid_t srv, cli;
+
+	snprintf(port, sizeof(port), "%d", p);
+	CHECK_EQ(relay_start(&rl, "127.0.0.2", p, "127.0.0.1", p), 0);
+	srv = perf_start(srv_args, NULL, sout, serr);
+	cli = perf_start(cli_args, env, out, err);
+	/* The standbys joined (a second's traffic), then they break. */
+	for (int i = 0; i < 100 && relay_accepted(&rl) < 1; i++)
+		usleep(20000);
+	CHECK(relay_accepted(&rl) >= 1);
+	usleep(1000000);
+	relay_cut(&rl);
+	r->status = perf_wait(cli);
+	sr->status = perf_wait(srv);
+	relay_stop(&rl);
+	slurp(out, r->out);
+	slurp(err, r->err);
+	slurp(sout, sr->out);
+	slurp(serr, sr->err);
+	printf("client:\n%s%s\nserver:\n%s", r->out, r->err, sr->err);
+	CHECK_EQ(r->status, 0);
+	CHECK_EQ(sr->status, 0);
+	CHECK_CONTAINS(r->err, "standby path down");
+	CHECK_CONTAINS(r->err, "the data path carries on");
+	CHECK(strstr(r->err, "re-attaching") == NULL);
+	CHECK_CONTAINS(sr->err, "standby path down");
+	free(r);
+	free(sr);
 }
 
 /* With group.policy = active-active (from the environment) both paths

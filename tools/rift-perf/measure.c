@@ -264,10 +264,14 @@ void cl_on_event(rift_conn *conn, const rift_event *ev)
 			lat_pump(c, 0);
 		break;
 	case RIFT_EVENT_PATH_DOWN:
-		fprintf(stderr, PROG ": %s: path down (%s: %s), re-attaching\n",
+		/* A standby's loss moves nothing: rift sets up another. */
+		fprintf(stderr, PROG ": %s: %spath down (%s: %s), %s\n",
 			conn_name(c, name, sizeof(name)),
+			ev->standby ? "standby " : "",
 			rift_path_down_reason_str(ev->down_reason),
-			ev->message);
+			ev->message,
+			ev->standby ? "the data path carries on"
+				    : "re-attaching");
 		break;
 	case RIFT_EVENT_WRITTEN:
 		/* --notify only: a polled write lat's server writes plainly */

@@ -691,7 +691,7 @@ static void srv_on_event(rift_conn *conn, const rift_event *ev)
 		srv_write_back(sc, ev);
 		break;
 	case RIFT_EVENT_PATH_DOWN:
-		slog(s, "path down (%s): %s",
+		slog(s, "%spath down (%s): %s", ev->standby ? "standby " : "",
 		     rift_path_down_reason_str(ev->down_reason), ev->message);
 		break;
 	case RIFT_EVENT_PATH_CHANGED:
