@@ -1045,6 +1045,39 @@ static bool revoked_known(const struct rift__rma_conn *rc, uint32_t id)
 	return false;
 }
 
+/*
+ * Decode token into *t and check that it is this session's and unaltered
+ * (both sides hold the session key: a token altered or forged is refused
+ * here, before a one-sided piece could carry it; the device may not check
+ * a window's bounds: rxe does not).  The last token that checked is kept:
+ * the same bytes again are not checked twice.  Returns RIFT_EINVAL for
+ * bytes that are no token; else 0, with *why set when it is refused.
+ */
+static int token_check(rift_conn *conn, struct rift__rma_conn *rc,
+		       const void *token, size_t token_len,
+		       struct rift__token *t, const char **why)
+{
+	*why = NULL;
+	if (token_len == rc->vtok_len && !memcmp(token, rc->vtok, token_len)) {
+		*t = rc->vt;
+		return 0;
+	}
+	if (rift__token_decode(token, token_len, t, why)) {
+		rift__conn_error(conn, "not a token: %s", *why);
+		return RIFT_EINVAL;
+	}
+	if (t->session_id != conn->session_id) {
+		*why = "a token of another session";
+	} else if (!rift__token_tag_ok(token, token_len, conn->key)) {
+		*why = "a forged or altered token (its tag does not check)";
+	} else {
+		rc->vtok_len = (uint16_t)token_len;
+		memcpy(rc->vtok, token, token_len);
+		rc->vt = *t;
+	}
+	return 0;
+}
+
 int rift__rma_post(rift_conn *conn, int kind, rift_mem *local,
 		   size_t local_off, const void *token, size_t token_len,
 		   size_t remote_off, size_t len, uint64_t tag, rift_rma_cb cb,
@@ -1074,29 +1107,12 @@ int rift__rma_post(rift_conn *conn, int kind, rift_mem *local,
 	rc = rma_conn(conn);
 	if (!rc)
 		return RIFT_ENOMEM;
-	why = NULL;
-	if (token_len == rc->vtok_len && !memcmp(token, rc->vtok, token_len)) {
-		t = rc->vt; /* checked already, as it is */
-	} else if (rift__token_decode(token, token_len, &t, &why)) {
-		rift__conn_error(conn, "not a token: %s", why);
-		return RIFT_EINVAL;
-	/* Both sides hold the session key: a token altered or forged is
-	 * refused here, before a one-sided piece could carry it (the
-	 * device may not check a window's bounds: rxe does not). */
-	} else if (t.session_id != conn->session_id) {
-		why = "a token of another session";
-	} else if (!rift__token_tag_ok(token, token_len, conn->key)) {
-		why = "a forged or altered token (its tag does not check)";
-	} else {
-		rc->vtok_len = (uint16_t)token_len;
-		memcpy(rc->vtok, token, token_len);
-		rc->vt = t;
-	}
-	if (why)
-		;
-	else if (revoked_known(rc, t.export_id))
+	rc_ = token_check(conn, rc, token, token_len, &t, &why);
+	if (rc_)
+		return rc_;
+	if (!why && revoked_known(rc, t.export_id))
 		why = "a revoked token";
-	else if (!rift__fault_hit(RIFT_FAULT_RMA_UNCHECKED))
+	else if (!why && !rift__fault_hit(RIFT_FAULT_RMA_UNCHECKED))
 		rift__token_allows(&t, remote_off, len, need, &why);
 	if (why) {
 		rift__conn_error(conn, "one-sided access refused: %s", why);
