@@ -303,7 +303,10 @@ CM_TCP_TESTS := path_cut echo_ single_64mib zero_byte close_tells \
 # and the aimed fault soaks, and over cm=tcp the healthy busy-polling
 # one, are left out to keep the suite near 30 minutes (50-100 s each):
 # polling is no cm matter, and re-attach over rdma_cm is what its
-# random-fault soak and the single faults above do.
+# random-fault soak and the single faults above do.  The aimed soak
+# with one path (soak_aimed_faults_one_path: every fault a new
+# connection) is make bench-failover's, not the suite's: the single
+# faults with group.max_paths = 1 (one_path_with) re-attach that way.
 # RIFT_SOAK_SECONDS and RIFT_SOAK_SEED (printed) replay one.  A boot of
 # its own: a client whose rdma_cm gets no answer attaches and re-attaches
 # through the side channel (it makes rdma_cm silent on purpose).
@@ -331,7 +334,7 @@ test-lab: $(BUILD)/tst/rift-tests $(BUILD)/examples/rma $(KV_BINS:%=$(BUILD)/bin
 	    sh tests/lab/kv-failover.sh $(BUILD)/bin && \
 	    build/tst/rift-tests --transport rdma --cm tcp --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 $(PAIR_TESTS) && \
 	    RIFT_SOAK_SECONDS=50 RIFT_SOAK_MESSAGES=100000 build/tst/rift-tests -v --transport rdma --cm tcp --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 soak_link_faults_event soak_active_active && \
-	    RIFT_SOAK_SECONDS=40 RIFT_SOAK_MESSAGES=30000 build/tst/rift-tests -v --transport rdma --cm tcp --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 soak_link_faults_busy soak_aimed && \
+	    RIFT_SOAK_SECONDS=40 RIFT_SOAK_MESSAGES=30000 build/tst/rift-tests -v --transport rdma --cm tcp --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 soak_link_faults_busy soak_aimed_faults_with && \
 	    RIFT_SOAK_SECONDS=50 RIFT_SOAK_MESSAGES=100000 build/tst/rift-tests -v --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 soak_link_faults_event soak_active_active'
 	tests/lab/lab run --topo pair --timeout 600 -- \
 	  sh -c 'build/tst/rift-tests --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 silent_rdma_cm'
@@ -386,8 +389,9 @@ bench-rma: all
 # 60 s stream both ways with faults aimed at the session's link (down,
 # carrier loss, 100% loss); per kind of fault, when the port said it was
 # down, PATH_DOWN, and the stall per failover on each side, against the
-# port's detection (tests/integration/test_soak.c, bench_failover_stalls).
-# Then the steady state: latency with a standby path against one path,
+# port's detection (tests/integration/test_soak.c, bench_failover_stalls);
+# over rdma_cm also the re-attach times with one path (every fault a new
+# connection: soak_aimed_faults_one_path).  Then the steady state: latency with a standby path against one path,
 # and active-active bandwidth over both links against two ib_send_bw at
 # once (bench/group-guest.sh; BENCH_GROUP_ROUNDS=21 for more rounds).
 BENCH_GROUP_ROUNDS ?= 11
@@ -395,7 +399,7 @@ bench-failover: all $(BUILD)/tst/rift-tests
 	tests/lab/lab setup
 	tests/lab/lab run --topo pair --timeout 1800 -- \
 	  sh -c 'export RIFT_BENCH_FAILOVER=1; \
-	    build/tst/rift-tests -v --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 300 bench_failover && \
+	    build/tst/rift-tests -v --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 300 bench_failover soak_aimed_faults_one_path && \
 	    build/tst/rift-tests -v --transport rdma --cm tcp --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 300 bench_failover && \
 	    BENCH_GROUP_ROUNDS=$(BENCH_GROUP_ROUNDS) sh bench/group-guest.sh'
 
