@@ -189,8 +189,8 @@ static void info_clients(struct kv_server *s, struct kv_text *t)
 		"# Clients\r\n"
 		"connected_clients:%zu\r\n"
 		"rift_clients:%zu\r\n"
-		"blocked_clients:0\r\n",
-		s->nclients, s->rift_clients);
+		"blocked_clients:%zu\r\n",
+		s->nclients, s->rift_clients, s->repl.blocked);
 }
 
 static void info_memory(struct kv_server *s, struct kv_text *t)
@@ -271,7 +271,8 @@ static const struct {
 } sections[] = {
 	{ "server", info_server },     { "clients", info_clients },
 	{ "memory", info_memory },     { "stats", info_stats },
-	{ "keyspace", info_keyspace }, { "rdma", info_rdma },
+	{ "replication", kv_repl_info }, { "keyspace", info_keyspace },
+	{ "rdma", info_rdma },
 };
 #define NSECTIONS (sizeof(sections) / sizeof(*sections))
 
