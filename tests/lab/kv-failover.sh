@@ -14,6 +14,7 @@ bin=${1:?usage: tests/lab/kv-failover.sh BINDIR}
 A0=${RIFT_LAB_SERVER_ADDR0:?run inside the lab, pair topology}
 A1=${RIFT_LAB_SERVER_ADDR1:?run inside the lab, pair topology}
 url="rdma://$A0:7800,$A1:7800"
+. "$(dirname "$0")/link-cuts.sh"
 T=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$T"' EXIT INT TERM
 fail() {
@@ -38,12 +39,7 @@ grep -q "ready" "$T/server.out" || fail "rift-kv never said it was ready"
 timeout 150 "$bin/rift-kv-benchmark" -u "$url" -c 4 -n 50000 -d 64 \
 	-t set,get >"$T/bench.out" 2>"$T/bench.err" &
 bp=$!
-for link in link0 link1; do
-	sleep 2
-	lab-link down "$link" >/dev/null || fail "lab-link down $link"
-	sleep 2
-	lab-link up "$link" >/dev/null || fail "lab-link up $link"
-done
+lab_cut_links 2 2 link0 link1
 kill -0 "$bp" 2>/dev/null ||
 	fail "the benchmark ended before the links came back: raise -n"
 wait "$bp" || fail "rift-kv-benchmark exited $?"
