@@ -33,7 +33,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 T=$(mktemp -d)
 PID=
 failures=0
-trap '[ -n "$PID" ] && kill "$PID" 2>/dev/null; rm -rf "$T"' EXIT
+rpid_prim= rpid_repl=
+trap '[ -n "$PID" ] && kill "$PID" 2>/dev/null; kill $rpid_prim $rpid_repl 2>/dev/null; rm -rf "$T"' EXIT
 
 fail() {
 	echo "FAIL: $*"
@@ -428,6 +429,178 @@ grep -qF -- "--nosuch: unknown key 'nosuch'" "$T/cfg.out" || fail "--nosuch: $(c
 "$BIN" --rift-url tcp://127.0.0.1:0 --rdma-gid-index 1 > "$T/cfg.out" 2>&1 && fail "gid index on tcp:// accepted"
 grep -qF "rdma_gid_index cannot take effect" "$T/cfg.out" || fail "--rdma-gid-index with tcp://: $(cat "$T/cfg.out")"
 ok "config errors name the file, line and key, and exit non-zero"
+
+# ---- replication (issue 18, item 3) -------------------------------------
+# A primary and a replica over rift (tcp://, where rift serves the
+# one-sided writes by frames), both ways of shipping the log: writes,
+# WAIT 1 says 1, the replica serves them and refuses writes; the replica
+# killed and restarted on its replica_file resumes by a partial resync;
+# after more log than backlog_size went by, by a full one.  The protocol's
+# refusals, WAIT's timeout, REPLICAOF NO ONE.
+rstart() { # name, args...: starts rift-kv, sets rpid_<name> and RPORT_<name>
+	n=$1
+	shift
+	for try in 1 2 3 4 5; do
+		p=$(( $(od -An -N2 -tu2 /dev/urandom) % 30000 + 20000 ))
+		: > "$T/$n.log"
+		"$BIN" --port "$p" "$@" >"$T/$n.log" 2>&1 &
+		eval "rpid_$n=$!"
+		i=0
+		while [ $i -lt 100 ] && ! grep -q ready "$T/$n.log"; do
+			sleep 0.05
+			i=$((i + 1))
+		done
+		if grep -q ready "$T/$n.log"; then
+			eval "RPORT_$n=$p"
+			return 0
+		fi
+		eval "kill \$rpid_$n 2>/dev/null; wait \$rpid_$n 2>/dev/null"
+		grep -q "in use" "$T/$n.log" || break
+	done
+	cat "$T/$n.log"
+	fail "rift-kv ($n) did not start"
+	return 1
+}
+rinfo() { # port, field: its value in INFO replication
+	redis-cli -p "$1" info replication | tr -d '\r' | sed -n "s/^$2://p"
+}
+link_up() { # replica port: waits (bounded) for master_link_status:up
+	i=0
+	while [ $i -lt 100 ] && [ "$(rinfo "$1" master_link_status)" != up ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	[ "$(rinfo "$1" master_link_status)" = up ] ||
+		fail "replica on $1: link not up: $(rinfo "$1" repl_last_error)"
+}
+P() { redis-cli -p "$RPORT_prim" "$@"; }
+R() { redis-cli -p "$RPORT_repl" "$@"; }
+rkill() { # name: SIGKILL, reaped
+	eval "kill -KILL \$rpid_$1; wait \$rpid_$1 2>/dev/null; rpid_$1="
+}
+repl_mode() { # use_rdma_write: yes or no
+	mode=$1
+	want=$([ "$mode" = yes ] && echo rdma-write || echo messages)
+	rstart prim --rift-url tcp://127.0.0.1:0 --backlog-size 16384 \
+		--use-rdma-write "$mode" || return
+	purl=$(sed -n 's/.*rift on \([^ ,]*\)[ ,].*/\1/p' "$T/prim.log")
+	rm -f "$T/replica.aof"
+	rargs="--replicaof $purl --use-rdma-write $mode --replica-file $T/replica.aof"
+	# a ring smaller than the big values below: commands cross its end
+	[ "$mode" = yes ] && rargs="$rargs --ring-size 4096"
+	# shellcheck disable=SC2086
+	rstart repl $rargs || return
+	link_up "$RPORT_repl"
+	P set a 1 >/dev/null
+	P set b hello ex 100 >/dev/null
+	P mset c 3 d 4 e 5 >/dev/null
+	P incr a >/dev/null
+	P append b ", world" >/dev/null
+	P del c >/dev/null
+	P expire d 1000 >/dev/null
+	P set nx-fails x nx >/dev/null
+	P set nx-fails y nx >/dev/null
+	# a value bigger than the ring: its command crosses the ring's end
+	head -c 10000 /dev/zero | tr '\0' r > "$T/big"
+	P -x set big < "$T/big" >/dev/null
+	[ "$(P wait 1 2000)" = 1 ] || fail "$mode: WAIT 1 2000 did not say 1"
+	[ "$(R mget a b c d e nx-fails | tr '\n' ' ')" = "2 hello, world  4 5 x " ] ||
+		fail "$mode: the replica serves '$(R mget a b c d e nx-fails | tr '\n' ' ')'"
+	[ "$(R strlen big)" = 10000 ] || fail "$mode: the big value on the replica: $(R strlen big) bytes"
+	t=$(R ttl b)
+	[ "$t" -gt 90 ] && [ "$t" -le 100 ] || fail "$mode: TTL of b on the replica: $t"
+	t=$(R ttl d)
+	[ "$t" -gt 990 ] || fail "$mode: TTL of d on the replica: $t"
+	[ "$(R set x 1)" = "READONLY You can't write against a read only replica." ] ||
+		fail "$mode: a write on the replica: '$(R set x 1)'"
+	[ "$(R exists x)" = 0 ] || fail "$mode: the refused write ran"
+	[ "$(rinfo "$RPORT_repl" role)" = slave ] || fail "$mode: replica role '$(rinfo "$RPORT_repl" role)'"
+	[ "$(rinfo "$RPORT_repl" repl_transport)" = "$want" ] ||
+		fail "$mode: repl_transport '$(rinfo "$RPORT_repl" repl_transport)', want $want"
+	if [ "$mode" = yes ]; then
+		[ "$(rinfo "$RPORT_repl" repl_ring_writes)" -gt 0 ] || fail "$mode: no ring write counted"
+		[ "$(P info rdma | tr -d '\r' | sed -n 's/^rdma_write_ops://p')" -gt 0 ] ||
+			fail "$mode: the primary's rdma_write_ops did not move"
+	else
+		[ "$(rinfo "$RPORT_repl" repl_log_messages)" -gt 0 ] || fail "$mode: no LOG message counted"
+		[ "$(rinfo "$RPORT_repl" repl_ring_writes)" = 0 ] || fail "$mode: ring writes by messages"
+	fi
+	moff=$(rinfo "$RPORT_prim" master_repl_offset)
+	[ "$(rinfo "$RPORT_prim" connected_slaves)" = 1 ] || fail "$mode: connected_slaves"
+	rinfo "$RPORT_prim" slave0 | grep -q "^ip=127.0.0.1,port=$RPORT_repl,state=online,offset=$moff,lag=[0-9]*,transport=$want," ||
+		fail "$mode: slave0 is '$(rinfo "$RPORT_prim" slave0)' (offset $moff)"
+	[ "$(rinfo "$RPORT_repl" slave_repl_offset)" = "$moff" ] || fail "$mode: the replica's offset"
+	# killed, writes meanwhile, restarted on its file: partial resync
+	rkill repl
+	P set while-dead 1 >/dev/null
+	[ "$(P wait 1 100)" = 0 ] || fail "$mode: WAIT counted the killed replica"
+	# shellcheck disable=SC2086
+	rstart repl $rargs || return
+	link_up "$RPORT_repl"
+	[ "$(P wait 1 2000)" = 1 ] || fail "$mode: the restarted replica did not catch up"
+	[ "$(rinfo "$RPORT_repl" repl_partial_syncs)" = 1 ] && [ "$(rinfo "$RPORT_repl" repl_full_syncs)" = 0 ] ||
+		fail "$mode: no partial resync after a restart: $(grep replication "$T/repl.log" | tail -n 2)"
+	[ "$(rinfo "$RPORT_repl" repl_loaded_offset)" = "$moff" ] ||
+		fail "$mode: loaded offset '$(rinfo "$RPORT_repl" repl_loaded_offset)', want $moff"
+	[ "$(R mget a while-dead | tr '\n' ' ')" = "2 1 " ] || fail "$mode: keys after the partial resync"
+	# killed again; more log than the backlog holds: full resync
+	rkill repl
+	head -c 20000 /dev/zero | tr '\0' f > "$T/big2"
+	P -x set big2 < "$T/big2" >/dev/null
+	P set after-big 1 >/dev/null
+	# shellcheck disable=SC2086
+	rstart repl $rargs || return
+	link_up "$RPORT_repl"
+	[ "$(P wait 1 2000)" = 1 ] || fail "$mode: the replica did not catch up by a full resync"
+	[ "$(rinfo "$RPORT_repl" repl_full_syncs)" = 1 ] && [ "$(rinfo "$RPORT_repl" repl_partial_syncs)" = 0 ] ||
+		fail "$mode: no full resync once the backlog was exceeded"
+	[ "$(rinfo "$RPORT_prim" sync_full)" = 2 ] && [ "$(rinfo "$RPORT_prim" sync_partial_ok)" = 1 ] &&
+		[ "$(rinfo "$RPORT_prim" sync_partial_err)" = 1 ] ||
+		fail "$mode: the primary's sync counts: $(redis-cli -p "$RPORT_prim" info replication | tr -d '\r' | grep '^sync_' | tr '\n' ' ')"
+	[ "$(R mget a while-dead after-big | tr '\n' ' ')" = "2 1 1 " ] && [ "$(R strlen big2)" = 20000 ] ||
+		fail "$mode: keys after the full resync"
+	[ "$(R dbsize)" = "$(P dbsize)" ] || fail "$mode: DBSIZE differs"
+	ok "replication, use_rdma_write = $mode: WAIT, reads, READONLY, INFO; killed replica resumes by partial resync, and by full resync past backlog_size"
+}
+repl_mode yes
+# WAIT's timeout (two replicas asked, one there), REPLICAOF NO ONE
+t0=$(date +%s%N)
+[ "$(P wait 2 300)" = 1 ] || fail "WAIT 2 300 with one replica"
+t1=$(( ($(date +%s%N) - t0) / 1000000 ))
+[ $t1 -ge 290 ] && [ $t1 -lt 2000 ] || fail "WAIT 2 300 took $t1 ms"
+[ "$(R wait 1 10)" = "ERR WAIT cannot be used with replica instances." ] || fail "WAIT on a replica: $(R wait 1 10)"
+[ "$(R replicaof 127.0.0.1 notaport)" = "ERR Invalid master port or host" ] || fail "REPLICAOF with a bad port"
+[ "$(R replicaof no one)" = OK ] && [ "$(rinfo "$RPORT_repl" role)" = master ] || fail "REPLICAOF NO ONE"
+[ "$(R set now-writable 1)" = OK ] || fail "a promoted replica refuses writes"
+# The protocol's refusals: PSYNC over TCP; over rift a ring too small,
+# a token that does not fit, an ACK from a client that is no replica,
+# an ACK ahead of what was shipped (the link is dropped).
+got=$(printf 'PSYNC ? -1\r\n' | "$PROBE" -w 500 "tcp:127.0.0.1:$RPORT_prim" | tr -d '\r')
+[ "$got" = "-ERR PSYNC over TCP: replicas connect to the rift listener" ] || fail "PSYNC over TCP: '$got'"
+got=$(printf '*5\r\n$5\r\nPSYNC\r\n$1\r\n?\r\n$2\r\n-1\r\n$4\r\nRING\r\n$1\r\n1\r\n' | "$PROBE" -w 500 "$purl" | tr -d '\r')
+[ "$got" = "-ERR syntax error" ] || fail "PSYNC RING without its token: '$got'"
+got=$(printf '*6\r\n$5\r\nPSYNC\r\n$1\r\n?\r\n$2\r\n-1\r\n$4\r\nRING\r\n$1\r\n1\r\n$1\r\nt\r\n' | "$PROBE" -w 500 "$purl" | tr -d '\r')
+[ "$got" = "-ERR PSYNC RING size 1 outside 4096..1073741824" ] || fail "PSYNC RING 1: '$got'"
+tok=$(head -c 400 /dev/zero | tr '\0' t)
+got=$(printf '*6\r\n$5\r\nPSYNC\r\n$1\r\n?\r\n$2\r\n-1\r\n$4\r\nRING\r\n$5\r\n65536\r\n$400\r\n%s\r\n' "$tok" | "$PROBE" -w 500 "$purl" | tr -d '\r')
+[ "$got" = "-ERR PSYNC RING token of 400 bytes does not fit (1..304)" ] || fail "PSYNC RING with a 400-byte token: '$got'"
+[ "$(P replconf ack 1 1)" = "ERR REPLCONF ACK from a client that is no replica" ] || fail "REPLCONF ACK from a client"
+printf '*3\r\n$5\r\nPSYNC\r\n$1\r\n?\r\n$2\r\n-1\r\n*4\r\n$8\r\nREPLCONF\r\n$3\r\nACK\r\n$7\r\n9999999\r\n$7\r\n9999999\r\n' |
+	"$PROBE" -w 2000 "$purl" > "$T/ahead.out" 2>&1
+[ $? -ne 3 ] || fail "an ACK ahead of the primary: the link stayed open"
+grep -q "REPLCONF ACK 9999999 9999999: not within what was shipped" "$T/prim.log" ||
+	fail "the primary's log does not say why it dropped the link: $(tail -n 3 "$T/prim.log")"
+ok "replication: WAIT's timeout, REPLICAOF NO ONE, refused PSYNCs and ACKs"
+kill "$rpid_repl" "$rpid_prim"
+wait "$rpid_repl" "$rpid_prim"
+repl_mode no
+kill "$rpid_repl" "$rpid_prim"
+wait "$rpid_repl" "$rpid_prim"
+cfgerr '[network]\nbacklog_size = 65536\n' "bad.toml:2: backlog_size belongs in [replication], not [network]"
+cfgerr '[replication]\nuse_rdma_write = false\nring_size = 65536\n' "bad.toml:3: ring_size cannot take effect: use_rdma_write = false"
+cfgerr '[replication]\nreplicaof = "localhost"\n' "bad.toml:2: replicaof = 'localhost': expected \"HOST PORT\""
+cfgerr '[replication]\nbacklog_size = 100\n' "bad.toml:2: backlog_size = '100' is not an integer in 16384.."
+ok "replication config errors"
 
 # ---- redis-benchmark ---------------------------------------------------
 if [ $quick -eq 0 ]; then
