@@ -670,7 +670,8 @@ static int full_begin(struct kv_server *s, const struct kv_resp_cmd *cmd)
 		char tmp[KV_CFG_STR + 8];
 
 		snprintf(tmp, sizeof(tmp), "%s.tmp", s->cfg.replica_file);
-		r->tmpfd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		r->tmpfd = open(tmp, O_WRONLY | O_APPEND | O_CREAT | O_TRUNC | O_CLOEXEC,
+				0644);
 		if (r->tmpfd < 0) {
 			file_fail(s, "open");
 			return 0;
@@ -966,13 +967,15 @@ static void file_load(struct kv_server *s)
 	struct kv_repl *r = &s->repl;
 	const char *path = s->cfg.replica_file;
 	char *buf;
-	int fd = open(path, O_RDWR | O_CLOEXEC), in_log = 0, ok = 1;
+	/* O_APPEND: after file_trim the log goes on at the new end */
+	int fd = open(path, O_RDWR | O_APPEND | O_CLOEXEC), in_log = 0, ok = 1;
 	uint64_t fpos = 0;
 
 	if (fd < 0) {
 		if (errno != ENOENT)
 			file_fail(s, "open");
-		else if ((r->fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644)) < 0)
+		else if ((r->fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
+				       0644)) < 0)
 			file_fail(s, "create");
 		return;
 	}
@@ -1049,7 +1052,8 @@ static void file_load(struct kv_server *s)
 	r->state = KV_REPL_NONE;
 	r->full_syncs = r->link_errors = 0;
 	r->last_error[0] = '\0';
-	if ((r->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
+	if ((r->fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_TRUNC | O_CLOEXEC,
+			  0644)) < 0)
 		file_fail(s, "create");
 }
 

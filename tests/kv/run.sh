@@ -484,7 +484,9 @@ repl_mode() { # use_rdma_write: yes or no
 	rstart prim --rift-url tcp://127.0.0.1:0 --backlog-size 16384 \
 		--use-rdma-write "$mode" || return
 	purl=$(sed -n 's/.*rift on \([^ ,]*\)[ ,].*/\1/p' "$T/prim.log")
-	rm -f "$T/replica.aof"
+	# yes: no file yet; no: a file that is no replica file (set aside)
+	rm -f "$T/replica.aof" "$T/replica.aof.bad"
+	[ "$mode" = no ] && echo "not a replica file" > "$T/replica.aof"
 	rargs="--replicaof $purl --use-rdma-write $mode --replica-file $T/replica.aof"
 	# a ring smaller than the big values below: commands cross its end
 	[ "$mode" = yes ] && rargs="$rargs --ring-size 4096"
@@ -514,6 +516,11 @@ repl_mode() { # use_rdma_write: yes or no
 	[ "$(R set x 1)" = "READONLY You can't write against a read only replica." ] ||
 		fail "$mode: a write on the replica: '$(R set x 1)'"
 	[ "$(R exists x)" = 0 ] || fail "$mode: the refused write ran"
+	if [ "$mode" = no ]; then
+		[ "$(cat "$T/replica.aof.bad" 2>/dev/null)" = "not a replica file" ] &&
+			grep -q "is no replica file of rift-kv (or damaged): set aside" "$T/repl.log" ||
+			fail "$mode: a damaged replica_file was not set aside"
+	fi
 	[ "$(rinfo "$RPORT_repl" role)" = slave ] || fail "$mode: replica role '$(rinfo "$RPORT_repl" role)'"
 	[ "$(rinfo "$RPORT_repl" repl_transport)" = "$want" ] ||
 		fail "$mode: repl_transport '$(rinfo "$RPORT_repl" repl_transport)', want $want"
@@ -530,8 +537,11 @@ repl_mode() { # use_rdma_write: yes or no
 	rinfo "$RPORT_prim" slave0 | grep -q "^ip=127.0.0.1,port=$RPORT_repl,state=online,offset=$moff,lag=[0-9]*,transport=$want," ||
 		fail "$mode: slave0 is '$(rinfo "$RPORT_prim" slave0)' (offset $moff)"
 	[ "$(rinfo "$RPORT_repl" slave_repl_offset)" = "$moff" ] || fail "$mode: the replica's offset"
-	# killed, writes meanwhile, restarted on its file: partial resync
+	# killed, writes meanwhile, restarted on its file: partial resync;
+	# the file ends in a command cut short (a crash mid-write), which
+	# the load drops and the file loses before the log goes on
 	rkill repl
+	printf '*3\r\n$3\r\nSET\r\n$1\r\nz' >> "$T/replica.aof"
 	P set while-dead 1 >/dev/null
 	[ "$(P wait 1 100)" = 0 ] || fail "$mode: WAIT counted the killed replica"
 	# shellcheck disable=SC2086
@@ -543,6 +553,17 @@ repl_mode() { # use_rdma_write: yes or no
 	[ "$(rinfo "$RPORT_repl" repl_loaded_offset)" = "$moff" ] ||
 		fail "$mode: loaded offset '$(rinfo "$RPORT_repl" repl_loaded_offset)', want $moff"
 	[ "$(R mget a while-dead | tr '\n' ' ')" = "2 1 " ] || fail "$mode: keys after the partial resync"
+	# and again: the file the first restart went on with loads whole
+	P set after-restart 1 >/dev/null
+	[ "$(P wait 1 2000)" = 1 ] || fail "$mode: WAIT after the restart"
+	moff=$(rinfo "$RPORT_prim" master_repl_offset)
+	rkill repl
+	# shellcheck disable=SC2086
+	rstart repl $rargs || return
+	link_up "$RPORT_repl"
+	[ "$(rinfo "$RPORT_repl" repl_partial_syncs)" = 1 ] && [ "$(rinfo "$RPORT_repl" repl_loaded_offset)" = "$moff" ] ||
+		fail "$mode: the second restart did not resume from its file at $moff: $(grep replication "$T/repl.log" | tail -n 3)"
+	[ "$(R get after-restart)" = 1 ] || fail "$mode: keys after the second restart"
 	# killed again; more log than the backlog holds: full resync
 	rkill repl
 	head -c 20000 /dev/zero | tr '\0' f > "$T/big2"
@@ -554,7 +575,7 @@ repl_mode() { # use_rdma_write: yes or no
 	[ "$(P wait 1 2000)" = 1 ] || fail "$mode: the replica did not catch up by a full resync"
 	[ "$(rinfo "$RPORT_repl" repl_full_syncs)" = 1 ] && [ "$(rinfo "$RPORT_repl" repl_partial_syncs)" = 0 ] ||
 		fail "$mode: no full resync once the backlog was exceeded"
-	[ "$(rinfo "$RPORT_prim" sync_full)" = 2 ] && [ "$(rinfo "$RPORT_prim" sync_partial_ok)" = 1 ] &&
+	[ "$(rinfo "$RPORT_prim" sync_full)" = 2 ] && [ "$(rinfo "$RPORT_prim" sync_partial_ok)" = 2 ] &&
 		[ "$(rinfo "$RPORT_prim" sync_partial_err)" = 1 ] ||
 		fail "$mode: the primary's sync counts: $(redis-cli -p "$RPORT_prim" info replication | tr -d '\r' | grep '^sync_' | tr '\n' ' ')"
 	[ "$(R mget a while-dead after-big | tr '\n' ' ')" = "2 1 1 " ] && [ "$(R strlen big2)" = 20000 ] ||
