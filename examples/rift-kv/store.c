@@ -330,6 +330,8 @@ struct kv_entry *kv_store_find(struct kv_store *s, const void *key,
 
 /* ---- changing ---- */
 
+static int set_expire(struct kv_store *s, struct kv_entry *e, int64_t when);
+
 /* A value buffer for n bytes (at least 1, so that an empty value has a
  * buffer too). */
 static char *value_alloc(size_t n, size_t *cap)
@@ -404,7 +406,7 @@ int kv_store_set(struct kv_store *s, const void *key, size_t klen,
 		memcpy(e->val, val, vlen);
 	e->vlen = vlen;
 	if (expire_ms != KV_KEEP_TTL)
-		kv_store_set_expire(s, e, expire_ms); /* reserved: no fail */
+		set_expire(s, e, expire_ms); /* reserved: no fail */
 	s->changes++;
 	if (out)
 		*out = e;
@@ -436,9 +438,8 @@ int kv_store_append(struct kv_store *s, struct kv_entry *e, const void *data,
 	return 0;
 }
 
-int kv_store_set_expire(struct kv_store *s, struct kv_entry *e, int64_t when)
+static int set_expire(struct kv_store *s, struct kv_entry *e, int64_t when)
 {
-	s->changes++;
 	if (when < 0) {
 		if (e->expire_ms != KV_NO_EXPIRE)
 			vol_remove(s, e);
@@ -453,6 +454,14 @@ int kv_store_set_expire(struct kv_store *s, struct kv_entry *e, int64_t when)
 	}
 	e->expire_ms = when;
 	return 0;
+}
+
+int kv_store_set_expire(struct kv_store *s, struct kv_entry *e, int64_t when)
+{
+	int rc = set_expire(s, e, when);
+
+	s->changes += rc == 0;
+	return rc;
 }
 
 int kv_store_del(struct kv_store *s, const void *key, size_t klen)
