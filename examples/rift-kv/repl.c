@@ -543,6 +543,53 @@ static void file_trim(struct kv_server *s)
 
 /* ---- applying ---- */
 
+/* A parser with the server's own request limits (never the primary's
+ * claims), or NULL. */
+static kv_resp_parser *parser_new(const struct kv_server *s)
+{
+	struct kv_resp_config pc = {
+		.max_bulk = s->cfg.proto_max_bulk_len,
+		.max_command = s->cfg.client_query_buffer_limit,
+	};
+
+	return kv_resp_parser_new(&pc);
+}
+
+/* What feed does with a command: 0 go on, 1 stop after it, -1 failed
+ * (said why).  end: the bytes of this feed taken up to its end. */
+typedef int cmd_fn(struct kv_server *s, const struct kv_resp_cmd *cmd,
+		   size_t end);
+
+/*
+ * Parse the n bytes at p with prs, fn for each whole command.  Returns
+ * the bytes taken (n, or fewer when fn said stop), or -1 when fn failed
+ * or the bytes are no RESP (the link ends: "malformed WHAT").
+ */
+static long feed(struct kv_server *s, kv_resp_parser *prs, const char *p,
+		 size_t n, cmd_fn *fn, const char *what)
+{
+	size_t pos = 0;
+
+	while (pos < n) {
+		struct kv_resp_cmd cmd;
+		size_t used = 0;
+		int rc = kv_resp_parse(prs, p + pos, n - pos, &used, &cmd);
+
+		pos += used;
+		if (rc == KV_RESP_CMD) {
+			rc = fn(s, &cmd, pos);
+			if (rc)
+				return rc < 0 ? -1 : (long)pos;
+		} else if (rc != KV_RESP_MORE) {
+			replica_fail(s, "malformed %s: %s", what,
+				     rc == KV_RESP_NOMEM ? "out of memory"
+							 : kv_resp_parser_error(prs));
+			return -1;
+		}
+	}
+	return (long)pos;
+}
+
 /* Run one command of the primary's on the master client: writes only. */
 static int apply(struct kv_server *s, const struct kv_resp_cmd *cmd)
 {
@@ -569,33 +616,27 @@ static int apply(struct kv_server *s, const struct kv_resp_cmd *cmd)
 	return 0;
 }
 
+static int log_cmd(struct kv_server *s, const struct kv_resp_cmd *cmd,
+		   size_t end)
+{
+	if (apply(s, cmd))
+		return -1;
+	s->repl.offset = s->repl.consumed + end;
+	return 0;
+}
+
 /* Log bytes [consumed, consumed + n) at p: parsed and applied; offset
  * and consumed move on; written to the file (persist).  0, or -1 when
  * the link ended (malformed). */
 static int log_feed(struct kv_server *s, const char *p, size_t n, int persist)
 {
 	struct kv_repl *r = &s->repl;
-	size_t pos = 0;
+	char what[48];
 
-	while (pos < n) {
-		struct kv_resp_cmd cmd;
-		size_t used = 0;
-		int rc = kv_resp_parse(r->logp, p + pos, n - pos, &used, &cmd);
-
-		pos += used;
-		if (rc == KV_RESP_CMD) {
-			if (apply(s, &cmd))
-				return -1;
-			r->offset = r->consumed + pos;
-		} else if (rc != KV_RESP_MORE) {
-			replica_fail(s, "malformed log at offset %llu: %s",
-				     (unsigned long long)(r->consumed + pos),
-				     rc == KV_RESP_NOMEM
-					     ? "out of memory"
-					     : kv_resp_parser_error(r->logp));
-			return -1;
-		}
-	}
+	snprintf(what, sizeof(what), "log after offset %llu",
+		 (unsigned long long)r->consumed);
+	if (feed(s, r->logp, p, n, log_cmd, what) < 0)
+		return -1;
 	if (persist && r->fd >= 0 && write_all(r->fd, p, n))
 		file_fail(s, "write");
 	r->consumed += n;
@@ -652,9 +693,7 @@ static int full_begin(struct kv_server *s, const struct kv_resp_cmd *cmd)
 	r->replid[40] = '\0';
 	r->offset = r->consumed = off;
 	kv_resp_parser_free(r->logp);
-	r->logp = kv_resp_parser_new(&(struct kv_resp_config){
-		.max_bulk = s->cfg.proto_max_bulk_len,
-		.max_command = s->cfg.client_query_buffer_limit });
+	r->logp = parser_new(s);
 	if (!r->logp) {
 		replica_fail(s, "out of memory");
 		return -1;
@@ -784,33 +823,23 @@ static int stream_cmd(struct kv_server *s, const struct kv_resp_cmd *cmd)
 	return -1;
 }
 
+static int msg_cmd(struct kv_server *s, const struct kv_resp_cmd *cmd,
+		   size_t end)
+{
+	(void)end;
+	return stream_cmd(s, cmd);
+}
+
 static void on_replica_recv(rift_conn *conn, rift_msg *m)
 {
 	struct kv_server *s = rift_conn_user(conn);
 	struct kv_repl *r = &s->repl;
-	const char *p = rift_msg_data(m);
-	size_t n = rift_msg_len(m), pos = 0;
 
 	if (conn != r->conn)
 		return;
 	r->last_io_ms = s->now_ms;
-	while (pos < n && conn == r->conn) {
-		struct kv_resp_cmd cmd;
-		size_t used = 0;
-		int rc = kv_resp_parse(r->msgp, p + pos, n - pos, &used, &cmd);
-
-		pos += used;
-		if (rc == KV_RESP_CMD) {
-			if (stream_cmd(s, &cmd))
-				return;
-		} else if (rc != KV_RESP_MORE) {
-			replica_fail(s, "malformed message from the primary: %s",
-				     rc == KV_RESP_NOMEM
-					     ? "out of memory"
-					     : kv_resp_parser_error(r->msgp));
-			return;
-		}
-	}
+	feed(s, r->msgp, rift_msg_data(m), rift_msg_len(m), msg_cmd,
+	     "message from the primary");
 }
 
 static void on_written(struct kv_server *s, const rift_event *ev)
@@ -882,12 +911,8 @@ static void handshake(struct kv_server *s)
 	/* a new stream: what the parsers held of the old one is gone */
 	kv_resp_parser_free(r->msgp);
 	kv_resp_parser_free(r->logp);
-	r->msgp = kv_resp_parser_new(&(struct kv_resp_config){
-		.max_bulk = s->cfg.proto_max_bulk_len,
-		.max_command = s->cfg.client_query_buffer_limit });
-	r->logp = kv_resp_parser_new(&(struct kv_resp_config){
-		.max_bulk = s->cfg.proto_max_bulk_len,
-		.max_command = s->cfg.client_query_buffer_limit });
+	r->msgp = parser_new(s);
+	r->logp = parser_new(s);
 	if (!r->msgp || !r->logp) {
 		replica_fail(s, "out of memory");
 		return;
@@ -960,6 +985,23 @@ static void on_retry(rift_timer *t, void *user)
 	replica_connect(user);
 }
 
+/* The file's commands up to SYNC-END: FULLRESYNC first, then what
+ * stream_cmd takes of a snapshot; stop at SYNC-END (state UP). */
+static int load_cmd(struct kv_server *s, const struct kv_resp_cmd *cmd,
+		    size_t end)
+{
+	struct kv_repl *r = &s->repl;
+
+	(void)end;
+	if (r->state == KV_REPL_HANDSHAKE && !kv_arg_is(&cmd->argv[0], "fullresync"))
+		return -1;
+	if (r->state == KV_REPL_SYNC && kv_arg_is(&cmd->argv[0], "sync-end")) {
+		r->state = KV_REPL_UP;
+		return 1;
+	}
+	return stream_cmd(s, cmd);
+}
+
 /* Load replica_file: the snapshot up to SYNC-END, then the log.  A
  * missing file is no error; a damaged one is set aside (full resync). */
 static void file_load(struct kv_server *s)
@@ -980,12 +1022,8 @@ static void file_load(struct kv_server *s)
 		return;
 	}
 	buf = malloc((size_t)1 << 20);
-	r->msgp = kv_resp_parser_new(&(struct kv_resp_config){
-		.max_bulk = s->cfg.proto_max_bulk_len,
-		.max_command = s->cfg.client_query_buffer_limit });
-	r->logp = kv_resp_parser_new(&(struct kv_resp_config){
-		.max_bulk = s->cfg.proto_max_bulk_len,
-		.max_command = s->cfg.client_query_buffer_limit });
+	r->msgp = parser_new(s);
+	r->logp = parser_new(s);
 	if (!buf || !r->msgp || !r->logp) {
 		logf_(s, "out of memory loading %s", path);
 		ok = 0;
@@ -993,36 +1031,19 @@ static void file_load(struct kv_server *s)
 	r->state = KV_REPL_HANDSHAKE; /* stream_cmd's FULLRESYNC, SYNC-END */
 	loading = 1;
 	for (ssize_t n; ok && (n = read(fd, buf, (size_t)1 << 20)) > 0;) {
-		size_t pos = 0;
+		long pos = 0;
 
-		while (ok && pos < (size_t)n && !in_log) {
-			struct kv_resp_cmd cmd;
-			size_t used = 0;
-			int rc = kv_resp_parse(r->msgp, buf + pos, (size_t)n - pos,
-					       &used, &cmd);
-
-			pos += used;
-			fpos += used;
-			if (rc == KV_RESP_CMD) {
-				if (r->state == KV_REPL_HANDSHAKE &&
-				    !kv_arg_is(&cmd.argv[0], "fullresync"))
-					ok = 0;
-				else if (r->state == KV_REPL_SYNC &&
-					 kv_arg_is(&cmd.argv[0], "sync-end"))
-					in_log = 1;
-				else if (stream_cmd(s, &cmd))
-					ok = 0;
-			} else if (rc != KV_RESP_MORE) {
-				ok = 0;
-			}
-		}
-		if (ok && in_log && pos < (size_t)n) {
-			if (!r->file_log_at)
+		if (!in_log) {
+			pos = feed(s, r->msgp, buf, (size_t)n, load_cmd,
+				   "replica file");
+			ok = pos >= 0;
+			in_log = ok && r->state == KV_REPL_UP;
+			fpos += (uint64_t)(ok ? pos : 0);
+			if (in_log)
 				r->file_log_at = fpos;
-			ok = !log_feed(s, buf + pos, (size_t)n - pos, 0);
 		}
-		if (ok && in_log && !r->file_log_at)
-			r->file_log_at = fpos;
+		if (ok && in_log && pos < n)
+			ok = !log_feed(s, buf + pos, (size_t)(n - pos), 0);
 	}
 	free(buf);
 	loading = 0;
