@@ -33,8 +33,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 T=$(mktemp -d)
 PID=
 failures=0
-rpid_prim= rpid_repl=
-trap '[ -n "$PID" ] && kill "$PID" 2>/dev/null; kill $rpid_prim $rpid_repl 2>/dev/null; rm -rf "$T"' EXIT
+rpid_prim= rpid_repl= rpid_fake=
+trap '[ -n "$PID" ] && kill "$PID" 2>/dev/null; kill $rpid_prim $rpid_repl $rpid_fake 2>/dev/null; rm -rf "$T"' EXIT
 
 fail() {
 	echo "FAIL: $*"
@@ -617,6 +617,57 @@ wait "$rpid_repl" "$rpid_prim"
 repl_mode no
 kill "$rpid_repl" "$rpid_prim"
 wait "$rpid_repl" "$rpid_prim"
+# A fake primary (kvprobe -L) answers the replica's PSYNC with what a
+# primary must not say: the replica ends the link saying why.
+fake_primary() { # what it is, expected repl_last_error; stdin: its answer
+	cat > "$T/fake.in"
+	: > "$T/fake.err"
+	"$PROBE" -L -w 3000 tcp://127.0.0.1:0 < "$T/fake.in" > "$T/fake.out" 2> "$T/fake.err" &
+	fp=$!
+	i=0
+	while [ $i -lt 100 ] && ! grep -q "listening on" "$T/fake.err"; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	rstart fake --replicaof "tcp://127.0.0.1:$(sed -n 's/listening on //p' "$T/fake.err")" \
+		--use-rdma-write no || return
+	i=0
+	while [ $i -lt 100 ] && [ -z "$(rinfo "$RPORT_fake" repl_last_error)" ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	got=$(rinfo "$RPORT_fake" repl_last_error)
+	case "$got" in
+	*"$2"*) ;;
+	*) fail "a primary answering $1: the replica says '$got', expected '$2'" ;;
+	esac
+	grep -q PSYNC "$T/fake.out" || fail "a primary answering $1: no PSYNC came"
+	[ "$(rinfo "$RPORT_fake" master_link_status)" = down ] || fail "a primary answering $1: the link is up"
+	kill "$rpid_fake" "$fp" 2>/dev/null
+	wait "$rpid_fake" "$fp" 2>/dev/null
+	rpid_fake=
+}
+full_hdr() {
+	printf '*3\r\n$10\r\nFULLRESYNC\r\n$40\r\n0123456789012345678901234567890123456789\r\n$1\r\n0\r\n'
+	printf '*1\r\n$8\r\nSYNC-END\r\n'
+}
+log_msg() { # offset, the log bytes (printf format)
+	printf "$2" > "$T/payload"
+	printf '*3\r\n$3\r\nLOG\r\n$%d\r\n%s\r\n$%d\r\n' ${#1} "$1" "$(wc -c < "$T/payload")"
+	cat "$T/payload"
+	printf '\r\n'
+}
+{ full_hdr; log_msg 0 '*2\r\n$3\r\nGET\r\n$1\r\na\r\n'; } |
+	fake_primary "a read in the log" "the log holds 'GET', which is no write command"
+{ full_hdr; log_msg 5 '*1\r\n$8\r\nFLUSHALL\r\n'; } |
+	fake_primary "a log ahead of the replica" "LOG at offset 5, expected 0"
+{ full_hdr; log_msg 0 '*x\r\n'; } |
+	fake_primary "malformed log bytes" "malformed log after offset 0: Protocol error: invalid multibulk length"
+printf '*3\r\n$8\r\nCONTINUE\r\n$40\r\n0123456789012345678901234567890123456789\r\n$1\r\n7\r\n' |
+	fake_primary "CONTINUE unasked" "CONTINUE of another replid or offset than asked"
+printf '*1\r\n$4\r\nPING\r\n' |
+	fake_primary "no PSYNC answer" "unexpected 'PING' from the primary"
+ok "replication: a replica refuses a log that holds a read, is at another offset or is no RESP, and answers it did not ask for"
 cfgerr '[network]\nbacklog_size = 65536\n' "bad.toml:2: backlog_size belongs in [replication], not [network]"
 cfgerr '[replication]\nuse_rdma_write = false\nring_size = 65536\n' "bad.toml:3: ring_size cannot take effect: use_rdma_write = false"
 cfgerr '[replication]\nreplicaof = "localhost"\n' "bad.toml:2: replicaof = 'localhost': expected \"HOST PORT\""
