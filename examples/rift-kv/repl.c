@@ -31,6 +31,14 @@
 /* The replica's snapshot commands are written to its file in pieces of
  * about this many bytes. */
 #define FBUF_FLUSH ((size_t)1 << 20)
+/* The most the backlog grows to so as to keep what replicas attached
+ * have not been shipped (backlog_grow), Redis's replica output buffer
+ * hard limit. */
+#define BACKLOG_PIN_MAX ((uint64_t)256 << 20)
+/* A replica_file is rewritten as a snapshot once its log is at least
+ * REWRITE_MIN bytes and REWRITE_RATIO times its snapshot (file_rewrite). */
+#define REWRITE_MIN ((uint64_t)1 << 20)
+#define REWRITE_RATIO 4
 
 /* The primary's view of one replica (a rift client that sent PSYNC). */
 struct kv_repl_link {
@@ -149,6 +157,57 @@ static int entry_state(struct kv_resp_out *o, const char *key, size_t klen,
 	       kv_resp_add_bulk(o, "PXAT", 4) || kv_resp_add_bulk(o, at, strlen(at));
 }
 
+/* Move the backlog into a buffer of size bytes, keeping the newest
+ * history that fits.  0, or -1 (out of memory: nothing changed). */
+static int backlog_resize(struct kv_repl *r, size_t size)
+{
+	size_t keep = r->histlen < size ? r->histlen : size;
+	uint64_t from = r->offset - keep;
+	char *b = malloc(size);
+
+	if (!b)
+		return -1;
+	for (size_t done = 0; done < keep;) {
+		size_t at = (size_t)((from + done) % size);
+		size_t k = keep - done < size - at ? keep - done : size - at;
+
+		backlog_copy(r, from + done, k, b + at);
+		done += k;
+	}
+	free(r->backlog);
+	r->backlog = b;
+	r->backlog_size = size;
+	r->histlen = keep;
+	return 0;
+}
+
+/*
+ * n more bytes of log are coming: the backlog grows (up to
+ * BACKLOG_PIN_MAX) so as not to drop what a replica attached has not been
+ * shipped yet, as Redis keeps a replica's output buffer: a write bigger
+ * than backlog_size, or a burst, then costs memory for a while, not a
+ * full resync.  kv_repl_cron shrinks it back to backlog_size.
+ */
+static void backlog_grow(struct kv_server *s, size_t n)
+{
+	struct kv_repl *r = &s->repl;
+	uint64_t floor = r->offset, need;
+	size_t size = r->backlog_size;
+
+	for (struct kv_repl_link *l = r->links; l; l = l->next)
+		if (!(l->c->flags & (KV_CLOSING | KV_CLOSE_ASAP)) && l->sent < floor)
+			floor = l->sent;
+	need = r->offset + n - floor;
+	if (need <= size || need > BACKLOG_PIN_MAX)
+		return; /* fits; or too much: such a replica is dropped */
+	while (size < need)
+		size *= 2;
+	if (size > BACKLOG_PIN_MAX)
+		size = BACKLOG_PIN_MAX;
+	if (backlog_resize(r, size))
+		logf_(s, "out of memory growing the backlog to %zu bytes", size);
+}
+
 void kv_repl_propagate(struct kv_client *c, const struct kv_cmd *k,
 		       size_t argc, const struct kv_resp_arg *argv)
 {
@@ -183,6 +242,8 @@ void kv_repl_propagate(struct kv_client *c, const struct kv_cmd *k,
 			l->c->flags |= KV_CLOSE_ASAP;
 		return;
 	}
+	if (r->links)
+		backlog_grow(s, o->len);
 	backlog_append(r, o->buf, o->len);
 	if (o->cap > ((size_t)64 << 10))
 		kv_resp_out_free(o);
@@ -723,32 +784,98 @@ static int full_begin(struct kv_server *s, const struct kv_resp_cmd *cmd)
 }
 
 /* SYNC-END: the snapshot is in; the file (if any) takes its place. */
-static void full_end(struct kv_server *s)
+/* The snapshot in tmpfd is whole: SYNC-END, and it becomes the file
+ * (rename), its log to follow. */
+static void file_commit(struct kv_server *s)
 {
 	struct kv_repl *r = &s->repl;
 	static const char end[] = "*1\r\n$8\r\nSYNC-END\r\n";
+	char tmp[KV_CFG_STR + 8];
+	off_t at;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", s->cfg.replica_file);
+	fbuf_flush(s, r->tmpfd);
+	if (r->tmpfd >= 0 && write_all(r->tmpfd, end, sizeof(end) - 1) == 0 &&
+	    (at = lseek(r->tmpfd, 0, SEEK_END)) >= 0 &&
+	    rename(tmp, s->cfg.replica_file) == 0) {
+		if (r->fd >= 0)
+			close(r->fd);
+		r->fd = r->tmpfd;
+		r->tmpfd = -1;
+		r->file_log_at = (uint64_t)at;
+	} else if (r->tmpfd >= 0) {
+		file_fail(s, "write");
+	}
+}
+
+/* SYNC-END: the snapshot is in; the file (if any) takes its place. */
+static void full_end(struct kv_server *s)
+{
+	struct kv_repl *r = &s->repl;
 
 	r->state = KV_REPL_UP;
 	r->down_since_ms = 0;
-	if (r->tmpfd >= 0 && s->cfg.replica_file[0]) {
-		char tmp[KV_CFG_STR + 8];
-		off_t at;
-
-		snprintf(tmp, sizeof(tmp), "%s.tmp", s->cfg.replica_file);
-		fbuf_flush(s, r->tmpfd);
-		if (r->tmpfd >= 0 && write_all(r->tmpfd, end, sizeof(end) - 1) == 0 &&
-		    (at = lseek(r->tmpfd, 0, SEEK_CUR)) >= 0 &&
-		    rename(tmp, s->cfg.replica_file) == 0) {
-			if (r->fd >= 0)
-				close(r->fd);
-			r->fd = r->tmpfd;
-			r->tmpfd = -1;
-			r->file_log_at = (uint64_t)at;
-		} else if (r->tmpfd >= 0) {
-			file_fail(s, "write");
-		}
-	}
+	if (r->tmpfd >= 0 && s->cfg.replica_file[0])
+		file_commit(s);
 	replica_ack(s);
+}
+
+static int rewrite_key(void *user, const struct kv_entry *e)
+{
+	struct kv_server *s = user;
+	struct kv_repl *r = &s->repl;
+
+	if (entry_state(&r->fbuf, e->key, e->klen, e))
+		return 1;
+	if (r->fbuf.len >= FBUF_FLUSH)
+		fbuf_flush(s, r->tmpfd);
+	return r->tmpfd < 0;
+}
+
+/*
+ * The file's log outgrew REWRITE_MIN and REWRITE_RATIO times its
+ * snapshot: the keys as they are now become its snapshot, at the offset
+ * applied, so that it stays about the size of the data (and a restart
+ * loads that, not all the log since the last full resync).  Only with
+ * no command cut short in the log parser: its first bytes are in the
+ * file's log and not in the keys.
+ */
+static void file_rewrite(struct kv_server *s)
+{
+	struct kv_repl *r = &s->repl;
+	uint64_t log = r->offset - r->file_base;
+	char tmp[KV_CFG_STR + 8], off[24];
+
+	if (r->fd < 0 || r->state != KV_REPL_UP || r->consumed != r->offset ||
+	    log < REWRITE_MIN || log / REWRITE_RATIO < r->file_log_at)
+		return;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", s->cfg.replica_file);
+	snprintf(off, sizeof(off), "%llu", (unsigned long long)r->offset);
+	r->tmpfd = open(tmp, O_WRONLY | O_APPEND | O_CREAT | O_TRUNC | O_CLOEXEC,
+			0644);
+	if (r->tmpfd < 0) {
+		file_fail(s, "open");
+		return;
+	}
+	r->fbuf.len = 0;
+	if (kv_resp_add_array(&r->fbuf, 3) ||
+	    kv_resp_add_bulk(&r->fbuf, "FULLRESYNC", 10) ||
+	    kv_resp_add_bulk(&r->fbuf, r->replid, 40) ||
+	    kv_resp_add_bulk(&r->fbuf, off, strlen(off)) ||
+	    kv_store_each(s->store, rewrite_key, s)) {
+		if (r->tmpfd >= 0)
+			file_fail(s, "rewrite");
+		return;
+	}
+	r->file_base = r->offset;
+	file_commit(s);
+	if (r->fd >= 0) {
+		r->rewrites++;
+		logf_(s, "rewrote %s: %llu bytes of log became a snapshot of "
+		      "%llu bytes at offset %llu", s->cfg.replica_file,
+		      (unsigned long long)log, (unsigned long long)r->file_log_at,
+		      (unsigned long long)r->offset);
+	}
 }
 
 /* One command of the primary's message stream. */
@@ -1559,8 +1686,19 @@ void kv_repl_cron(struct kv_server *s)
 
 	if (++tick % KV_HZ)
 		return;
-	if (r->state == KV_REPL_UP)
+	if (r->backlog_size > s->cfg.backlog_size) {
+		uint64_t floor = r->offset;
+
+		for (struct kv_repl_link *l = r->links; l; l = l->next)
+			if (l->sent < floor)
+				floor = l->sent;
+		if (r->offset - floor <= s->cfg.backlog_size)
+			backlog_resize(r, s->cfg.backlog_size); /* else later */
+	}
+	if (r->state == KV_REPL_UP) {
 		replica_ack(s); /* each second: the primary's lag */
+		file_rewrite(s);
+	}
 }
 
 /* ---- INFO replication ---- */
@@ -1593,6 +1731,7 @@ void kv_repl_info(struct kv_server *s, struct kv_text *t)
 			   "repl_full_syncs:%llu\r\n"
 			   "repl_partial_syncs:%llu\r\n"
 			   "repl_loaded_offset:%llu\r\n"
+			   "repl_file_rewrites:%llu\r\n"
 			   "repl_link_errors:%llu\r\n"
 			   "repl_last_error:%s\r\n",
 			   r->primary, r->state == KV_REPL_UP ? "up" : "down",
@@ -1613,6 +1752,7 @@ void kv_repl_info(struct kv_server *s, struct kv_text *t)
 			   (unsigned long long)r->full_syncs,
 			   (unsigned long long)r->partial_syncs,
 			   (unsigned long long)r->loaded,
+			   (unsigned long long)r->rewrites,
 			   (unsigned long long)r->link_errors, r->last_error);
 	}
 	kv_tprintf(t, "connected_slaves:%zu\r\n", r->nlinks);

@@ -57,8 +57,9 @@
  * replica connects again every second with PSYNC of its replid and
  * applied offset: partial when the backlog still holds that offset, full
  * otherwise.  A replica with replica_file keeps there what it applied
- * (the last snapshot, then the log), so that a restarted replica loads it
- * and resumes by a partial resync.
+ * (the last snapshot, then the log; rewritten as a snapshot once the log
+ * outgrows it), so that a restarted replica loads it and resumes by a
+ * partial resync.
  */
 #ifndef RIFT_KV_REPL_H
 #define RIFT_KV_REPL_H
@@ -132,6 +133,7 @@ struct kv_repl {
 	uint64_t file_base;     /* the log offset the file's log starts at */
 	uint64_t file_log_at;   /* the file offset of that log's start */
 	uint64_t loaded;        /* log bytes loaded from it at start */
+	uint64_t rewrites;      /* times its log became a snapshot, count */
 };
 
 /* Set up s->repl from s->cfg: a replid, the backlog; as a replica

@@ -438,10 +438,11 @@ ok "config errors name the file, line and key, and exit non-zero"
 # after more log than backlog_size went by, by a full one.  The protocol's
 # refusals, WAIT's timeout, REPLICAOF NO ONE.
 rstart() { # name, args...: starts rift-kv, sets rpid_<name> and RPORT_<name>
+	# (on the port $same_port when set: a replica that comes back)
 	n=$1
 	shift
 	for try in 1 2 3 4 5; do
-		p=$(( $(od -An -N2 -tu2 /dev/urandom) % 30000 + 20000 ))
+		p=${same_port:-$(( $(od -An -N2 -tu2 /dev/urandom) % 30000 + 20000 ))}
 		: > "$T/$n.log"
 		"$BIN" --port "$p" "$@" >"$T/$n.log" 2>&1 &
 		eval "rpid_$n=$!"
@@ -475,8 +476,8 @@ link_up() { # replica port: waits (bounded) for master_link_status:up
 }
 P() { redis-cli -p "$RPORT_prim" "$@"; }
 R() { redis-cli -p "$RPORT_repl" "$@"; }
-rkill() { # name: SIGKILL, reaped
-	eval "kill -KILL \$rpid_$1; wait \$rpid_$1 2>/dev/null; rpid_$1="
+rkill() { # name[, signal]: killed (SIGKILL), reaped
+	eval "kill -${2:-KILL} \$rpid_$1; wait \$rpid_$1 2>/dev/null; rpid_$1="
 }
 repl_mode() { # use_rdma_write: yes or no
 	mode=$1
@@ -544,8 +545,10 @@ repl_mode() { # use_rdma_write: yes or no
 	printf '*3\r\n$3\r\nSET\r\n$1\r\nz' >> "$T/replica.aof"
 	P set while-dead 1 >/dev/null
 	[ "$(P wait 1 100)" = 0 ] || fail "$mode: WAIT counted the killed replica"
+	same_port=$RPORT_repl
 	# shellcheck disable=SC2086
 	rstart repl $rargs || return
+	same_port=
 	link_up "$RPORT_repl"
 	[ "$(P wait 1 2000)" = 1 ] || fail "$mode: the restarted replica did not catch up"
 	[ "$(rinfo "$RPORT_repl" repl_partial_syncs)" = 1 ] && [ "$(rinfo "$RPORT_repl" repl_full_syncs)" = 0 ] ||
@@ -558,19 +561,29 @@ repl_mode() { # use_rdma_write: yes or no
 	[ "$(P wait 1 2000)" = 1 ] || fail "$mode: WAIT after the restart"
 	moff=$(rinfo "$RPORT_prim" master_repl_offset)
 	rkill repl
+	same_port=$RPORT_repl
 	# shellcheck disable=SC2086
 	rstart repl $rargs || return
+	same_port=
 	link_up "$RPORT_repl"
 	[ "$(rinfo "$RPORT_repl" repl_partial_syncs)" = 1 ] && [ "$(rinfo "$RPORT_repl" repl_loaded_offset)" = "$moff" ] ||
 		fail "$mode: the second restart did not resume from its file at $moff: $(grep replication "$T/repl.log" | tail -n 3)"
 	[ "$(R get after-restart)" = 1 ] || fail "$mode: keys after the second restart"
-	# killed again; more log than the backlog holds: full resync
-	rkill repl
+	# stopped (its session ends: nothing pins the backlog for it),
+	# more log than the backlog holds meanwhile: full resync
+	rkill repl TERM
+	i=0
+	while [ $i -lt 100 ] && [ "$(rinfo "$RPORT_prim" connected_slaves)" != 0 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
 	head -c 20000 /dev/zero | tr '\0' f > "$T/big2"
 	P -x set big2 < "$T/big2" >/dev/null
 	P set after-big 1 >/dev/null
+	same_port=$RPORT_repl
 	# shellcheck disable=SC2086
 	rstart repl $rargs || return
+	same_port=
 	link_up "$RPORT_repl"
 	[ "$(P wait 1 2000)" = 1 ] || fail "$mode: the replica did not catch up by a full resync"
 	[ "$(rinfo "$RPORT_repl" repl_full_syncs)" = 1 ] && [ "$(rinfo "$RPORT_repl" repl_partial_syncs)" = 0 ] ||
@@ -581,7 +594,50 @@ repl_mode() { # use_rdma_write: yes or no
 	[ "$(R mget a while-dead after-big | tr '\n' ' ')" = "2 1 1 " ] && [ "$(R strlen big2)" = 20000 ] ||
 		fail "$mode: keys after the full resync"
 	[ "$(R dbsize)" = "$(P dbsize)" ] || fail "$mode: DBSIZE differs"
-	ok "replication, use_rdma_write = $mode: WAIT, reads, READONLY, INFO; killed replica resumes by partial resync, and by full resync past backlog_size"
+	# 1.2 MB of log with the replica attached, each write bigger than
+	# the 16 KiB backlog: the backlog holds it for the replica (no full
+	# resync), and the replica's file, whose log outgrows its snapshot,
+	# is rewritten as one (a restart loads that and goes on partially)
+	head -c 100000 /dev/zero | tr '\0' w > "$T/big3"
+	i=0
+	while [ $i -lt 12 ]; do
+		P -x set big3 < "$T/big3" >/dev/null
+		i=$((i + 1))
+	done
+	[ "$(P wait 1 5000)" = 1 ] || fail "$mode: WAIT after 12 writes of 100 KB"
+	[ "$(rinfo "$RPORT_prim" sync_full)" = 2 ] ||
+		fail "$mode: writes bigger than the backlog forced a full resync: $(grep dropping "$T/prim.log" | tail -n 1)"
+	[ "$(R strlen big3)" = 100000 ] || fail "$mode: big3 on the replica"
+	i=0
+	while [ $i -lt 60 ] && [ "$(rinfo "$RPORT_repl" repl_file_rewrites)" = 0 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	[ "$(rinfo "$RPORT_repl" repl_file_rewrites)" = 1 ] ||
+		fail "$mode: the replica file was not rewritten: $(wc -c < "$T/replica.aof") bytes"
+	[ "$(wc -c < "$T/replica.aof")" -lt 300000 ] ||
+		fail "$mode: the rewritten replica file has $(wc -c < "$T/replica.aof") bytes"
+	i=0
+	while [ $i -lt 40 ] && [ "$(rinfo "$RPORT_prim" repl_backlog_size)" != 16384 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	[ "$(rinfo "$RPORT_prim" repl_backlog_size)" = 16384 ] ||
+		fail "$mode: the backlog did not shrink back: $(rinfo "$RPORT_prim" repl_backlog_size)"
+	P set after-rewrite 1 >/dev/null
+	[ "$(P wait 1 2000)" = 1 ] || fail "$mode: WAIT after the rewrite"
+	moff=$(rinfo "$RPORT_prim" master_repl_offset)
+	rkill repl
+	same_port=$RPORT_repl
+	# shellcheck disable=SC2086
+	rstart repl $rargs || return
+	same_port=
+	link_up "$RPORT_repl"
+	[ "$(rinfo "$RPORT_repl" repl_partial_syncs)" = 1 ] && [ "$(rinfo "$RPORT_repl" repl_loaded_offset)" = "$moff" ] ||
+		fail "$mode: no partial resync from the rewritten file at $moff: $(grep replication "$T/repl.log" | tail -n 3)"
+	[ "$(R mget after-rewrite after-big | tr '\n' ' ')" = "1 1 " ] && [ "$(R strlen big3)" = 100000 ] ||
+		fail "$mode: keys after a restart on the rewritten file"
+	ok "replication, use_rdma_write = $mode: WAIT, reads, READONLY, INFO; killed replica resumes by partial resync, and by full resync past backlog_size; writes bigger than the backlog; the replica file rewritten"
 }
 repl_mode yes
 # WAIT's timeout (two replicas asked, one there), REPLICAOF NO ONE
