@@ -523,6 +523,8 @@ repl_mode() { # use_rdma_write: yes or no
 			fail "$mode: a damaged replica_file was not set aside"
 	fi
 	[ "$(rinfo "$RPORT_repl" role)" = slave ] || fail "$mode: replica role '$(rinfo "$RPORT_repl" role)'"
+	[ "$(R config get replicaof repl-backlog-size use-rdma-write | tr '\n' ' ')" = "replicaof $purl repl-backlog-size 1048576 use-rdma-write $mode " ] ||
+		fail "$mode: CONFIG GET on the replica: $(R config get replicaof repl-backlog-size use-rdma-write | tr '\n' ' ')"
 	[ "$(rinfo "$RPORT_repl" repl_transport)" = "$want" ] ||
 		fail "$mode: repl_transport '$(rinfo "$RPORT_repl" repl_transport)', want $want"
 	if [ "$mode" = yes ]; then
