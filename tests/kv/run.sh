@@ -479,12 +479,25 @@ R() { redis-cli -p "$RPORT_repl" "$@"; }
 rkill() { # name[, signal]: killed (SIGKILL), reaped
 	eval "kill -${2:-KILL} \$rpid_$1; wait \$rpid_$1 2>/dev/null; rpid_$1="
 }
+restart() { # the replica, on its own port again (its old link replaced)
+	same_port=$RPORT_repl
+	# shellcheck disable=SC2086
+	rstart repl $rargs || return
+	same_port=
+	link_up "$RPORT_repl"
+}
+resumed() { # when: the restarted replica resumed from its file at $moff
+	[ "$(rinfo "$RPORT_repl" repl_partial_syncs)" = 1 ] && [ "$(rinfo "$RPORT_repl" repl_full_syncs)" = 0 ] &&
+		[ "$(rinfo "$RPORT_repl" repl_loaded_offset)" = "$moff" ] ||
+		fail "$mode: $1: no partial resync from its file at $moff: $(grep replication "$T/repl.log" | tail -n 3)"
+}
 repl_mode() { # use_rdma_write: yes or no
 	mode=$1
 	want=$([ "$mode" = yes ] && echo rdma-write || echo messages)
 	rstart prim --rift-url tcp://127.0.0.1:0 --backlog-size 16384 \
 		--use-rdma-write "$mode" || return
 	purl=$(sed -n 's/.*rift on \([^ ,]*\)[ ,].*/\1/p' "$T/prim.log")
+	[ -n "$purl" ] || { fail "$mode: no rift URL in the primary's ready line: $(cat "$T/prim.log")"; return; }
 	# yes: no file yet; no: a file that is no replica file (set aside)
 	rm -f "$T/replica.aof" "$T/replica.aof.bad"
 	[ "$mode" = no ] && echo "not a replica file" > "$T/replica.aof"
@@ -547,29 +560,17 @@ repl_mode() { # use_rdma_write: yes or no
 	printf '*3\r\n$3\r\nSET\r\n$1\r\nz' >> "$T/replica.aof"
 	P set while-dead 1 >/dev/null
 	[ "$(P wait 1 100)" = 0 ] || fail "$mode: WAIT counted the killed replica"
-	same_port=$RPORT_repl
-	# shellcheck disable=SC2086
-	rstart repl $rargs || return
-	same_port=
-	link_up "$RPORT_repl"
+	restart || return
 	[ "$(P wait 1 2000)" = 1 ] || fail "$mode: the restarted replica did not catch up"
-	[ "$(rinfo "$RPORT_repl" repl_partial_syncs)" = 1 ] && [ "$(rinfo "$RPORT_repl" repl_full_syncs)" = 0 ] ||
-		fail "$mode: no partial resync after a restart: $(grep replication "$T/repl.log" | tail -n 2)"
-	[ "$(rinfo "$RPORT_repl" repl_loaded_offset)" = "$moff" ] ||
-		fail "$mode: loaded offset '$(rinfo "$RPORT_repl" repl_loaded_offset)', want $moff"
+	resumed "a restart"
 	[ "$(R mget a while-dead | tr '\n' ' ')" = "2 1 " ] || fail "$mode: keys after the partial resync"
 	# and again: the file the first restart went on with loads whole
 	P set after-restart 1 >/dev/null
 	[ "$(P wait 1 2000)" = 1 ] || fail "$mode: WAIT after the restart"
 	moff=$(rinfo "$RPORT_prim" master_repl_offset)
 	rkill repl
-	same_port=$RPORT_repl
-	# shellcheck disable=SC2086
-	rstart repl $rargs || return
-	same_port=
-	link_up "$RPORT_repl"
-	[ "$(rinfo "$RPORT_repl" repl_partial_syncs)" = 1 ] && [ "$(rinfo "$RPORT_repl" repl_loaded_offset)" = "$moff" ] ||
-		fail "$mode: the second restart did not resume from its file at $moff: $(grep replication "$T/repl.log" | tail -n 3)"
+	restart || return
+	resumed "the second restart"
 	[ "$(R get after-restart)" = 1 ] || fail "$mode: keys after the second restart"
 	# stopped (its session ends: nothing pins the backlog for it),
 	# more log than the backlog holds meanwhile: full resync
@@ -582,11 +583,7 @@ repl_mode() { # use_rdma_write: yes or no
 	head -c 20000 /dev/zero | tr '\0' f > "$T/big2"
 	P -x set big2 < "$T/big2" >/dev/null
 	P set after-big 1 >/dev/null
-	same_port=$RPORT_repl
-	# shellcheck disable=SC2086
-	rstart repl $rargs || return
-	same_port=
-	link_up "$RPORT_repl"
+	restart || return
 	[ "$(P wait 1 2000)" = 1 ] || fail "$mode: the replica did not catch up by a full resync"
 	[ "$(rinfo "$RPORT_repl" repl_full_syncs)" = 1 ] && [ "$(rinfo "$RPORT_repl" repl_partial_syncs)" = 0 ] ||
 		fail "$mode: no full resync once the backlog was exceeded"
@@ -630,13 +627,8 @@ repl_mode() { # use_rdma_write: yes or no
 	[ "$(P wait 1 2000)" = 1 ] || fail "$mode: WAIT after the rewrite"
 	moff=$(rinfo "$RPORT_prim" master_repl_offset)
 	rkill repl
-	same_port=$RPORT_repl
-	# shellcheck disable=SC2086
-	rstart repl $rargs || return
-	same_port=
-	link_up "$RPORT_repl"
-	[ "$(rinfo "$RPORT_repl" repl_partial_syncs)" = 1 ] && [ "$(rinfo "$RPORT_repl" repl_loaded_offset)" = "$moff" ] ||
-		fail "$mode: no partial resync from the rewritten file at $moff: $(grep replication "$T/repl.log" | tail -n 3)"
+	restart || return
+	resumed "a restart on the rewritten file"
 	[ "$(R mget after-rewrite after-big | tr '\n' ' ')" = "1 1 " ] && [ "$(R strlen big3)" = 100000 ] ||
 		fail "$mode: keys after a restart on the rewritten file"
 	ok "replication, use_rdma_write = $mode: WAIT, reads, READONLY, INFO; killed replica resumes by partial resync, and by full resync past backlog_size; writes bigger than the backlog; the replica file rewritten"
