@@ -662,11 +662,15 @@ printf '*3\r\n$5\r\nPSYNC\r\n$1\r\n?\r\n$2\r\n-1\r\n*4\r\n$8\r\nREPLCONF\r\n$3\r
 grep -q "REPLCONF ACK 9999999 9999999: not within what was shipped" "$T/prim.log" ||
 	fail "the primary's log does not say why it dropped the link: $(tail -n 3 "$T/prim.log")"
 ok "replication: WAIT's timeout, REPLICAOF NO ONE, refused PSYNCs and ACKs"
-kill "$rpid_repl" "$rpid_prim"
-wait "$rpid_repl" "$rpid_prim"
+rstop() { # SIGTERM to both: a clean exit (ASan's leak check runs then)
+	for n in repl prim; do
+		eval "kill -TERM \$rpid_$n; wait \$rpid_$n; rc=\$?; rpid_$n="
+		[ $rc -eq 0 ] || { tail -n 20 "$T/$n.log"; fail "rift-kv ($n) exited $rc on SIGTERM"; }
+	done
+}
+rstop
 repl_mode no
-kill "$rpid_repl" "$rpid_prim"
-wait "$rpid_repl" "$rpid_prim"
+rstop
 # A fake primary (kvprobe -L) answers the replica's PSYNC with what a
 # primary must not say: the replica ends the link saying why.
 fake_primary() { # what it is, expected repl_last_error; stdin: its answer
