@@ -316,7 +316,7 @@ PAIR_TESTS := link_cut port_down loop_never connect_over tcp_path_break \
 # links going down under it (tests/lab/rma-example.sh); so does
 # rift-kv-benchmark against rift-kv over rdma:// (tests/lab/kv-failover.sh),
 # and rift-kv replication by RDMA WRITE across link cuts and a killed
-# replica (tests/lab/kv-repl.sh); the three share tests/lab/link-cuts.sh.
+# replica (tests/lab/kv-repl.sh); the three share tests/lab/lib.sh.
 $(BUILD)/examples/rma: examples/rma.c include/rift.h $(BUILD)/lib/librift.a
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -Wall -Wextra -Werror -Iinclude $< -o $@ $(BUILD)/lib/librift.a $(LIBS) -lm

@@ -14,16 +14,10 @@ bin=${1:?usage: tests/lab/kv-failover.sh BINDIR}
 A0=${RIFT_LAB_SERVER_ADDR0:?run inside the lab, pair topology}
 A1=${RIFT_LAB_SERVER_ADDR1:?run inside the lab, pair topology}
 url="rdma://$A0:7800,$A1:7800"
-. "$(dirname "$0")/link-cuts.sh"
+. "$(dirname "$0")/lib.sh"
 T=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$T"' EXIT INT TERM
-fail() {
-	echo "kv-failover: FAILED: $*" >&2
-	for f in "$T"/*.out "$T"/*.err; do
-		[ -s "$f" ] && { echo "--- $f" >&2; tail -n 30 "$f" >&2; }
-	done
-	exit 1
-}
+fail() { lab_fail kv-failover "$*"; }
 
 timeout 180 "$bin/rift-kv" --port 16379 --bind 127.0.0.1 \
 	--rift-url rdma://0.0.0.0:7800 >"$T/server.out" 2>&1 &

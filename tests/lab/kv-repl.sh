@@ -23,19 +23,12 @@ set -u
 bin=${1:?usage: tests/lab/kv-repl.sh BINDIR}
 A0=${RIFT_LAB_SERVER_ADDR0:?run inside the lab, pair topology}
 A1=${RIFT_LAB_SERVER_ADDR1:?run inside the lab, pair topology}
-. "$(dirname "$0")/link-cuts.sh"
+. "$(dirname "$0")/lib.sh"
 url="rdma://$A0:7810,$A1:7810"
 T=$(mktemp -d)
 pp= rp= wp=
 trap 'kill $pp $rp $wp 2>/dev/null; rm -rf "$T"' EXIT INT TERM
-fail() {
-	echo "kv-repl: FAILED: $*" >&2
-	for f in "$T"/*.out "$T"/*.log; do
-		[ -s "$f" ] && { echo "--- $f" >&2; tail -n 30 "$f" >&2; }
-	done
-	[ -d "${RIFT_LAB_RESULTS:-}" ] && cp "$T"/*.log "$RIFT_LAB_RESULTS"/ 2>/dev/null
-	exit 1
-}
+fail() { lab_fail kv-repl "$*"; }
 t0=$(date +%s)
 say() { echo "kv-repl: [$(($(date +%s) - t0)) s] $*"; }
 P="redis-cli -p 16379"

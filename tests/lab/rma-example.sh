@@ -11,14 +11,10 @@ set -u
 ex=${1:?usage: tests/lab/rma-example.sh EXAMPLE-BINARY}
 A0=${RIFT_LAB_SERVER_ADDR0:?run inside the lab, pair topology}
 A1=${RIFT_LAB_SERVER_ADDR1:?run inside the lab, pair topology}
-. "$(dirname "$0")/link-cuts.sh"
+. "$(dirname "$0")/lib.sh"
 T=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$T"' EXIT INT TERM
-fail() {
-	echo "rma-example: FAILED: $*" >&2
-	for f in "$T"/*.out; do echo "--- $f" >&2; cat "$f" >&2; done
-	exit 1
-}
+fail() { lab_fail rma-example "$*"; }
 
 timeout 60 "$ex" server rdma://0.0.0.0:7790 >"$T/server.out" 2>&1 &
 sp=$!
