@@ -81,13 +81,12 @@ static void replid_new(char out[41])
 		snprintf(out + 2 * i, 3, "%02x", r[i]);
 }
 
-static void logf_(struct kv_server *s, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void logf_(struct kv_server *s, const char *fmt, ...)
+/* One line on stderr, "rift-kv: replication: ...". */
+static void repl_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void repl_log(const char *fmt, ...)
 {
 	va_list ap;
 
-	(void)s;
 	fprintf(stderr, "rift-kv: replication: ");
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
@@ -205,7 +204,7 @@ static void backlog_grow(struct kv_server *s, size_t n)
 	if (size > BACKLOG_PIN_MAX)
 		size = BACKLOG_PIN_MAX;
 	if (backlog_resize(r, size))
-		logf_(s, "out of memory growing the backlog to %zu bytes", size);
+		repl_log("out of memory growing the backlog to %zu bytes", size);
 }
 
 void kv_repl_propagate(struct kv_client *c, const struct kv_cmd *k,
@@ -234,7 +233,7 @@ void kv_repl_propagate(struct kv_client *c, const struct kv_cmd *k,
 	if (rc) {
 		/* The log cannot say what changed: replicas cannot follow
 		 * it any more, so they resync in full. */
-		logf_(s, "out of memory encoding the log of %s: replicas "
+		repl_log("out of memory encoding the log of %s: replicas "
 		      "resync in full", k->name);
 		replid_new(r->replid);
 		r->histlen = 0;
@@ -283,7 +282,7 @@ static void link_free(struct kv_server *s, struct kv_repl_link *l)
 		int rc = rift_mem_dereg(l->stage_mem);
 
 		if (rc) /* an operation still uses it: keep it (leak) */
-			logf_(s, "rift_mem_dereg of a staging buffer: %s",
+			repl_log("rift_mem_dereg of a staging buffer: %s",
 			      rift_strerror(rc));
 		else
 			free(l->stage);
@@ -300,7 +299,7 @@ static void link_drop(struct kv_repl_link *l, const char *why, int now)
 {
 	struct kv_client *c = l->c;
 
-	logf_(c->srv, "dropping replica %s: %s", c->addr, why);
+	repl_log("dropping replica %s: %s", c->addr, why);
 	c->flags |= KV_CLOSE_ASAP;
 	if (now)
 		kv_rift_service(c);
@@ -533,7 +532,7 @@ static void replica_fail(struct kv_server *s, const char *fmt, ...)
 	vsnprintf(r->last_error, sizeof(r->last_error), fmt, ap);
 	va_end(ap);
 	r->link_errors++;
-	logf_(s, "link to %s ended: %s", r->primary, r->last_error);
+	repl_log("link to %s ended: %s", r->primary, r->last_error);
 	replica_drop(s, 1);
 }
 
@@ -560,7 +559,7 @@ static void file_fail(struct kv_server *s, const char *what)
 {
 	struct kv_repl *r = &s->repl;
 
-	logf_(s, "%s %s: %s; the replica keeps no file from now on", what,
+	repl_log("%s %s: %s; the replica keeps no file from now on", what,
 	      s->cfg.replica_file, strerror(errno));
 	if (r->fd >= 0)
 		close(r->fd);
@@ -764,7 +763,7 @@ static int full_begin(struct kv_server *s, const struct kv_resp_cmd *cmd)
 	r->full_syncs++;
 	r->file_base = off;
 	if (!loading)
-		logf_(s, "full resync from %s: replid %s offset %llu", r->primary,
+		repl_log("full resync from %s: replid %s offset %llu", r->primary,
 		      r->replid, (unsigned long long)off);
 	if (s->cfg.replica_file[0] && !loading) {
 		char tmp[KV_CFG_STR + 8];
@@ -871,7 +870,7 @@ static void file_rewrite(struct kv_server *s)
 	file_commit(s);
 	if (r->fd >= 0) {
 		r->rewrites++;
-		logf_(s, "rewrote %s: %llu bytes of log became a snapshot of "
+		repl_log("rewrote %s: %llu bytes of log became a snapshot of "
 		      "%llu bytes at offset %llu", s->cfg.replica_file,
 		      (unsigned long long)log, (unsigned long long)r->file_log_at,
 		      (unsigned long long)r->offset);
@@ -908,7 +907,7 @@ static int stream_cmd(struct kv_server *s, const struct kv_resp_cmd *cmd)
 		r->state = KV_REPL_UP;
 		r->down_since_ms = 0;
 		r->partial_syncs++;
-		logf_(s, "partial resync from %s at offset %llu", r->primary,
+		repl_log("partial resync from %s at offset %llu", r->primary,
 		      (unsigned long long)off);
 		replica_ack(s);
 		return 0;
@@ -1058,7 +1057,7 @@ static void on_replica_event(rift_conn *conn, const rift_event *ev)
 		return;
 	switch (ev->type) {
 	case RIFT_EVENT_CONNECTED:
-		logf_(s, "connected to %s over %s", r->primary,
+		repl_log("connected to %s over %s", r->primary,
 		      rift_transport_name(ev->transport));
 		handshake(s);
 		break;
@@ -1070,12 +1069,12 @@ static void on_replica_event(rift_conn *conn, const rift_event *ev)
 			replica_ack(s);
 		break;
 	case RIFT_EVENT_PATH_DOWN:
-		logf_(s, "path to %s down (%s): rift re-attaches", r->primary,
+		repl_log("path to %s down (%s): rift re-attaches", r->primary,
 		      ev->message);
 		break;
 	case RIFT_EVENT_PATH_CHANGED:
 	case RIFT_EVENT_FAILBACK:
-		logf_(s, "path to %s now over %s via %s", r->primary,
+		repl_log("path to %s now over %s via %s", r->primary,
 		      rift_transport_name(ev->transport), ev->peer);
 		break;
 	case RIFT_EVENT_ERROR:
@@ -1152,7 +1151,7 @@ static void file_load(struct kv_server *s)
 	r->msgp = parser_new(s);
 	r->logp = parser_new(s);
 	if (!buf || !r->msgp || !r->logp) {
-		logf_(s, "out of memory loading %s", path);
+		repl_log("out of memory loading %s", path);
 		ok = 0;
 	}
 	r->state = KV_REPL_HANDSHAKE; /* stream_cmd's FULLRESYNC, SYNC-END */
@@ -1178,14 +1177,14 @@ static void file_load(struct kv_server *s)
 		r->state = KV_REPL_NONE;
 		r->loaded = r->offset;
 		r->fd = fd;
-		logf_(s, "loaded %s: replid %s offset %llu", path, r->replid,
+		repl_log("loaded %s: replid %s offset %llu", path, r->replid,
 		      (unsigned long long)r->offset);
 		r->full_syncs = 0;
 		r->link_errors = 0;
 		r->last_error[0] = '\0';
 		return;
 	}
-	logf_(s, "%s is no replica file of rift-kv (or damaged): set aside "
+	repl_log("%s is no replica file of rift-kv (or damaged): set aside "
 	      "as %s.bad, the replica resyncs in full", path, path);
 	{
 		char bad[KV_CFG_STR + 8];
@@ -1219,14 +1218,14 @@ static int ring_setup(struct kv_server *s)
 		return 0;
 	if (!r->ring && posix_memalign((void **)&r->ring, 4096, s->cfg.ring_size)) {
 		r->ring = NULL;
-		logf_(s, "out of memory for the ring (ring_size %zu)",
+		repl_log("out of memory for the ring (ring_size %zu)",
 		      s->cfg.ring_size);
 		return -1;
 	}
 	rc = rift_mem_reg(s->rift, r->ring, s->cfg.ring_size, RIFT_MEM_WRITE,
 			  &r->ring_mem);
 	if (rc) {
-		logf_(s, "rift_mem_reg of the ring (ring_size %zu): %s: %s",
+		repl_log("rift_mem_reg of the ring (ring_size %zu): %s: %s",
 		      s->cfg.ring_size, rift_strerror(rc),
 		      rift_ctx_last_error(s->rift));
 		return -1;
@@ -1273,7 +1272,7 @@ static void become_primary(struct kv_server *s)
 	if (r->fd >= 0)
 		close(r->fd);
 	r->fd = -1;
-	logf_(s, "now a primary: replid %s offset %llu", r->replid,
+	repl_log("now a primary: replid %s offset %llu", r->replid,
 	      (unsigned long long)r->offset);
 }
 
@@ -1436,7 +1435,7 @@ static void cmd_psync(ARGS)
 	partial = off >= 0 && replid_is(r->replid, &argv[1]) &&
 		  (uint64_t)off >= backlog_start(r) && (uint64_t)off <= r->offset;
 	if (off >= 0 && replid_is(r->replid, &argv[1]) && (uint64_t)off > r->offset)
-		logf_(s, "replica %s asked for offset %lld, ahead of the primary's "
+		repl_log("replica %s asked for offset %lld, ahead of the primary's "
 		      "%llu: full resync", c->addr, off,
 		      (unsigned long long)r->offset);
 	if (partial) {
@@ -1512,7 +1511,7 @@ static void cmd_psync(ARGS)
 	r->links = l;
 	r->nlinks++;
 	c->link = l;
-	logf_(s, "replica %s: %s resync from offset %llu, the log by %s", c->addr,
+	repl_log("replica %s: %s resync from offset %llu, the log by %s", c->addr,
 	      partial ? "partial" : "full", (unsigned long long)from,
 	      l->token_len ? "one-sided writes into its ring" : "messages");
 }
@@ -1665,7 +1664,7 @@ void kv_repl_client_gone(struct kv_client *c)
 		s->repl.blocked--;
 	}
 	if (c->link) {
-		logf_(s, "replica %s gone", c->addr);
+		repl_log("replica %s gone", c->addr);
 		link_free(s, c->link);
 	}
 }
