@@ -437,6 +437,13 @@ ok "config errors name the file, line and key, and exit non-zero"
 # killed and restarted on its replica_file resumes by a partial resync;
 # after more log than backlog_size went by, by a full one.  The protocol's
 # refusals, WAIT's timeout, REPLICAOF NO ONE.
+waitfor() { # condition (shell code): until it holds, at most 5 s
+	i=0
+	while [ $i -lt 100 ] && ! eval "$1"; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+}
 rstart() { # name, args...: starts rift-kv, sets rpid_<name> and RPORT_<name>
 	# (on the port $same_port when set: a replica that comes back)
 	n=$1
@@ -446,11 +453,7 @@ rstart() { # name, args...: starts rift-kv, sets rpid_<name> and RPORT_<name>
 		: > "$T/$n.log"
 		"$BIN" --port "$p" "$@" >"$T/$n.log" 2>&1 &
 		eval "rpid_$n=$!"
-		i=0
-		while [ $i -lt 100 ] && ! grep -q ready "$T/$n.log"; do
-			sleep 0.05
-			i=$((i + 1))
-		done
+		waitfor 'grep -q ready "$T/$n.log"'
 		if grep -q ready "$T/$n.log"; then
 			eval "RPORT_$n=$p"
 			return 0
@@ -466,11 +469,8 @@ rinfo() { # port, field: its value in INFO replication
 	redis-cli -p "$1" info replication | tr -d '\r' | sed -n "s/^$2://p"
 }
 link_up() { # replica port: waits (bounded) for master_link_status:up
-	i=0
-	while [ $i -lt 100 ] && [ "$(rinfo "$1" master_link_status)" != up ]; do
-		sleep 0.05
-		i=$((i + 1))
-	done
+	lport=$1
+	waitfor '[ "$(rinfo "$lport" master_link_status)" = up ]'
 	[ "$(rinfo "$1" master_link_status)" = up ] ||
 		fail "replica on $1: link not up: $(rinfo "$1" repl_last_error)"
 }
@@ -490,6 +490,16 @@ resumed() { # when: the restarted replica resumed from its file at $moff
 	[ "$(rinfo "$RPORT_repl" repl_partial_syncs)" = 1 ] && [ "$(rinfo "$RPORT_repl" repl_full_syncs)" = 0 ] &&
 		[ "$(rinfo "$RPORT_repl" repl_loaded_offset)" = "$moff" ] ||
 		fail "$mode: $1: no partial resync from its file at $moff: $(grep replication "$T/repl.log" | tail -n 3)"
+}
+resumes() { # key, when: key set and WAITed, the replica killed and
+	# restarted: it resumes from its file, key there
+	P set "$1" 1 >/dev/null
+	[ "$(P wait 1 2000)" = 1 ] || fail "$mode: WAIT after setting $1"
+	moff=$(rinfo "$RPORT_prim" master_repl_offset)
+	rkill repl
+	restart || return
+	resumed "$2"
+	[ "$(R get "$1")" = 1 ] || fail "$mode: $1 after $2"
 }
 repl_mode() { # use_rdma_write: yes or no
 	mode=$1
@@ -565,21 +575,11 @@ repl_mode() { # use_rdma_write: yes or no
 	resumed "a restart"
 	[ "$(R mget a while-dead | tr '\n' ' ')" = "2 1 " ] || fail "$mode: keys after the partial resync"
 	# and again: the file the first restart went on with loads whole
-	P set after-restart 1 >/dev/null
-	[ "$(P wait 1 2000)" = 1 ] || fail "$mode: WAIT after the restart"
-	moff=$(rinfo "$RPORT_prim" master_repl_offset)
-	rkill repl
-	restart || return
-	resumed "the second restart"
-	[ "$(R get after-restart)" = 1 ] || fail "$mode: keys after the second restart"
+	resumes after-restart "the second restart"
 	# stopped (its session ends: nothing pins the backlog for it),
 	# more log than the backlog holds meanwhile: full resync
 	rkill repl TERM
-	i=0
-	while [ $i -lt 100 ] && [ "$(rinfo "$RPORT_prim" connected_slaves)" != 0 ]; do
-		sleep 0.05
-		i=$((i + 1))
-	done
+	waitfor '[ "$(rinfo "$RPORT_prim" connected_slaves)" = 0 ]'
 	head -c 20000 /dev/zero | tr '\0' f > "$T/big2"
 	P -x set big2 < "$T/big2" >/dev/null
 	P set after-big 1 >/dev/null
@@ -607,29 +607,16 @@ repl_mode() { # use_rdma_write: yes or no
 	[ "$(rinfo "$RPORT_prim" sync_full)" = 2 ] ||
 		fail "$mode: writes bigger than the backlog forced a full resync: $(grep dropping "$T/prim.log" | tail -n 1)"
 	[ "$(R strlen big3)" = 100000 ] || fail "$mode: big3 on the replica"
-	i=0
-	while [ $i -lt 60 ] && [ "$(rinfo "$RPORT_repl" repl_file_rewrites)" = 0 ]; do
-		sleep 0.05
-		i=$((i + 1))
-	done
+	waitfor '[ "$(rinfo "$RPORT_repl" repl_file_rewrites)" != 0 ]'
 	[ "$(rinfo "$RPORT_repl" repl_file_rewrites)" = 1 ] ||
 		fail "$mode: the replica file was not rewritten: $(wc -c < "$T/replica.aof") bytes"
 	[ "$(wc -c < "$T/replica.aof")" -lt 300000 ] ||
 		fail "$mode: the rewritten replica file has $(wc -c < "$T/replica.aof") bytes"
-	i=0
-	while [ $i -lt 40 ] && [ "$(rinfo "$RPORT_prim" repl_backlog_size)" != 16384 ]; do
-		sleep 0.05
-		i=$((i + 1))
-	done
+	waitfor '[ "$(rinfo "$RPORT_prim" repl_backlog_size)" = 16384 ]'
 	[ "$(rinfo "$RPORT_prim" repl_backlog_size)" = 16384 ] ||
 		fail "$mode: the backlog did not shrink back: $(rinfo "$RPORT_prim" repl_backlog_size)"
-	P set after-rewrite 1 >/dev/null
-	[ "$(P wait 1 2000)" = 1 ] || fail "$mode: WAIT after the rewrite"
-	moff=$(rinfo "$RPORT_prim" master_repl_offset)
-	rkill repl
-	restart || return
-	resumed "a restart on the rewritten file"
-	[ "$(R mget after-rewrite after-big | tr '\n' ' ')" = "1 1 " ] && [ "$(R strlen big3)" = 100000 ] ||
+	resumes after-rewrite "a restart on the rewritten file"
+	[ "$(R get after-big)" = 1 ] && [ "$(R strlen big3)" = 100000 ] ||
 		fail "$mode: keys after a restart on the rewritten file"
 	ok "replication, use_rdma_write = $mode: WAIT, reads, READONLY, INFO; killed replica resumes by partial resync, and by full resync past backlog_size; writes bigger than the backlog; the replica file rewritten"
 }
@@ -678,18 +665,10 @@ fake_primary() { # what it is, expected repl_last_error; stdin: its answer
 	: > "$T/fake.err"
 	"$PROBE" -L -w 3000 tcp://127.0.0.1:0 < "$T/fake.in" > "$T/fake.out" 2> "$T/fake.err" &
 	fp=$!
-	i=0
-	while [ $i -lt 100 ] && ! grep -q "listening on" "$T/fake.err"; do
-		sleep 0.05
-		i=$((i + 1))
-	done
+	waitfor 'grep -q "listening on" "$T/fake.err"'
 	rstart fake --replicaof "tcp://127.0.0.1:$(sed -n 's/listening on //p' "$T/fake.err")" \
 		--use-rdma-write no || return
-	i=0
-	while [ $i -lt 100 ] && [ -z "$(rinfo "$RPORT_fake" repl_last_error)" ]; do
-		sleep 0.05
-		i=$((i + 1))
-	done
+	waitfor '[ -n "$(rinfo "$RPORT_fake" repl_last_error)" ]'
 	got=$(rinfo "$RPORT_fake" repl_last_error)
 	case "$got" in
 	*"$2"*) ;;
