@@ -57,12 +57,12 @@ start() {
 		PID=$!
 		i=0
 		while [ $i -lt 100 ]; do
-			grep -q "ready" "$T/log" && break
+			grep -q "^rift-kv: ready:" "$T/log" && break
 			kill -0 "$PID" 2>/dev/null || break
 			sleep 0.05
 			i=$((i + 1))
 		done
-		if grep -q "ready" "$T/log"; then
+		if grep -q "^rift-kv: ready:" "$T/log"; then
 			RIFT_URL=$(sed -n 's/.*rift on \([^ ,]*\)[ ,].*/\1/p' "$T/log")
 			MURL=$(sed -n 's/.*metrics on \(http:[^ ,]*\)[ ,].*/\1/p' "$T/log")
 			MADDR=$(echo "$MURL" | sed 's|http://\([^/]*\)/.*|\1|')
@@ -453,8 +453,8 @@ rstart() { # name, args...: starts rift-kv, sets rpid_<name> and RPORT_<name>
 		: > "$T/$n.log"
 		"$BIN" --port "$p" "$@" >"$T/$n.log" 2>&1 &
 		eval "rpid_$n=$!"
-		waitfor 'grep -q ready "$T/$n.log"'
-		if grep -q ready "$T/$n.log"; then
+		waitfor 'grep -q "^rift-kv: ready:" "$T/$n.log" || ! kill -0 $!'
+		if grep -q "^rift-kv: ready:" "$T/$n.log"; then
 			eval "RPORT_$n=$p"
 			return 0
 		fi
@@ -534,9 +534,9 @@ repl_mode() { # use_rdma_write: yes or no
 		fail "$mode: the replica serves '$(R mget a b c d e nx-fails | tr '\n' ' ')'"
 	[ "$(R strlen big)" = 10000 ] || fail "$mode: the big value on the replica: $(R strlen big) bytes"
 	t=$(R ttl b)
-	[ "$t" -gt 90 ] && [ "$t" -le 100 ] || fail "$mode: TTL of b on the replica: $t"
+	[ "${t:-0}" -gt 90 ] && [ "$t" -le 100 ] || fail "$mode: TTL of b on the replica: $t"
 	t=$(R ttl d)
-	[ "$t" -gt 990 ] || fail "$mode: TTL of d on the replica: $t"
+	[ "${t:-0}" -gt 990 ] || fail "$mode: TTL of d on the replica: $t"
 	[ "$(R set x 1)" = "READONLY You can't write against a read only replica." ] ||
 		fail "$mode: a write on the replica: '$(R set x 1)'"
 	[ "$(R exists x)" = 0 ] || fail "$mode: the refused write ran"
@@ -651,6 +651,8 @@ grep -q "REPLCONF ACK 9999999 9999999: not within what was shipped" "$T/prim.log
 ok "replication: WAIT's timeout, REPLICAOF NO ONE, refused PSYNCs and ACKs"
 rstop() { # SIGTERM to both: a clean exit (ASan's leak check runs then)
 	for n in repl prim; do
+		eval "pid=\$rpid_$n"
+		[ -n "$pid" ] || continue # (an empty wait waits for all)
 		eval "kill -TERM \$rpid_$n; wait \$rpid_$n; rc=\$?; rpid_$n="
 		[ $rc -eq 0 ] || { tail -n 20 "$T/$n.log"; fail "rift-kv ($n) exited $rc on SIGTERM"; }
 	done

@@ -23,10 +23,10 @@ timeout 180 "$bin/rift-kv" --port 16379 --bind 127.0.0.1 \
 	--rift-url rdma://0.0.0.0:7800 >"$T/server.out" 2>&1 &
 sp=$!
 for i in $(seq 50); do
-	grep -q "ready" "$T/server.out" && break
+	grep -q "^rift-kv: ready:" "$T/server.out" && break
 	sleep 0.2
 done
-grep -q "ready" "$T/server.out" || fail "rift-kv never said it was ready"
+grep -q "^rift-kv: ready:" "$T/server.out" || fail "rift-kv never said it was ready"
 "$bin/rift-kv-cli" -u "$url" set kv-failover before-the-faults \
 	>"$T/cli.out" 2>&1 || fail "SET before the faults"
 

@@ -35,7 +35,7 @@ P="redis-cli -p 16379"
 R="redis-cli -p 16380"
 ready() { # log file, pid
 	for i in $(seq 100); do
-		grep -q "ready" "$1" && return 0
+		grep -q "^rift-kv: ready:" "$1" && return 0
 		kill -0 "$2" 2>/dev/null || return 1
 		sleep 0.2
 	done
