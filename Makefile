@@ -317,7 +317,9 @@ PAIR_TESTS := link_cut port_down loop_never connect_over tcp_path_break \
   a_lossy_link rma_keeps rma_reads_stay
 # examples/rma.c as a user runs it, in the pair boot: two processes,
 # links going down under it (tests/lab/rma-example.sh); so does
-# rift-kv-benchmark against rift-kv over rdma:// (tests/lab/kv-failover.sh).
+# rift-kv-benchmark against rift-kv over rdma:// (tests/lab/kv-failover.sh),
+# and rift-kv replication by RDMA WRITE across link cuts and a killed
+# replica (tests/lab/kv-repl.sh); the three share tests/lab/lib.sh.
 $(BUILD)/examples/rma: examples/rma.c include/rift.h $(BUILD)/lib/librift.a
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -Wall -Wextra -Werror -Iinclude $< -o $@ $(BUILD)/lib/librift.a $(LIBS) -lm
@@ -332,6 +334,7 @@ test-lab: $(BUILD)/tst/rift-tests $(BUILD)/examples/rma $(KV_BINS:%=$(BUILD)/bin
 	    build/tst/rift-tests --transport rdma --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 $(PAIR_TESTS) soak_healthy_links_busy && \
 	    sh tests/lab/rma-example.sh $(BUILD)/examples/rma && \
 	    sh tests/lab/kv-failover.sh $(BUILD)/bin && \
+	    sh tests/lab/kv-repl.sh $(BUILD)/bin && \
 	    build/tst/rift-tests --transport rdma --cm tcp --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 $(PAIR_TESTS) && \
 	    RIFT_SOAK_SECONDS=50 RIFT_SOAK_MESSAGES=100000 build/tst/rift-tests -v --transport rdma --cm tcp --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 soak_link_faults_event soak_active_active && \
 	    RIFT_SOAK_SECONDS=40 RIFT_SOAK_MESSAGES=30000 build/tst/rift-tests -v --transport rdma --cm tcp --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 soak_link_faults_busy soak_aimed_faults_with && \

@@ -126,16 +126,17 @@ static int by_name(const void *a, const void *b)
 
 int kv_cmd_init(void)
 {
-	const struct kv_cmd *lists[] = { kv_string_cmds, kv_server_cmds };
+	const struct kv_cmd *lists[] = { kv_string_cmds, kv_server_cmds,
+					 kv_repl_cmds };
 	size_t n = 0;
 
-	for (size_t l = 0; l < 2; l++)
+	for (size_t l = 0; l < 3; l++)
 		for (const struct kv_cmd *k = lists[l]; k->name; k++)
 			n++;
 	table = malloc(n * sizeof(*table));
 	if (!table)
 		return -ENOMEM;
-	for (size_t l = 0; l < 2; l++)
+	for (size_t l = 0; l < 3; l++)
 		for (const struct kv_cmd *k = lists[l]; k->name; k++)
 			table[ntable++] = k;
 	qsort(table, ntable, sizeof(*table), by_name);
@@ -325,10 +326,20 @@ void kv_cmd_exec(struct kv_client *c, const struct kv_resp_cmd *cmd)
 		}
 	} else if (!arity_ok(k, argc)) {
 		kv_reply_arity(c, k->name);
+	} else if (kv_repl_readonly(c, k)) {
+		kv_reply_error(c, "READONLY You can't write against a read only "
+				  "replica.");
 	} else {
+		uint64_t changes = kv_store_changes(c->srv->store);
+
 		c->last_cmd = k->name;
 		ran = &calls[i];
 		k->fn(c, argc, argv);
+		/* what it changed goes to the log (a failed one changed
+		 * nothing); a reply half written is taken back below, the
+		 * change stays */
+		if (kv_store_changes(c->srv->store) != changes)
+			kv_repl_propagate(c, k, argc, argv);
 	}
 	if (ran)
 		(*ran)++;

@@ -189,8 +189,8 @@ static void info_clients(struct kv_server *s, struct kv_text *t)
 		"# Clients\r\n"
 		"connected_clients:%zu\r\n"
 		"rift_clients:%zu\r\n"
-		"blocked_clients:0\r\n",
-		s->nclients, s->rift_clients);
+		"blocked_clients:%zu\r\n",
+		s->nclients, s->rift_clients, s->repl.blocked);
 }
 
 static void info_memory(struct kv_server *s, struct kv_text *t)
@@ -271,7 +271,8 @@ static const struct {
 } sections[] = {
 	{ "server", info_server },     { "clients", info_clients },
 	{ "memory", info_memory },     { "stats", info_stats },
-	{ "keyspace", info_keyspace }, { "rdma", info_rdma },
+	{ "replication", kv_repl_info }, { "keyspace", info_keyspace },
+	{ "rdma", info_rdma },
 };
 #define NSECTIONS (sizeof(sections) / sizeof(*sections))
 
@@ -311,6 +312,7 @@ static void cmd_config_get(ARGS)
 	struct kv_server *s = c->srv;
 	const struct kv_config *k = &s->cfg;
 	char port[16], rport[16], gid[16], qd[16], bulk[24], query[24];
+	char backlog[24], ring[24];
 	const char *params[][2] = {
 		{ "port", port },
 		{ "bind", k->bind },
@@ -330,6 +332,12 @@ static void cmd_config_get(ARGS)
 		{ "rdma-queue-depth", qd },
 		{ "rdma-fallback", k->rdma_fallback_tcp ? "tcp" : "none" },
 		{ "rift-url", s->rift_url },
+		{ "replicaof", s->repl.replica ? s->repl.primary : "" },
+		{ "replica-read-only", "yes" },
+		{ "repl-backlog-size", backlog },
+		{ "use-rdma-write", k->use_rdma_write ? "yes" : "no" },
+		{ "ring-size", ring },
+		{ "replica-file", k->replica_file },
 	};
 	const size_t np = sizeof(params) / sizeof(*params);
 	int hit[sizeof(params) / sizeof(*params)] = { 0 };
@@ -341,6 +349,8 @@ static void cmd_config_get(ARGS)
 	snprintf(qd, sizeof(qd), "%d", k->rdma_queue_depth);
 	snprintf(bulk, sizeof(bulk), "%zu", k->proto_max_bulk_len);
 	snprintf(query, sizeof(query), "%zu", k->client_query_buffer_limit);
+	snprintf(backlog, sizeof(backlog), "%zu", k->backlog_size);
+	snprintf(ring, sizeof(ring), "%zu", k->ring_size);
 	for (size_t a = 2; a < argc; a++)
 		for (size_t i = 0; i < np; i++)
 			if (!hit[i] &&

@@ -18,13 +18,19 @@
  * should not fill memory). */
 #define MAX_FILE_BYTES (1u << 20)
 
-enum type { T_INT, T_STR, T_BOOL, T_ADDR, T_FALLBACK, T_URL };
+enum type { T_INT, T_STR, T_BOOL, T_ADDR, T_FALLBACK, T_URL, T_PRIMARY,
+	    T_PATH };
+
+/* The file's sections; a knob belongs to one. */
+static const char *const section_names[] = { "network", "replication" };
+#define NSECTIONS 2
 
 static const struct knob {
 	const char *key;
 	enum type type;
 	long min, max; /* T_INT */
 	const char *what;
+	int section;   /* index in section_names */
 } knobs[KV_KNOBS] = {
 	[KV_PORT] = { "port", T_INT, 1, 65535, "TCP port of RESP" },
 	[KV_BIND] = { "bind", T_ADDR, 0, 0, "address of RESP over TCP" },
@@ -47,8 +53,16 @@ static const struct knob {
 	[KV_CLIENT_QUERY_BUFFER_LIMIT] = { "client_query_buffer_limit", T_INT,
 					   1L << 20, 1L << 40,
 					   "bytes of one command" },
+	[KV_REPLICAOF] = { "replicaof", T_PRIMARY, 0, 0, "", 1 },
+	[KV_USE_RDMA_WRITE] = { "use_rdma_write", T_BOOL, 0, 0, "", 1 },
+	[KV_BACKLOG_SIZE] = { "backlog_size", T_INT, 16L << 10, 16L << 30,
+			      "bytes of log kept for partial resyncs", 1 },
+	[KV_RING_SIZE] = { "ring_size", T_INT, 4L << 10, 1L << 30,
+			   "bytes of the ring a replica exports", 1 },
+	[KV_REPLICA_FILE] = { "replica_file", T_PATH, 0, 0, "", 1 },
 };
 
+static bool parse_long(const char *s, long *out);
 static void errf(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 static void errf(char *err, size_t errlen, const char *fmt, ...)
@@ -75,6 +89,29 @@ void kv_config_defaults(struct kv_config *c)
 	c->metrics_port = -1;
 	c->proto_max_bulk_len = KV_RESP_MAX_BULK_DEFAULT;
 	c->client_query_buffer_limit = KV_RESP_MAX_COMMAND_DEFAULT;
+	c->use_rdma_write = 1;
+	c->backlog_size = (size_t)1 << 20;
+	c->ring_size = (size_t)1 << 20;
+}
+
+int kv_config_primary_url(const char *host, size_t hlen, const char *port,
+			  size_t plen, char *out, size_t outlen)
+{
+	char h[KV_CFG_STR], p[8];
+	long v;
+	int n;
+
+	if (!hlen || hlen >= sizeof(h) || !plen || plen >= sizeof(p))
+		return -1;
+	memcpy(h, host, hlen);
+	h[hlen] = '\0';
+	memcpy(p, port, plen);
+	p[plen] = '\0';
+	if (strpbrk(h, " \t/,?[]") || !parse_long(p, &v) || v < 1 || v > 65535)
+		return -1;
+	n = snprintf(out, outlen, "auto://%s%s%s:%ld", strchr(h, ':') ? "[" : "",
+		     h, strchr(h, ':') ? "]" : "", v);
+	return n < 0 || (size_t)n >= outlen ? -1 : 0;
 }
 
 static bool parse_long(const char *s, long *out)
@@ -115,6 +152,7 @@ int kv_config_set(struct kv_config *c, const char *key, const char *value,
 {
 	const struct knob *k = NULL;
 	enum kv_knob id;
+	char url[KV_CFG_STR] = "";
 	long v = 0;
 
 	for (id = 0; id < KV_KNOBS; id++) {
@@ -204,6 +242,35 @@ int kv_config_set(struct kv_config *c, const char *key, const char *value,
 			return -1;
 		}
 		break;
+	case T_PRIMARY: {
+		const char *sp = strchr(value, ' ');
+
+		if (!strncmp(value, "tcp://", 6) || !strncmp(value, "rdma://", 7) ||
+		    !strncmp(value, "auto://", 7)) {
+			if (strlen(value) >= sizeof(url)) {
+				errf(err, errlen, "%s: %s: URL longer than %zu "
+				     "bytes", origin, key, sizeof(url) - 1);
+				return -1;
+			}
+			snprintf(url, sizeof(url), "%s", value);
+		} else if (!sp || kv_config_primary_url(value, (size_t)(sp - value),
+							sp + 1, strlen(sp + 1), url,
+							sizeof(url))) {
+			errf(err, errlen,
+			     "%s: %s = '%s': expected \"HOST PORT\" (the "
+			     "primary's rift listener) or a rift URL",
+			     origin, key, value);
+			return -1;
+		}
+		break;
+	}
+	case T_PATH:
+		if (!*value) {
+			errf(err, errlen, "%s: %s: expected a file name", origin,
+			     key);
+			return -1;
+		}
+		break;
 	case T_STR:
 		if (!*value || strlen(value) >= 64) {
 			errf(err, errlen,
@@ -238,6 +305,11 @@ int kv_config_set(struct kv_config *c, const char *key, const char *value,
 	case KV_CLIENT_QUERY_BUFFER_LIMIT:
 		c->client_query_buffer_limit = (size_t)v;
 		break;
+	case KV_REPLICAOF: copy_str(c->replicaof, url); break;
+	case KV_USE_RDMA_WRITE: c->use_rdma_write = (int)v; break;
+	case KV_BACKLOG_SIZE: c->backlog_size = (size_t)v; break;
+	case KV_RING_SIZE: c->ring_size = (size_t)v; break;
+	case KV_REPLICA_FILE: copy_str(c->replica_file, value); break;
 	case KV_KNOBS: break;
 	}
 	snprintf(c->origin[id], sizeof(c->origin[id]), "%s", origin);
@@ -297,7 +369,8 @@ static bool line_rest_ok(const char *s)
 
 /* One line (NUL-terminated, no LF) at lineno. */
 static int load_line(struct kv_config *c, const char *path, int lineno,
-		     char *line, int *section, char *err, size_t errlen)
+		     char *line, int *section, int *seen, char *err,
+		     size_t errlen)
 {
 	char origin[KV_CFG_STR + 16], key[64], val[KV_CFG_STR];
 	const char *s = skip_blank(line);
@@ -309,23 +382,31 @@ static int load_line(struct kv_config *c, const char *path, int lineno,
 		return 0;
 	if (*s == '[') {
 		const char *e = strchr(s, ']');
+		int i;
 
 		if (!e || !line_rest_ok(e + 1)) {
-			errf(err, errlen, "%s: expected [network]", origin);
+			errf(err, errlen, "%s: expected [network] or [replication]",
+			     origin);
 			return -1;
 		}
-		if (e - s - 1 != 7 || strncmp(s + 1, "network", 7)) {
+		for (i = 0; i < NSECTIONS; i++)
+			if ((size_t)(e - s - 1) == strlen(section_names[i]) &&
+			    !strncmp(s + 1, section_names[i], (size_t)(e - s - 1)))
+				break;
+		if (i == NSECTIONS) {
 			errf(err, errlen,
 			     "%s: unknown section %.*s (rift-kv's file has "
-			     "one: [network])",
+			     "[network] and [replication])",
 			     origin, (int)(e - s + 1), s);
 			return -1;
 		}
-		if (*section) {
-			errf(err, errlen, "%s: [network] given twice", origin);
+		if (*seen & (1 << i)) {
+			errf(err, errlen, "%s: [%s] given twice", origin,
+			     section_names[i]);
 			return -1;
 		}
-		*section = 1;
+		*seen |= 1 << i;
+		*section = i + 1;
 		return 0;
 	}
 	while ((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
@@ -345,6 +426,14 @@ static int load_line(struct kv_config *c, const char *path, int lineno,
 	if (!*section) {
 		errf(err, errlen, "%s: key '%s' before [network]", origin,
 		     key);
+		return -1;
+	}
+	for (int i = 0; i < KV_KNOBS; i++) {
+		if (strcmp(knobs[i].key, key) || knobs[i].section == *section - 1)
+			continue;
+		errf(err, errlen, "%s: %s belongs in [%s], not [%s]", origin,
+		     key, section_names[knobs[i].section],
+		     section_names[*section - 1]);
 		return -1;
 	}
 	s = skip_blank(s + 1);
@@ -401,7 +490,7 @@ int kv_config_load(struct kv_config *c, const char *path, char *err,
 		   size_t errlen)
 {
 	char *buf = read_file(path, err, errlen), *line, *next;
-	int lineno = 0, section = 0, rc = 0;
+	int lineno = 0, section = 0, seen = 0, rc = 0;
 
 	if (!buf)
 		return -1;
@@ -415,7 +504,8 @@ int kv_config_load(struct kv_config *c, const char *path, char *err,
 		if (len && line[len - 1] == '\r')
 			line[len - 1] = '\0';
 		lineno++;
-		rc = load_line(c, path, lineno, line, &section, err, errlen);
+		rc = load_line(c, path, lineno, line, &section, &seen, err,
+			       errlen);
 	}
 	free(buf);
 	if (rc == 0)
@@ -447,8 +537,15 @@ static void usage(FILE *f)
 		"(512 MiB)\n"
 		"  --client-query-buffer-limit N  bytes of one command "
 		"(1 GiB)\n"
-		"Every option is the config file's key of [network] with\n"
-		"'-' for '_' (docs/rift-kv.md).\n");
+		"  --replicaof 'HOST PORT'|URL   a replica of that primary's\n"
+		"                       rift listener\n"
+		"  --use-rdma-write yes|no  ship the log by one-sided writes\n"
+		"                       into the replica's ring (yes)\n"
+		"  --backlog-size N     bytes of log kept for partial resyncs\n"
+		"  --ring-size N        bytes of the ring a replica exports\n"
+		"  --replica-file PATH  where a replica keeps what it applied\n"
+		"Every option is a key of the config file's [network] or\n"
+		"[replication] with '-' for '_' (docs/rift-kv.md).\n");
 }
 
 int kv_config_args(struct kv_config *c, int argc, char **argv, char *err,
@@ -539,6 +636,13 @@ int kv_config_check(struct kv_config *c, char *err, size_t errlen)
 
 	if (check_metrics(c, err, errlen))
 		return -1;
+	if (c->origin[KV_RING_SIZE][0] && !c->use_rdma_write) {
+		errf(err, errlen,
+		     "%s: ring_size cannot take effect: use_rdma_write = false "
+		     "(%s) ships the log by messages",
+		     c->origin[KV_RING_SIZE], c->origin[KV_USE_RDMA_WRITE]);
+		return -1;
+	}
 	if (c->origin[KV_PROTO_MAX_BULK_LEN][0] &&
 	    c->proto_max_bulk_len >= c->client_query_buffer_limit) {
 		errf(err, errlen,

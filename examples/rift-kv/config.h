@@ -5,8 +5,9 @@
  *   rift-kv [CONFIG_FILE] [--port N] [--bind ADDR] [--rdma-port N]
  *           [--rdma-bind ADDR] [--rift-url URL] [--KEY VALUE ...]
  *
- * The file is TOML-ish: "# comments", one [network] section, "key =
- * value" lines whose values are integers, "strings" or true/false:
+ * The file is TOML-ish: "# comments", a [network] and a [replication]
+ * section, "key = value" lines whose values are integers, "strings" or
+ * true/false:
  *
  *   [network]
  *   port = 6379               TCP port of RESP (1..65535)
@@ -25,7 +26,18 @@
  *   proto_max_bulk_len = 536870912          bytes of one argument
  *   client_query_buffer_limit = 1073741824  bytes of one command
  *
- * Every option --some-key VALUE is the key some_key of [network] (so
+ *   [replication]             (repl.h)
+ *   replicaof = "10.0.0.1 6380"  the primary's rift listener: "HOST
+ *                             PORT" (auto://HOST:PORT) or a rift URL
+ *   use_rdma_write = true     the log by one-sided writes into a ring
+ *                             the replica exports (false: by messages)
+ *   backlog_size = 1048576    primary: bytes of log kept for partial
+ *                             resyncs (16 KiB..16 GiB)
+ *   ring_size = 1048576       replica: bytes of its ring (4 KiB..1 GiB)
+ *   replica_file = "r.aof"    replica: keeps what it applied there, so
+ *                             that a restart resumes by partial resync
+ *
+ * Every option --some-key VALUE is the key some_key of its section (so
  * --rdma-port is rdma_port), applied after the file.  Unknown keys,
  * values of the wrong type or out of range, a key given twice in the
  * file, and knobs that could not take effect (an rdma_* key while RDMA
@@ -55,6 +67,12 @@ enum kv_knob {
 	KV_METRICS_BIND,
 	KV_PROTO_MAX_BULK_LEN,
 	KV_CLIENT_QUERY_BUFFER_LIMIT,
+	/* [replication] */
+	KV_REPLICAOF,
+	KV_USE_RDMA_WRITE,
+	KV_BACKLOG_SIZE,
+	KV_RING_SIZE,
+	KV_REPLICA_FILE,
 	KV_KNOBS
 };
 
@@ -74,6 +92,16 @@ struct kv_config {
 	char metrics_bind[KV_CFG_STR]; /* its numeric address, "" = bind's */
 	size_t proto_max_bulk_len;    /* bytes of one argument, at most */
 	size_t client_query_buffer_limit; /* bytes of one command, at most */
+	/* [replication] (repl.h) */
+	char replicaof[KV_CFG_STR];   /* the primary's rift URL, "" = none */
+	int use_rdma_write;           /* ship the log by one-sided writes
+					 into a ring (bool) */
+	size_t backlog_size;          /* primary: bytes of log kept for
+					 partial resyncs */
+	size_t ring_size;             /* replica: bytes of the ring it
+					 exports */
+	char replica_file[KV_CFG_STR]; /* replica: where it keeps what it
+					  applied, "" = nowhere */
 	char config_file[KV_CFG_STR]; /* "" if none */
 	/* where each knob was set: "file.toml:12", "--rdma-port", or ""
 	 * (default) */
@@ -84,7 +112,7 @@ struct kv_config {
 const char *kv_config_key(enum kv_knob k);
 
 /* Defaults: port 6379, bind 127.0.0.1, RDMA off, no /metrics, Redis's
- * request limits. */
+ * request limits; a primary, use_rdma_write, 1 MiB backlog and ring. */
 void kv_config_defaults(struct kv_config *c);
 
 /* Apply the file at path.  0, or -1 with err = "path:line: message". */
@@ -123,5 +151,14 @@ int kv_config_check(struct kv_config *c, char *err, size_t errlen);
  */
 int kv_config_rift_url(const struct kv_config *c, const char *addr,
 		       char *out, size_t outlen);
+
+/*
+ * A primary named as REPLICAOF names it, "HOST PORT" (the hlen bytes at
+ * host, the plen at port): its rift URL, auto://HOST:PORT, into out.  0,
+ * or -1 when the host holds a blank, '/', ',', '?' or a bracket, the port
+ * is not in 1..65535, or the URL does not fit.
+ */
+int kv_config_primary_url(const char *host, size_t hlen, const char *port,
+			  size_t plen, char *out, size_t outlen);
 
 #endif

@@ -103,7 +103,7 @@ static void service(struct kv_client *c)
 		rift_conn_close(c->conn, on_closed);
 		return;
 	}
-	stop = (c->flags & KV_PAUSED) != 0;
+	stop = (c->flags & (KV_PAUSED | KV_BLOCKED)) != 0;
 	if (stop && !(c->flags & KV_RIFT_STOPPED)) {
 		rift_conn_recv_stop(c->conn);
 		c->flags |= KV_RIFT_STOPPED;
@@ -111,6 +111,11 @@ static void service(struct kv_client *c)
 		rift_conn_recv_start(c->conn);
 		c->flags &= ~(unsigned)KV_RIFT_STOPPED;
 	}
+}
+
+void kv_rift_service(struct kv_client *c)
+{
+	service(c);
 }
 
 static void on_recv(rift_conn *conn, rift_msg *m)
@@ -147,7 +152,7 @@ static void on_recv(rift_conn *conn, rift_msg *m)
 	if (len)
 		memcpy(c->ibuf + c->ilen, rift_msg_data(m), len);
 	c->ilen += len;
-	if (!(c->flags & KV_PAUSED))
+	if (!(c->flags & (KV_PAUSED | KV_BLOCKED)))
 		kv_client_process(c);
 	if (c->icap > ((size_t)64 << 10) && c->ipos == c->ilen) {
 		free(c->ibuf); /* a big message's room is not kept */

@@ -115,6 +115,7 @@ void kv_client_free(struct kv_client *c)
 	s->nclients--;
 	if (c->conn)
 		s->rift_clients--;
+	kv_repl_client_gone(c);
 	if (c->fd >= 0)
 		close(c->fd); /* leaves the epoll set with it */
 	kv_resp_parser_free(c->parser);
@@ -133,6 +134,8 @@ void kv_client_process(struct kv_client *c)
 
 		if (c->flags & (KV_CLOSE_AFTER_REPLY | KV_CLOSE_ASAP))
 			break; /* what follows QUIT is dropped, as Redis does */
+		if (c->flags & KV_BLOCKED)
+			return; /* in WAIT: the rest after its reply */
 		if (kv_client_pending(c) >= KV_OUT_HIGH) {
 			c->flags |= KV_PAUSED;
 			return;
@@ -230,7 +233,9 @@ static void tcp_service(struct kv_client *c)
 		kv_client_free(c);
 		return;
 	}
-	want = (c->flags & (KV_PAUSED | KV_CLOSE_AFTER_REPLY)) ? 0 : EPOLLIN;
+	want = (c->flags & (KV_PAUSED | KV_BLOCKED | KV_CLOSE_AFTER_REPLY))
+		       ? 0
+		       : EPOLLIN;
 	if (kv_client_pending(c))
 		want |= EPOLLOUT;
 	if (want == c->events)
@@ -241,6 +246,15 @@ static void tcp_service(struct kv_client *c)
 		c->events = want;
 	else
 		kv_client_free(c);
+}
+
+void kv_client_resume(struct kv_client *c)
+{
+	kv_client_process(c);
+	if (c->conn)
+		kv_rift_service(c);
+	else
+		tcp_service(c);
 }
 
 static void tcp_read(struct kv_client *c)
@@ -394,6 +408,7 @@ static void on_cron(rift_timer *t, void *user)
 	tick(s);
 	kv_store_cron(s->store, KV_EXPIRE_BUDGET_US);
 	kv_metrics_cron(s);
+	kv_repl_cron(s);
 	if (accept_paused) {
 		accept_paused = 0;
 		listener_pause(s, 0);
@@ -405,7 +420,9 @@ static void run(struct kv_server *s)
 	struct epoll_event evs[MAX_EVENTS];
 
 	while (!s->stop) {
-		int t = rift_ctx_timeout(s->rift), n;
+		/* the log goes out once a round, what the round wrote
+		 * together; a WAIT's timeout bounds the sleep */
+		int w = kv_repl_pump(s), t = rift_ctx_timeout(s->rift), n;
 
 		if (t == 0) {
 			rift_ctx_progress(s->rift);
@@ -413,6 +430,8 @@ static void run(struct kv_server *s)
 			if (t == 0)
 				t = 1; /* rift still busy: look again soon */
 		}
+		if (w >= 0 && (t < 0 || w < t))
+			t = w;
 		n = epoll_wait(s->ep, evs, MAX_EVENTS, t);
 		if (n < 0 && errno != EINTR) {
 			perror("rift-kv: epoll_wait");
@@ -464,8 +483,10 @@ static void rift_shutdown(struct kv_server *s)
 	}
 	if (s->cron)
 		rift_timer_destroy(s->cron);
-	for (int i = 0; i < 100 && s->rift_clients; i++)
+	kv_repl_stop(s);
+	for (int i = 0; i < 100 && (s->rift_clients || kv_repl_busy(s)); i++)
 		rift_ctx_run_mode(s->rift, RIFT_RUN_ONCE, 50);
+	kv_repl_free(s);
 	for (int i = 0; i < 100 && rift_ctx_destroy(s->rift) == RIFT_EBUSY;
 	     i++)
 		rift_ctx_run_mode(s->rift, RIFT_RUN_ONCE, 50);
@@ -528,6 +549,8 @@ int main(int argc, char **argv)
 		goto out_rift;
 	}
 	if (s->cfg.rdma_enabled && kv_rift_listen(s))
+		goto out_rift;
+	if (kv_repl_init(s))
 		goto out_rift;
 	if (s->cfg.metrics_port >= 0 && kv_metrics_start(s))
 		goto out_rift;

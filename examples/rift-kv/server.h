@@ -18,6 +18,7 @@
 #include <rift.h>
 
 #include "config.h"
+#include "repl.h"
 #include "resp.h"
 #include "store.h"
 
@@ -38,6 +39,7 @@ enum kv_client_flags {
 	KV_RIFT_BLOCKED = 8,      /* rift send window full: wait WRITABLE */
 	KV_RIFT_STOPPED = 16,     /* rift_conn_recv_stop in force */
 	KV_CLOSING = 32,          /* rift close under way */
+	KV_BLOCKED = 64,          /* in WAIT: requests held (repl.c) */
 };
 
 struct kv_server;
@@ -68,6 +70,10 @@ struct kv_client {
 	int64_t ctime_ms;       /* connected, Unix ms */
 	int64_t atime_ms;       /* last command, Unix ms */
 	const char *last_cmd;   /* its name, static */
+	struct kv_repl_link *link; /* a replica's link (repl.c), or NULL */
+	uint64_t wait_off;      /* WAIT: the log offset to reach */
+	long long wait_num;     /* WAIT: replicas that must reach it */
+	int64_t wait_until_ms;  /* WAIT: Unix ms of its timeout, 0 none */
 	struct kv_client *prev, *next;
 };
 
@@ -106,6 +112,7 @@ struct kv_server {
 	uint64_t lat[KV_LAT_BUCKETS]; /* commands, by bucket */
 	uint64_t lat_sum_ns;          /* their sum, ns */
 	struct kv_metrics *metrics;   /* GET /metrics (metrics.c), or NULL */
+	struct kv_repl repl;          /* replication (repl.c) */
 };
 
 /* ---- replies (cmd.c): each sets c->oom when memory runs out ---- */
@@ -156,9 +163,12 @@ struct kv_cmd {
 	const struct kv_cmd *subs; /* subcommands, ending with a NULL name */
 };
 
-/* The tables of cmd_string.c and cmd_server.c, ending with NULL name. */
+/* The tables of cmd_string.c, cmd_server.c and repl.c, ending with a
+ * NULL name. */
 extern const struct kv_cmd kv_string_cmds[];
 extern const struct kv_cmd kv_server_cmds[];
+/* repl.c's: REPLICAOF, SLAVEOF, WAIT, PSYNC, REPLCONF. */
+extern const struct kv_cmd kv_repl_cmds[];
 
 /* Sort the table (once, at start); 0 or -ENOMEM. */
 int kv_cmd_init(void);
@@ -199,6 +209,9 @@ void kv_rdma_fields(struct kv_server *s, struct kv_field f[KV_RDMA_FIELDS]);
 int kv_rift_listen(struct kv_server *s);
 /* Abort c's rift connection; c is freed by its close callback. */
 void kv_rift_abort(struct kv_client *c);
+/* Send what rift client c has waiting, go on with its requests, close
+ * it or set its flow as its flags say (after WAIT, a log appended). */
+void kv_rift_service(struct kv_client *c);
 
 /* Send buf[*pos, len) on the non-blocking socket fd as far as it takes,
  * *pos moved on: the bytes sent (0 when it would block), or -1 when the
@@ -237,5 +250,8 @@ void kv_client_process(struct kv_client *c);
 void kv_client_pump(struct kv_client *c, void (*write)(struct kv_client *c));
 /* Bytes of output c has waiting. */
 size_t kv_client_pending(const struct kv_client *c);
+/* c was blocked (KV_BLOCKED) and has its reply: go on with its requests
+ * and send, over its transport.  c may be freed. */
+void kv_client_resume(struct kv_client *c);
 
 #endif

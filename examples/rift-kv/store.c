@@ -37,6 +37,7 @@ struct kv_store {
 	uint64_t k0, k1;      /* SipHash key */
 	uint64_t rng;         /* xorshift state for sampling */
 	uint64_t expired;     /* count */
+	uint64_t changes;     /* calls that changed keys, count */
 	size_t mem;           /* bytes */
 };
 
@@ -329,6 +330,8 @@ struct kv_entry *kv_store_find(struct kv_store *s, const void *key,
 
 /* ---- changing ---- */
 
+static int set_expire(struct kv_store *s, struct kv_entry *e, int64_t when);
+
 /* A value buffer for n bytes (at least 1, so that an empty value has a
  * buffer too). */
 static char *value_alloc(size_t n, size_t *cap)
@@ -403,7 +406,8 @@ int kv_store_set(struct kv_store *s, const void *key, size_t klen,
 		memcpy(e->val, val, vlen);
 	e->vlen = vlen;
 	if (expire_ms != KV_KEEP_TTL)
-		kv_store_set_expire(s, e, expire_ms); /* reserved: no fail */
+		set_expire(s, e, expire_ms); /* reserved: no fail */
+	s->changes++;
 	if (out)
 		*out = e;
 	return 0;
@@ -430,10 +434,11 @@ int kv_store_append(struct kv_store *s, struct kv_entry *e, const void *data,
 	}
 	memcpy(e->val + e->vlen, data, n);
 	e->vlen += n;
+	s->changes++;
 	return 0;
 }
 
-int kv_store_set_expire(struct kv_store *s, struct kv_entry *e, int64_t when)
+static int set_expire(struct kv_store *s, struct kv_entry *e, int64_t when)
 {
 	if (when < 0) {
 		if (e->expire_ms != KV_NO_EXPIRE)
@@ -451,6 +456,14 @@ int kv_store_set_expire(struct kv_store *s, struct kv_entry *e, int64_t when)
 	return 0;
 }
 
+int kv_store_set_expire(struct kv_store *s, struct kv_entry *e, int64_t when)
+{
+	int rc = set_expire(s, e, when);
+
+	s->changes += rc == 0;
+	return rc;
+}
+
 int kv_store_del(struct kv_store *s, const void *key, size_t klen)
 {
 	struct kv_entry **pp;
@@ -464,6 +477,7 @@ int kv_store_del(struct kv_store *s, const void *key, size_t klen)
 	if (!live)
 		s->expired++;
 	unlink_free(s, pp, tab);
+	s->changes += live;
 	return live;
 }
 
@@ -474,6 +488,7 @@ void kv_store_del_entry(struct kv_store *s, struct kv_entry *e)
 
 	if (pp)
 		unlink_free(s, pp, tab);
+	s->changes++;
 }
 
 static void table_free(struct kv_store *s, struct table *t)
@@ -495,6 +510,7 @@ static void table_free(struct kv_store *s, struct table *t)
 
 void kv_store_flush(struct kv_store *s)
 {
+	s->changes++;
 	table_free(s, &s->t[0]);
 	table_free(s, &s->t[1]);
 	s->rehash = -1;
@@ -581,6 +597,12 @@ void kv_store_info(const struct kv_store *s, struct kv_store_info *out)
 	out->rehashing = s->rehash >= 0;
 	out->mem = s->mem;
 	out->expired = s->expired;
+	out->changes = s->changes;
+}
+
+uint64_t kv_store_changes(const struct kv_store *s)
+{
+	return s->changes;
 }
 
 int kv_str2ll(const char *s, size_t n, long long *out)

@@ -114,8 +114,13 @@ struct kv_store_info {
 	int rehashing;      /* a resize in progress (bool) */
 	size_t mem;         /* bytes held by entries, values, tables */
 	uint64_t expired;   /* keys deleted because their time passed */
+	uint64_t changes;   /* calls that changed the keys (set, append,
+			       expire, delete, flush), count: a command
+			       that moved it wrote */
 };
 void kv_store_info(const struct kv_store *s, struct kv_store_info *out);
+/* kv_store_info's changes alone (per command: replication). */
+uint64_t kv_store_changes(const struct kv_store *s);
 
 /* Parse Redis's way (string2ll): 1 and *out, or 0. */
 int kv_str2ll(const char *s, size_t n, long long *out);

@@ -17,6 +17,13 @@
  * (rma_refused), and prints "one-sided read: <status>".  Exit status: 0
  * the server closed the connection, 3 it stayed open (idle time passed),
  * 1 error.
+ *
+ *   kvprobe -L [-w MS] URL < reply-bytes
+ *
+ * plays a server (a fake rift-kv primary for a replica): listens on the
+ * rift URL (port 0: any, "listening on PORT" on stderr), accepts one
+ * connection, and once its first message came sends stdin as one
+ * message; prints what arrives, with the same ends and exit status.
  */
 #include <errno.h>
 #include <netdb.h>
@@ -30,7 +37,7 @@
 
 #include <rift.h>
 
-static int wait_ms = 1000, delay_ms, count_only, rma_probe;
+static int wait_ms = 1000, delay_ms, count_only, rma_probe, serve;
 static size_t msg_max;
 static unsigned long long received;
 static int closed, got_data, connected, rma_status = 1;
@@ -188,13 +195,80 @@ static int refused_read(rift_ctx *ctx, rift_conn *conn, rift_mem **mem)
 	return rc;
 }
 
+/* Run ctx until the peer closed or wait_ms passed without a byte: 0
+ * closed, 3 idle. */
+static int drain(rift_ctx *ctx)
+{
+	struct timespec last;
+
+	clock_gettime(CLOCK_MONOTONIC, &last);
+	while (!closed) {
+		struct timespec now;
+
+		got_data = 0;
+		rift_ctx_run_mode(ctx, RIFT_RUN_ONCE, 100);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (got_data)
+			last = now;
+		else if ((now.tv_sec - last.tv_sec) * 1000 +
+				 (now.tv_nsec - last.tv_nsec) / 1000000 >=
+			 wait_ms)
+			break;
+	}
+	return closed ? 0 : 3;
+}
+
+static rift_conn *accepted;
+
+static void on_accept(rift_listener *l, rift_conn *conn)
+{
+	(void)l;
+	if (accepted) {
+		rift_conn_abort(conn, NULL);
+		return;
+	}
+	accepted = conn;
+}
+
+/* -L: one connection; the reply (stdin) after its first message. */
+static int run_listen(const char *url, const char *req, size_t len)
+{
+	rift_conn_callbacks cbs = { .on_event = on_event, .on_recv = on_recv };
+	rift_listener *l;
+	rift_ctx *ctx;
+	int rc;
+
+	if (rift_ctx_create(&ctx, NULL) ||
+	    rift_listen(ctx, url, &cbs, NULL, on_accept, &l)) {
+		fprintf(stderr, "kvprobe: %s\n", rift_ctx_last_error(NULL));
+		return 1;
+	}
+	fprintf(stderr, "listening on %d\n", rift_listener_port(l));
+	fflush(stderr);
+	for (int waited = 0; !got_data && waited < 10 * wait_ms; waited += 20)
+		rift_ctx_run_mode(ctx, RIFT_RUN_ONCE, 20);
+	if (!accepted || !got_data) {
+		fprintf(stderr, "kvprobe: nothing came\n");
+		return 1;
+	}
+	if (rift_conn_send(accepted, req, len)) {
+		fprintf(stderr, "kvprobe: send failed\n");
+		return 1;
+	}
+	rc = drain(ctx);
+	rift_conn_abort(accepted, NULL);
+	rift_listener_close(l, NULL);
+	for (int i = 0; i < 50 && rift_ctx_destroy(ctx) == RIFT_EBUSY; i++)
+		rift_ctx_run_mode(ctx, RIFT_RUN_ONCE, 20);
+	return rc;
+}
+
 static int run_rift(const char *url, const char *req, size_t len)
 {
 	rift_mem *mem = NULL;
 	rift_conn_callbacks cbs = { .on_event = on_event, .on_recv = on_recv };
 	rift_ctx *ctx;
 	rift_conn *conn;
-	struct timespec last;
 	size_t off = 0;
 	int rc;
 
@@ -214,21 +288,7 @@ static int run_rift(const char *url, const char *req, size_t len)
 		}
 		off += n;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &last);
-	while (!closed) {
-		struct timespec now;
-
-		got_data = 0;
-		rift_ctx_run_mode(ctx, RIFT_RUN_ONCE, 100);
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (got_data)
-			last = now;
-		else if ((now.tv_sec - last.tv_sec) * 1000 +
-				 (now.tv_nsec - last.tv_nsec) / 1000000 >=
-			 wait_ms)
-			break;
-	}
-	rc = closed ? 0 : 3;
+	rc = drain(ctx);
 	rift_conn_abort(conn, NULL);
 	for (int i = 0; i < 50 && mem && rift_mem_dereg(mem) == RIFT_EBUSY; i++)
 		rift_ctx_run_mode(ctx, RIFT_RUN_ONCE, 20);
@@ -243,25 +303,29 @@ int main(int argc, char **argv)
 	char *req;
 	int opt, rc;
 
-	while ((opt = getopt(argc, argv, "w:d:m:cR")) != -1) {
+	while ((opt = getopt(argc, argv, "w:d:m:cRL")) != -1) {
 		switch (opt) {
 		case 'w': wait_ms = atoi(optarg); break;
 		case 'd': delay_ms = atoi(optarg); break;
 		case 'm': msg_max = (size_t)atol(optarg); break;
 		case 'c': count_only = 1; break;
 		case 'R': rma_probe = 1; break;
+		case 'L': serve = 1; break;
 		default: return 1;
 		}
 	}
 	if (optind + 1 != argc) {
 		fprintf(stderr, "usage: kvprobe [-w MS] [-d MS] [-m BYTES] "
-				"[-c] [-R] tcp:HOST:PORT|URL < bytes\n");
+				"[-c] [-R] tcp:HOST:PORT|URL < bytes\n"
+				"       kvprobe -L [-w MS] URL < bytes\n");
 		return 1;
 	}
 	req = read_stdin(&len);
 	if (!req)
 		return 1;
-	if (strncmp(argv[optind], "tcp:", 4) == 0 &&
+	if (serve)
+		rc = run_listen(argv[optind], req, len);
+	else if (strncmp(argv[optind], "tcp:", 4) == 0 &&
 	    strncmp(argv[optind], "tcp://", 6) != 0)
 		rc = run_tcp(argv[optind] + 4, req, len);
 	else

@@ -33,7 +33,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 T=$(mktemp -d)
 PID=
 failures=0
-trap '[ -n "$PID" ] && kill "$PID" 2>/dev/null; rm -rf "$T"' EXIT
+rpid_prim= rpid_repl= rpid_fake=
+trap '[ -n "$PID" ] && kill "$PID" 2>/dev/null; kill $rpid_prim $rpid_repl $rpid_fake 2>/dev/null; rm -rf "$T"' EXIT
 
 fail() {
 	echo "FAIL: $*"
@@ -56,12 +57,12 @@ start() {
 		PID=$!
 		i=0
 		while [ $i -lt 100 ]; do
-			grep -q "ready" "$T/log" && break
+			grep -q "^rift-kv: ready:" "$T/log" && break
 			kill -0 "$PID" 2>/dev/null || break
 			sleep 0.05
 			i=$((i + 1))
 		done
-		if grep -q "ready" "$T/log"; then
+		if grep -q "^rift-kv: ready:" "$T/log"; then
 			RIFT_URL=$(sed -n 's/.*rift on \([^ ,]*\)[ ,].*/\1/p' "$T/log")
 			MURL=$(sed -n 's/.*metrics on \(http:[^ ,]*\)[ ,].*/\1/p' "$T/log")
 			MADDR=$(echo "$MURL" | sed 's|http://\([^/]*\)/.*|\1|')
@@ -428,6 +429,285 @@ grep -qF -- "--nosuch: unknown key 'nosuch'" "$T/cfg.out" || fail "--nosuch: $(c
 "$BIN" --rift-url tcp://127.0.0.1:0 --rdma-gid-index 1 > "$T/cfg.out" 2>&1 && fail "gid index on tcp:// accepted"
 grep -qF "rdma_gid_index cannot take effect" "$T/cfg.out" || fail "--rdma-gid-index with tcp://: $(cat "$T/cfg.out")"
 ok "config errors name the file, line and key, and exit non-zero"
+
+# ---- replication (issue 18, item 3) -------------------------------------
+# A primary and a replica over rift (tcp://, where rift serves the
+# one-sided writes by frames), both ways of shipping the log: writes,
+# WAIT 1 says 1, the replica serves them and refuses writes; the replica
+# killed and restarted on its replica_file resumes by a partial resync;
+# after more log than backlog_size went by, by a full one.  The protocol's
+# refusals, WAIT's timeout, REPLICAOF NO ONE.
+waitfor() { # condition (shell code): until it holds, at most 5 s
+	i=0
+	while [ $i -lt 100 ] && ! eval "$1"; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+}
+rstart() { # name, args...: starts rift-kv, sets rpid_<name> and RPORT_<name>
+	# (on the port $same_port when set: a replica that comes back)
+	n=$1
+	shift
+	for try in 1 2 3 4 5; do
+		p=${same_port:-$(( $(od -An -N2 -tu2 /dev/urandom) % 30000 + 20000 ))}
+		: > "$T/$n.log"
+		"$BIN" --port "$p" "$@" >"$T/$n.log" 2>&1 &
+		eval "rpid_$n=$!"
+		waitfor 'grep -q "^rift-kv: ready:" "$T/$n.log" || ! kill -0 $!'
+		if grep -q "^rift-kv: ready:" "$T/$n.log"; then
+			eval "RPORT_$n=$p"
+			return 0
+		fi
+		eval "kill \$rpid_$n 2>/dev/null; wait \$rpid_$n 2>/dev/null"
+		grep -q "in use" "$T/$n.log" || break
+	done
+	cat "$T/$n.log"
+	fail "rift-kv ($n) did not start"
+	return 1
+}
+rinfo() { # port, field: its value in INFO replication
+	redis-cli -p "$1" info replication | tr -d '\r' | sed -n "s/^$2://p"
+}
+link_up() { # replica port: waits (bounded) for master_link_status:up
+	lport=$1
+	waitfor '[ "$(rinfo "$lport" master_link_status)" = up ]'
+	[ "$(rinfo "$1" master_link_status)" = up ] ||
+		fail "replica on $1: link not up: $(rinfo "$1" repl_last_error)"
+}
+P() { redis-cli -p "$RPORT_prim" "$@"; }
+R() { redis-cli -p "$RPORT_repl" "$@"; }
+rkill() { # name[, signal]: killed (SIGKILL), reaped
+	eval "kill -${2:-KILL} \$rpid_$1; wait \$rpid_$1 2>/dev/null; rpid_$1="
+}
+restart() { # the replica, on its own port again (its old link replaced)
+	same_port=$RPORT_repl
+	# shellcheck disable=SC2086
+	rstart repl $rargs || return
+	same_port=
+	link_up "$RPORT_repl"
+}
+resumed() { # when: the restarted replica resumed from its file at $moff
+	[ "$(rinfo "$RPORT_repl" repl_partial_syncs)" = 1 ] && [ "$(rinfo "$RPORT_repl" repl_full_syncs)" = 0 ] &&
+		[ "$(rinfo "$RPORT_repl" repl_loaded_offset)" = "$moff" ] ||
+		fail "$mode: $1: no partial resync from its file at $moff: $(grep replication "$T/repl.log" | tail -n 3)"
+}
+resumes() { # key, when: key set and WAITed, the replica killed and
+	# restarted: it resumes from its file, key there
+	P set "$1" 1 >/dev/null
+	[ "$(P wait 1 2000)" = 1 ] || fail "$mode: WAIT after setting $1"
+	moff=$(rinfo "$RPORT_prim" master_repl_offset)
+	rkill repl
+	restart || return
+	resumed "$2"
+	[ "$(R get "$1")" = 1 ] || fail "$mode: $1 after $2"
+}
+repl_mode() { # use_rdma_write: yes or no
+	mode=$1
+	want=$([ "$mode" = yes ] && echo rdma-write || echo messages)
+	rstart prim --rift-url tcp://127.0.0.1:0 --backlog-size 16384 \
+		--use-rdma-write "$mode" || return
+	purl=$(sed -n 's/.*rift on \([^ ,]*\)[ ,].*/\1/p' "$T/prim.log")
+	[ -n "$purl" ] || { fail "$mode: no rift URL in the primary's ready line: $(cat "$T/prim.log")"; return; }
+	# yes: no file yet; no: a file that is no replica file (set aside)
+	rm -f "$T/replica.aof" "$T/replica.aof.bad"
+	[ "$mode" = no ] && echo "not a replica file" > "$T/replica.aof"
+	rargs="--replicaof $purl --use-rdma-write $mode --replica-file $T/replica.aof"
+	# a ring smaller than the big values below: commands cross its end
+	[ "$mode" = yes ] && rargs="$rargs --ring-size 4096"
+	# shellcheck disable=SC2086
+	rstart repl $rargs || return
+	link_up "$RPORT_repl"
+	P set a 1 >/dev/null
+	P set b hello ex 100 >/dev/null
+	P mset c 3 d 4 e 5 >/dev/null
+	P incr a >/dev/null
+	P append b ", world" >/dev/null
+	P del c >/dev/null
+	P expire d 1000 >/dev/null
+	P set nx-fails x nx >/dev/null
+	P set nx-fails y nx >/dev/null
+	# a value bigger than the ring: its command crosses the ring's end
+	head -c 10000 /dev/zero | tr '\0' r > "$T/big"
+	P -x set big < "$T/big" >/dev/null
+	[ "$(P wait 1 2000)" = 1 ] || fail "$mode: WAIT 1 2000 did not say 1"
+	[ "$(R mget a b c d e nx-fails | tr '\n' ' ')" = "2 hello, world  4 5 x " ] ||
+		fail "$mode: the replica serves '$(R mget a b c d e nx-fails | tr '\n' ' ')'"
+	[ "$(R strlen big)" = 10000 ] || fail "$mode: the big value on the replica: $(R strlen big) bytes"
+	t=$(R ttl b)
+	[ "${t:-0}" -gt 90 ] && [ "$t" -le 100 ] || fail "$mode: TTL of b on the replica: $t"
+	t=$(R ttl d)
+	[ "${t:-0}" -gt 990 ] || fail "$mode: TTL of d on the replica: $t"
+	[ "$(R set x 1)" = "READONLY You can't write against a read only replica." ] ||
+		fail "$mode: a write on the replica: '$(R set x 1)'"
+	[ "$(R exists x)" = 0 ] || fail "$mode: the refused write ran"
+	if [ "$mode" = no ]; then
+		[ "$(cat "$T/replica.aof.bad" 2>/dev/null)" = "not a replica file" ] &&
+			grep -q "is no replica file of rift-kv (or damaged): set aside" "$T/repl.log" ||
+			fail "$mode: a damaged replica_file was not set aside"
+	fi
+	[ "$(rinfo "$RPORT_repl" role)" = slave ] || fail "$mode: replica role '$(rinfo "$RPORT_repl" role)'"
+	[ "$(R config get replicaof repl-backlog-size use-rdma-write | tr '\n' ' ')" = "replicaof $purl repl-backlog-size 1048576 use-rdma-write $mode " ] ||
+		fail "$mode: CONFIG GET on the replica: $(R config get replicaof repl-backlog-size use-rdma-write | tr '\n' ' ')"
+	[ "$(rinfo "$RPORT_repl" repl_transport)" = "$want" ] ||
+		fail "$mode: repl_transport '$(rinfo "$RPORT_repl" repl_transport)', want $want"
+	if [ "$mode" = yes ]; then
+		[ "$(rinfo "$RPORT_repl" repl_ring_writes)" -gt 0 ] || fail "$mode: no ring write counted"
+		[ "$(P info rdma | tr -d '\r' | sed -n 's/^rdma_write_ops://p')" -gt 0 ] ||
+			fail "$mode: the primary's rdma_write_ops did not move"
+	else
+		[ "$(rinfo "$RPORT_repl" repl_log_messages)" -gt 0 ] || fail "$mode: no LOG message counted"
+		[ "$(rinfo "$RPORT_repl" repl_ring_writes)" = 0 ] || fail "$mode: ring writes by messages"
+	fi
+	moff=$(rinfo "$RPORT_prim" master_repl_offset)
+	[ "$(rinfo "$RPORT_prim" connected_slaves)" = 1 ] || fail "$mode: connected_slaves"
+	rinfo "$RPORT_prim" slave0 | grep -q "^ip=127.0.0.1,port=$RPORT_repl,state=online,offset=$moff,lag=[0-9]*,transport=$want," ||
+		fail "$mode: slave0 is '$(rinfo "$RPORT_prim" slave0)' (offset $moff)"
+	[ "$(rinfo "$RPORT_repl" slave_repl_offset)" = "$moff" ] || fail "$mode: the replica's offset"
+	# killed, writes meanwhile, restarted on its file: partial resync;
+	# the file ends in a command cut short (a crash mid-write), which
+	# the load drops and the file loses before the log goes on
+	rkill repl
+	printf '*3\r\n$3\r\nSET\r\n$1\r\nz' >> "$T/replica.aof"
+	P set while-dead 1 >/dev/null
+	[ "$(P wait 1 100)" = 0 ] || fail "$mode: WAIT counted the killed replica"
+	restart || return
+	[ "$(P wait 1 2000)" = 1 ] || fail "$mode: the restarted replica did not catch up"
+	resumed "a restart"
+	[ "$(R mget a while-dead | tr '\n' ' ')" = "2 1 " ] || fail "$mode: keys after the partial resync"
+	# and again: the file the first restart went on with loads whole
+	resumes after-restart "the second restart"
+	# stopped (its session ends: nothing pins the backlog for it),
+	# more log than the backlog holds meanwhile: full resync
+	rkill repl TERM
+	waitfor '[ "$(rinfo "$RPORT_prim" connected_slaves)" = 0 ]'
+	head -c 20000 /dev/zero | tr '\0' f > "$T/big2"
+	P -x set big2 < "$T/big2" >/dev/null
+	P set after-big 1 >/dev/null
+	restart || return
+	[ "$(P wait 1 2000)" = 1 ] || fail "$mode: the replica did not catch up by a full resync"
+	[ "$(rinfo "$RPORT_repl" repl_full_syncs)" = 1 ] && [ "$(rinfo "$RPORT_repl" repl_partial_syncs)" = 0 ] ||
+		fail "$mode: no full resync once the backlog was exceeded"
+	[ "$(rinfo "$RPORT_prim" sync_full)" = 2 ] && [ "$(rinfo "$RPORT_prim" sync_partial_ok)" = 2 ] &&
+		[ "$(rinfo "$RPORT_prim" sync_partial_err)" = 1 ] ||
+		fail "$mode: the primary's sync counts: $(redis-cli -p "$RPORT_prim" info replication | tr -d '\r' | grep '^sync_' | tr '\n' ' ')"
+	[ "$(R mget a while-dead after-big | tr '\n' ' ')" = "2 1 1 " ] && [ "$(R strlen big2)" = 20000 ] ||
+		fail "$mode: keys after the full resync"
+	[ "$(R dbsize)" = "$(P dbsize)" ] || fail "$mode: DBSIZE differs"
+	# 1.2 MB of log with the replica attached, each write bigger than
+	# the 16 KiB backlog: the backlog holds it for the replica (no full
+	# resync), and the replica's file, whose log outgrows its snapshot,
+	# is rewritten as one (a restart loads that and goes on partially)
+	head -c 100000 /dev/zero | tr '\0' w > "$T/big3"
+	i=0
+	while [ $i -lt 12 ]; do
+		P -x set big3 < "$T/big3" >/dev/null
+		i=$((i + 1))
+	done
+	[ "$(P wait 1 5000)" = 1 ] || fail "$mode: WAIT after 12 writes of 100 KB"
+	[ "$(rinfo "$RPORT_prim" sync_full)" = 2 ] ||
+		fail "$mode: writes bigger than the backlog forced a full resync: $(grep dropping "$T/prim.log" | tail -n 1)"
+	[ "$(R strlen big3)" = 100000 ] || fail "$mode: big3 on the replica"
+	waitfor '[ "$(rinfo "$RPORT_repl" repl_file_rewrites)" != 0 ]'
+	[ "$(rinfo "$RPORT_repl" repl_file_rewrites)" = 1 ] ||
+		fail "$mode: the replica file was not rewritten: $(wc -c < "$T/replica.aof") bytes"
+	[ "$(wc -c < "$T/replica.aof")" -lt 300000 ] ||
+		fail "$mode: the rewritten replica file has $(wc -c < "$T/replica.aof") bytes"
+	waitfor '[ "$(rinfo "$RPORT_prim" repl_backlog_size)" = 16384 ]'
+	[ "$(rinfo "$RPORT_prim" repl_backlog_size)" = 16384 ] ||
+		fail "$mode: the backlog did not shrink back: $(rinfo "$RPORT_prim" repl_backlog_size)"
+	resumes after-rewrite "a restart on the rewritten file"
+	[ "$(R get after-big)" = 1 ] && [ "$(R strlen big3)" = 100000 ] ||
+		fail "$mode: keys after a restart on the rewritten file"
+	ok "replication, use_rdma_write = $mode: WAIT, reads, READONLY, INFO; killed replica resumes by partial resync, and by full resync past backlog_size; writes bigger than the backlog; the replica file rewritten"
+}
+repl_mode yes
+# WAIT's timeout (two replicas asked, one there), REPLICAOF NO ONE
+t0=$(date +%s%N)
+[ "$(P wait 2 300)" = 1 ] || fail "WAIT 2 300 with one replica"
+t1=$(( ($(date +%s%N) - t0) / 1000000 ))
+[ $t1 -ge 290 ] && [ $t1 -lt 2000 ] || fail "WAIT 2 300 took $t1 ms"
+[ "$(R wait 1 10)" = "ERR WAIT cannot be used with replica instances." ] || fail "WAIT on a replica: $(R wait 1 10)"
+[ "$(R replicaof 127.0.0.1 notaport)" = "ERR Invalid master port or host" ] || fail "REPLICAOF with a bad port"
+[ "$(R replicaof no one)" = OK ] && [ "$(rinfo "$RPORT_repl" role)" = master ] || fail "REPLICAOF NO ONE"
+[ "$(R set now-writable 1)" = OK ] || fail "a promoted replica refuses writes"
+# The protocol's refusals: PSYNC over TCP; over rift a ring too small,
+# a token that does not fit, an ACK from a client that is no replica,
+# an ACK ahead of what was shipped (the link is dropped).
+got=$(printf 'PSYNC ? -1\r\n' | "$PROBE" -w 500 "tcp:127.0.0.1:$RPORT_prim" | tr -d '\r')
+[ "$got" = "-ERR PSYNC over TCP: replicas connect to the rift listener" ] || fail "PSYNC over TCP: '$got'"
+got=$(printf '*5\r\n$5\r\nPSYNC\r\n$1\r\n?\r\n$2\r\n-1\r\n$4\r\nRING\r\n$1\r\n1\r\n' | "$PROBE" -w 500 "$purl" | tr -d '\r')
+[ "$got" = "-ERR syntax error" ] || fail "PSYNC RING without its token: '$got'"
+got=$(printf '*6\r\n$5\r\nPSYNC\r\n$1\r\n?\r\n$2\r\n-1\r\n$4\r\nRING\r\n$1\r\n1\r\n$1\r\nt\r\n' | "$PROBE" -w 500 "$purl" | tr -d '\r')
+[ "$got" = "-ERR PSYNC RING size 1 outside 4096..1073741824" ] || fail "PSYNC RING 1: '$got'"
+tok=$(head -c 400 /dev/zero | tr '\0' t)
+got=$(printf '*6\r\n$5\r\nPSYNC\r\n$1\r\n?\r\n$2\r\n-1\r\n$4\r\nRING\r\n$5\r\n65536\r\n$400\r\n%s\r\n' "$tok" | "$PROBE" -w 500 "$purl" | tr -d '\r')
+[ "$got" = "-ERR PSYNC RING token of 400 bytes does not fit (1..304)" ] || fail "PSYNC RING with a 400-byte token: '$got'"
+[ "$(P replconf ack 1 1)" = "ERR REPLCONF ACK from a client that is no replica" ] || fail "REPLCONF ACK from a client"
+printf '*3\r\n$5\r\nPSYNC\r\n$1\r\n?\r\n$2\r\n-1\r\n*4\r\n$8\r\nREPLCONF\r\n$3\r\nACK\r\n$7\r\n9999999\r\n$7\r\n9999999\r\n' |
+	"$PROBE" -w 2000 "$purl" > "$T/ahead.out" 2>&1
+[ $? -ne 3 ] || fail "an ACK ahead of the primary: the link stayed open"
+grep -q "REPLCONF ACK 9999999 9999999: not within what was shipped" "$T/prim.log" ||
+	fail "the primary's log does not say why it dropped the link: $(tail -n 3 "$T/prim.log")"
+ok "replication: WAIT's timeout, REPLICAOF NO ONE, refused PSYNCs and ACKs"
+rstop() { # SIGTERM to both: a clean exit (ASan's leak check runs then)
+	for n in repl prim; do
+		eval "pid=\$rpid_$n"
+		[ -n "$pid" ] || continue # (an empty wait waits for all)
+		eval "kill -TERM \$rpid_$n; wait \$rpid_$n; rc=\$?; rpid_$n="
+		[ $rc -eq 0 ] || { tail -n 20 "$T/$n.log"; fail "rift-kv ($n) exited $rc on SIGTERM"; }
+	done
+}
+rstop
+repl_mode no
+rstop
+# A fake primary (kvprobe -L) answers the replica's PSYNC with what a
+# primary must not say: the replica ends the link saying why.
+fake_primary() { # what it is, expected repl_last_error; stdin: its answer
+	cat > "$T/fake.in"
+	: > "$T/fake.err"
+	"$PROBE" -L -w 3000 tcp://127.0.0.1:0 < "$T/fake.in" > "$T/fake.out" 2> "$T/fake.err" &
+	fp=$!
+	waitfor 'grep -q "listening on" "$T/fake.err"'
+	rstart fake --replicaof "tcp://127.0.0.1:$(sed -n 's/listening on //p' "$T/fake.err")" \
+		--use-rdma-write no || return
+	waitfor '[ -n "$(rinfo "$RPORT_fake" repl_last_error)" ]'
+	got=$(rinfo "$RPORT_fake" repl_last_error)
+	case "$got" in
+	*"$2"*) ;;
+	*) fail "a primary answering $1: the replica says '$got', expected '$2'" ;;
+	esac
+	grep -q PSYNC "$T/fake.out" || fail "a primary answering $1: no PSYNC came"
+	[ "$(rinfo "$RPORT_fake" master_link_status)" = down ] || fail "a primary answering $1: the link is up"
+	kill "$rpid_fake" "$fp" 2>/dev/null
+	wait "$rpid_fake" "$fp" 2>/dev/null
+	rpid_fake=
+}
+full_hdr() {
+	printf '*3\r\n$10\r\nFULLRESYNC\r\n$40\r\n0123456789012345678901234567890123456789\r\n$1\r\n0\r\n'
+	printf '*1\r\n$8\r\nSYNC-END\r\n'
+}
+log_msg() { # offset, the log bytes (printf format)
+	printf "$2" > "$T/payload"
+	printf '*3\r\n$3\r\nLOG\r\n$%d\r\n%s\r\n$%d\r\n' ${#1} "$1" "$(wc -c < "$T/payload")"
+	cat "$T/payload"
+	printf '\r\n'
+}
+{ full_hdr; log_msg 0 '*2\r\n$3\r\nGET\r\n$1\r\na\r\n'; } |
+	fake_primary "a read in the log" "the log holds 'GET', which is no write command"
+{ full_hdr; log_msg 5 '*1\r\n$8\r\nFLUSHALL\r\n'; } |
+	fake_primary "a log ahead of the replica" "LOG at offset 5, expected 0"
+{ full_hdr; log_msg 0 '*x\r\n'; } |
+	fake_primary "malformed log bytes" "malformed log after offset 0: Protocol error: invalid multibulk length"
+printf '*3\r\n$8\r\nCONTINUE\r\n$40\r\n0123456789012345678901234567890123456789\r\n$1\r\n7\r\n' |
+	fake_primary "CONTINUE unasked" "CONTINUE of another replid or offset than asked"
+printf '*1\r\n$4\r\nPING\r\n' |
+	fake_primary "no PSYNC answer" "unexpected 'PING' from the primary"
+ok "replication: a replica refuses a log that holds a read, is at another offset or is no RESP, and answers it did not ask for"
+cfgerr '[network]\nbacklog_size = 65536\n' "bad.toml:2: backlog_size belongs in [replication], not [network]"
+cfgerr '[replication]\nuse_rdma_write = false\nring_size = 65536\n' "bad.toml:3: ring_size cannot take effect: use_rdma_write = false"
+cfgerr '[replication]\nreplicaof = "localhost"\n' "bad.toml:2: replicaof = 'localhost': expected \"HOST PORT\""
+cfgerr '[replication]\nbacklog_size = 100\n' "bad.toml:2: backlog_size = '100' is not an integer in 16384.."
+ok "replication config errors"
 
 # ---- redis-benchmark ---------------------------------------------------
 if [ $quick -eq 0 ]; then

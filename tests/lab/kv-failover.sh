@@ -14,36 +14,26 @@ bin=${1:?usage: tests/lab/kv-failover.sh BINDIR}
 A0=${RIFT_LAB_SERVER_ADDR0:?run inside the lab, pair topology}
 A1=${RIFT_LAB_SERVER_ADDR1:?run inside the lab, pair topology}
 url="rdma://$A0:7800,$A1:7800"
+. "$(dirname "$0")/lib.sh"
 T=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$T"' EXIT INT TERM
-fail() {
-	echo "kv-failover: FAILED: $*" >&2
-	for f in "$T"/*.out "$T"/*.err; do
-		[ -s "$f" ] && { echo "--- $f" >&2; tail -n 30 "$f" >&2; }
-	done
-	exit 1
-}
+fail() { lab_fail kv-failover "$*"; }
 
 timeout 180 "$bin/rift-kv" --port 16379 --bind 127.0.0.1 \
 	--rift-url rdma://0.0.0.0:7800 >"$T/server.out" 2>&1 &
 sp=$!
 for i in $(seq 50); do
-	grep -q "ready" "$T/server.out" && break
+	grep -q "^rift-kv: ready:" "$T/server.out" && break
 	sleep 0.2
 done
-grep -q "ready" "$T/server.out" || fail "rift-kv never said it was ready"
+grep -q "^rift-kv: ready:" "$T/server.out" || fail "rift-kv never said it was ready"
 "$bin/rift-kv-cli" -u "$url" set kv-failover before-the-faults \
 	>"$T/cli.out" 2>&1 || fail "SET before the faults"
 
 timeout 150 "$bin/rift-kv-benchmark" -u "$url" -c 4 -n 50000 -d 64 \
 	-t set,get >"$T/bench.out" 2>"$T/bench.err" &
 bp=$!
-for link in link0 link1; do
-	sleep 2
-	lab-link down "$link" >/dev/null || fail "lab-link down $link"
-	sleep 2
-	lab-link up "$link" >/dev/null || fail "lab-link up $link"
-done
+lab_cut_links 2 2 link0 link1
 kill -0 "$bp" 2>/dev/null ||
 	fail "the benchmark ended before the links came back: raise -n"
 wait "$bp" || fail "rift-kv-benchmark exited $?"

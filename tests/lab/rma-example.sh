@@ -11,13 +11,10 @@ set -u
 ex=${1:?usage: tests/lab/rma-example.sh EXAMPLE-BINARY}
 A0=${RIFT_LAB_SERVER_ADDR0:?run inside the lab, pair topology}
 A1=${RIFT_LAB_SERVER_ADDR1:?run inside the lab, pair topology}
+. "$(dirname "$0")/lib.sh"
 T=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$T"' EXIT INT TERM
-fail() {
-	echo "rma-example: FAILED: $*" >&2
-	for f in "$T"/*.out; do echo "--- $f" >&2; cat "$f" >&2; done
-	exit 1
-}
+fail() { lab_fail rma-example "$*"; }
 
 timeout 60 "$ex" server rdma://0.0.0.0:7790 >"$T/server.out" 2>&1 &
 sp=$!
@@ -25,12 +22,7 @@ sleep 1
 timeout 60 "$ex" client "rdma://$A0:7790,$A1:7790" 16 >"$T/client.out" 2>&1 &
 cp=$!
 # Each link down for 2 s (within the session's 10 s grace), in turn.
-for link in link0 link1; do
-	sleep 3
-	lab-link down "$link" >/dev/null || fail "lab-link down $link"
-	sleep 2
-	lab-link up "$link" >/dev/null || fail "lab-link up $link"
-done
+lab_cut_links 3 2 link0 link1
 wait "$cp" || fail "the client exited $?"
 wait "$sp" || fail "the server exited $?"
 rounds=$(grep -c "read them back: identical" "$T/client.out")

@@ -54,6 +54,58 @@ TEST(kv_config_file_sets_every_knob)
 	CHECK_CONTAINS(c.origin[KV_RDMA_PORT], ".toml:6");
 }
 
+TEST(kv_config_replication_section)
+{
+	struct kv_config c;
+	char url[300];
+
+	CHECK_STR(load(&c, "[network]\nport = 7000\n[replication]\n"
+			   "replicaof = \"10.0.0.1 6380\"\n"
+			   "use_rdma_write = true\nbacklog_size = 65536\n"
+			   "ring_size = 8192\nreplica_file = \"r.aof\"\n"),
+		  "");
+	CHECK_STR(c.replicaof, "auto://10.0.0.1:6380");
+	CHECK_EQ(c.use_rdma_write, 1);
+	CHECK_EQ(c.backlog_size, 65536);
+	CHECK_EQ(c.ring_size, 8192);
+	CHECK_STR(c.replica_file, "r.aof");
+	/* a URL as it is, an IPv6 host in brackets; sections in any order */
+	CHECK_STR(load(&c, "[replication]\nreplicaof = "
+			   "\"rdma://10.0.0.1:6380,10.0.1.1:6380\"\n"
+			   "[network]\nport = 7000\n"),
+		  "");
+	CHECK_STR(c.replicaof, "rdma://10.0.0.1:6380,10.0.1.1:6380");
+	CHECK_EQ(kv_config_primary_url("::1", 3, "6380", 4, url, sizeof(url)), 0);
+	CHECK_STR(url, "auto://[::1]:6380");
+	CHECK_EQ(kv_config_primary_url("a b", 3, "6380", 4, url, sizeof(url)), -1);
+	CHECK_EQ(kv_config_primary_url("h", 1, "0", 1, url, sizeof(url)), -1);
+	CHECK_EQ(kv_config_primary_url("h", 1, "65536", 5, url, sizeof(url)), -1);
+	/* defaults */
+	CHECK_STR(load(&c, "[network]\n"), "");
+	CHECK_EQ(c.use_rdma_write, 1);
+	CHECK_EQ(c.backlog_size, 1 << 20);
+	CHECK_EQ(c.ring_size, 1 << 20);
+	CHECK_STR(c.replicaof, "");
+	/* errors */
+	CHECK_CONTAINS(load(&c, "[network]\nring_size = 8192\n"),
+		       ".toml:2: ring_size belongs in [replication], not "
+		       "[network]");
+	CHECK_CONTAINS(load(&c, "[replication]\nport = 1\n"),
+		       ".toml:2: port belongs in [network]");
+	CHECK_CONTAINS(load(&c, "[replication]\n[replication]\n"),
+		       ".toml:2: [replication] given twice");
+	CHECK_CONTAINS(load(&c, "[replication]\nreplicaof = \"h 0\"\n"),
+		       ".toml:2: replicaof = 'h 0': expected \"HOST PORT\"");
+	CHECK_CONTAINS(load(&c, "[replication]\nring_size = 100\n"),
+		       "4096..1073741824");
+	CHECK_CONTAINS(load(&c, "[replication]\nbacklog_size = 1\n"),
+		       "16384..17179869184");
+	CHECK_CONTAINS(load(&c, "[replication]\nuse_rdma_write = false\n"
+				"ring_size = 8192\n"),
+		       ".toml:3: ring_size cannot take effect: use_rdma_write "
+		       "= false");
+}
+
 TEST(kv_config_file_errors_name_file_line_key)
 {
 	struct kv_config c;

@@ -67,6 +67,29 @@ TEST(kv_store_set_get_overwrite_delete)
 	kv_store_free(s);
 }
 
+/* Replication logs a command when it moved the count of changes. */
+TEST(kv_store_counts_changes_not_lookups)
+{
+	struct kv_store *s = kv_store_new(seed);
+	uint64_t n;
+
+	kv_store_set_now(s, 1000);
+	n = kv_store_changes(s);
+	set(s, "a", "1", KV_NO_EXPIRE);
+	CHECK_EQ(kv_store_changes(s), n + 1);
+	CHECK(find(s, "a") != NULL);
+	CHECK(find(s, "nosuch") == NULL);
+	CHECK_EQ(kv_store_del(s, "nosuch", 6), 0);
+	CHECK_EQ(kv_store_changes(s), n + 1); /* lookups, a miss: none */
+	CHECK_EQ(kv_store_append(s, find(s, "a"), "2", 1), 0);
+	CHECK_EQ(kv_store_set_expire(s, find(s, "a"), 5000), 0);
+	CHECK_EQ(kv_store_del(s, "a", 1), 1);
+	CHECK_EQ(kv_store_changes(s), n + 4);
+	kv_store_flush(s);
+	CHECK_EQ(kv_store_changes(s), n + 5);
+	kv_store_free(s);
+}
+
 TEST(kv_store_lazy_expiry_and_keep_ttl)
 {
 	struct kv_store *s = kv_store_new(seed);
