@@ -47,6 +47,9 @@ static const struct knob {
 	[KV_CLIENT_QUERY_BUFFER_LIMIT] = { "client_query_buffer_limit", T_INT,
 					   1L << 20, 1L << 40,
 					   "bytes of one command" },
+	[KV_VALKEY_RDMA_PORT] = { "valkey_rdma_port", T_INT, 1, 65535,
+				  "port of Valkey's RDMA protocol" },
+	[KV_VALKEY_RDMA_BIND] = { "valkey_rdma_bind", T_ADDR, 0, 0, "" },
 };
 
 static void errf(char *err, size_t errlen, const char *fmt, ...)
@@ -238,6 +241,8 @@ int kv_config_set(struct kv_config *c, const char *key, const char *value,
 	case KV_CLIENT_QUERY_BUFFER_LIMIT:
 		c->client_query_buffer_limit = (size_t)v;
 		break;
+	case KV_VALKEY_RDMA_PORT: c->valkey_rdma_port = (int)v; break;
+	case KV_VALKEY_RDMA_BIND: copy_str(c->valkey_rdma_bind, value); break;
 	case KV_KNOBS: break;
 	}
 	snprintf(c->origin[id], sizeof(c->origin[id]), "%s", origin);
@@ -447,6 +452,10 @@ static void usage(FILE *f)
 		"(512 MiB)\n"
 		"  --client-query-buffer-limit N  bytes of one command "
 		"(1 GiB)\n"
+		"  --valkey-rdma-port N Valkey's RDMA protocol on port N\n"
+		"                       (valkey-cli --rdma; off by default)\n"
+		"  --valkey-rdma-bind ADDR  ... on address ADDR (--rdma-bind's,\n"
+		"                       else --bind's)\n"
 		"Every option is the config file's key of [network] with\n"
 		"'-' for '_' (docs/rift-kv.md).\n");
 }
@@ -526,6 +535,29 @@ static int check_metrics(const struct kv_config *c, char *err, size_t errlen)
 	return 0;
 }
 
+/* Valkey's RDMA protocol: valkey_rdma_bind needs valkey_rdma_port, a
+ * port rdma_cm does not give the rift listener too (both listen in its
+ * TCP port space; RESP's TCP port may be the same, as with Valkey). */
+static int check_valkey_rdma(const struct kv_config *c, char *err,
+			     size_t errlen)
+{
+	if (c->origin[KV_VALKEY_RDMA_BIND][0] && !c->valkey_rdma_port) {
+		errf(err, errlen,
+		     "%s: valkey_rdma_bind cannot take effect: no "
+		     "valkey_rdma_port", c->origin[KV_VALKEY_RDMA_BIND]);
+		return -1;
+	}
+	if (c->valkey_rdma_port && c->valkey_rdma_port == c->rdma_port) {
+		errf(err, errlen,
+		     "%s: valkey_rdma_port %d is rdma_port too (%s): each "
+		     "RDMA listener needs a port of its own",
+		     c->origin[KV_VALKEY_RDMA_PORT], c->valkey_rdma_port,
+		     c->origin[KV_RDMA_PORT]);
+		return -1;
+	}
+	return 0;
+}
+
 int kv_config_check(struct kv_config *c, char *err, size_t errlen)
 {
 	static const enum kv_knob rdma_knobs[] = {
@@ -537,7 +569,7 @@ int kv_config_check(struct kv_config *c, char *err, size_t errlen)
 	};
 	const char *en = c->origin[KV_RDMA_ENABLED];
 
-	if (check_metrics(c, err, errlen))
+	if (check_metrics(c, err, errlen) || check_valkey_rdma(c, err, errlen))
 		return -1;
 	if (c->origin[KV_PROTO_MAX_BULK_LEN][0] &&
 	    c->proto_max_bulk_len >= c->client_query_buffer_limit) {

@@ -55,6 +55,8 @@ enum kv_knob {
 	KV_METRICS_BIND,
 	KV_PROTO_MAX_BULK_LEN,
 	KV_CLIENT_QUERY_BUFFER_LIMIT,
+	KV_VALKEY_RDMA_PORT,
+	KV_VALKEY_RDMA_BIND,
 	KV_KNOBS
 };
 
@@ -74,6 +76,10 @@ struct kv_config {
 	char metrics_bind[KV_CFG_STR]; /* its numeric address, "" = bind's */
 	size_t proto_max_bulk_len;    /* bytes of one argument, at most */
 	size_t client_query_buffer_limit; /* bytes of one command, at most */
+	/* Valkey's RDMA protocol (valkey_io.c): its port, 0 off, and its
+	 * numeric address, "" = rdma_bind's, else bind's */
+	int valkey_rdma_port;
+	char valkey_rdma_bind[KV_CFG_STR];
 	char config_file[KV_CFG_STR]; /* "" if none */
 	/* where each knob was set: "file.toml:12", "--rdma-port", or ""
 	 * (default) */

@@ -116,7 +116,7 @@ static void service(struct kv_client *c)
 static void on_recv(rift_conn *conn, rift_msg *m)
 {
 	struct kv_client *c = rift_conn_user(conn);
-	size_t len = rift_msg_len(m), left;
+	size_t len = rift_msg_len(m);
 
 	if (!c || (c->flags & (KV_CLOSING | KV_CLOSE_AFTER_REPLY)))
 		return;
@@ -124,36 +124,7 @@ static void on_recv(rift_conn *conn, rift_msg *m)
 		c->srv->rdma_msgs_recv++;
 		c->srv->rdma_bytes_recv += len;
 	}
-	c->srv->net_in += len;
-	/* Keep the bytes: a pause may leave some unparsed past this call
-	 * (the message is borrowed). */
-	left = c->ilen - c->ipos;
-	if (c->ipos) {
-		memmove(c->ibuf, c->ibuf + c->ipos, left);
-		c->ipos = 0;
-		c->ilen = left;
-	}
-	if (left + len > c->icap) {
-		char *p = realloc(c->ibuf, left + len);
-
-		if (!p) {
-			c->flags |= KV_CLOSE_ASAP;
-			service(c);
-			return;
-		}
-		c->ibuf = p;
-		c->icap = left + len;
-	}
-	if (len)
-		memcpy(c->ibuf + c->ilen, rift_msg_data(m), len);
-	c->ilen += len;
-	if (!(c->flags & KV_PAUSED))
-		kv_client_process(c);
-	if (c->icap > ((size_t)64 << 10) && c->ipos == c->ilen) {
-		free(c->ibuf); /* a big message's room is not kept */
-		c->ibuf = NULL;
-		c->icap = c->ipos = c->ilen = 0;
-	}
+	kv_client_feed(c, rift_msg_data(m), len);
 	service(c);
 }
 

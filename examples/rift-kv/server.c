@@ -175,6 +175,41 @@ void kv_client_pump(struct kv_client *c, void (*write)(struct kv_client *c))
 	}
 }
 
+int kv_client_feed(struct kv_client *c, const void *data, size_t len)
+{
+	size_t left = c->ilen - c->ipos;
+
+	c->srv->net_in += len;
+	/* Keep the bytes: a pause may leave some unparsed past this call
+	 * (the caller's are borrowed). */
+	if (c->ipos) {
+		memmove(c->ibuf, c->ibuf + c->ipos, left);
+		c->ipos = 0;
+		c->ilen = left;
+	}
+	if (left + len > c->icap) {
+		char *p = realloc(c->ibuf, left + len);
+
+		if (!p) {
+			c->flags |= KV_CLOSE_ASAP;
+			return -1;
+		}
+		c->ibuf = p;
+		c->icap = left + len;
+	}
+	if (len)
+		memcpy(c->ibuf + c->ilen, data, len);
+	c->ilen += len;
+	if (!(c->flags & KV_PAUSED))
+		kv_client_process(c);
+	if (c->icap > ((size_t)64 << 10) && c->ipos == c->ilen) {
+		free(c->ibuf); /* a big request's room is not kept */
+		c->ibuf = NULL;
+		c->icap = c->ipos = c->ilen = 0;
+	}
+	return 0;
+}
+
 /* ---- TCP clients ---- */
 
 ssize_t kv_send_some(int fd, const char *buf, size_t len, size_t *pos)
@@ -455,6 +490,7 @@ static int watch(int ep, int fd, void *ptr)
  * that the context can be destroyed. */
 static void rift_shutdown(struct kv_server *s)
 {
+	kv_valkey_shutdown(s);
 	for (struct kv_client *c = s->clients; c; c = c->next)
 		if (c->conn && !(c->flags & KV_CLOSING))
 			kv_rift_abort(c);
@@ -529,10 +565,14 @@ int main(int argc, char **argv)
 	}
 	if (s->cfg.rdma_enabled && kv_rift_listen(s))
 		goto out_rift;
+	if (s->cfg.valkey_rdma_port && kv_valkey_listen(s))
+		goto out_rift;
 	if (s->cfg.metrics_port >= 0 && kv_metrics_start(s))
 		goto out_rift;
 	printf("rift-kv: ready: RESP on tcp %s:%d%s%s", s->cfg.bind,
 	       s->cfg.port, s->rl ? ", rift on " : "", s->rift_url);
+	if (s->vl)
+		printf(", valkey-rdma on %s", s->valkey_url);
 	if (s->metrics) {
 		const char *ma = s->cfg.metrics_bind[0] ? s->cfg.metrics_bind
 							 : s->cfg.bind;
@@ -547,7 +587,7 @@ int main(int argc, char **argv)
 	rc = 0;
 	for (struct kv_client *c = s->clients, *next; c; c = next) {
 		next = c->next;
-		if (!c->conn)
+		if (!c->conn && !c->stream)
 			kv_client_free(c);
 	}
 out_rift:

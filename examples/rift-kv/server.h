@@ -52,6 +52,7 @@ struct kv_client {
 	uint64_t id;            /* CLIENT ID */
 	int fd;                 /* TCP socket, or -1 */
 	rift_conn *conn;        /* rift connection, or NULL */
+	rift_stream *stream;    /* Valkey RDMA stream, or NULL */
 	unsigned flags;         /* enum kv_client_flags */
 	uint32_t events;        /* epoll mask in force */
 	kv_resp_parser *parser;
@@ -82,6 +83,9 @@ struct kv_server {
 	rift_listener *rl;       /* RESP over rift, or NULL */
 	rift_timer *cron;
 	char rift_url[300];      /* the rift listener's URL, or "" */
+	rift_stream_listener *vl; /* Valkey's RDMA protocol, or NULL */
+	char valkey_url[300];    /* its URL, or "" */
+	size_t valkey_clients;   /* of nclients, on vl's streams */
 	struct kv_client *clients;
 	size_t nclients;         /* TCP and rift */
 	size_t rift_clients;     /* of those, rift */
@@ -199,6 +203,15 @@ void kv_rdma_fields(struct kv_server *s, struct kv_field f[KV_RDMA_FIELDS]);
 int kv_rift_listen(struct kv_server *s);
 /* Abort c's rift connection; c is freed by its close callback. */
 void kv_rift_abort(struct kv_client *c);
+/* Valkey's RDMA protocol (valkey_io.c): listen on valkey_rdma_bind and
+ * valkey_rdma_port, 0 or -1 having printed why; close the listener and
+ * every stream (their clients are freed by the close callbacks). */
+int kv_valkey_listen(struct kv_server *s);
+void kv_valkey_shutdown(struct kv_server *s);
+/* Take len bytes of c's request stream (a rift message, a stream's
+ * read) and run what they complete, unless paused.  0, or -1 when out
+ * of memory (c then has KV_CLOSE_ASAP). */
+int kv_client_feed(struct kv_client *c, const void *data, size_t len);
 
 /* Send buf[*pos, len) on the non-blocking socket fd as far as it takes,
  * *pos moved on: the bytes sent (0 when it would block), or -1 when the
