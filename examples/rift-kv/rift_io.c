@@ -79,37 +79,32 @@ static void flush(struct kv_client *c)
 		s->net_out += n;
 		c->opos += n;
 	}
-	c->opos = c->out.len = 0;
-	if (c->out.cap > ((size_t)64 << 10))
-		kv_resp_out_free(&c->out);
+	kv_client_out_sent(c);
 }
 
 /* After new requests or a writable window: send, go on with requests a
  * pause held back, then close or set the flow of deliveries. */
 static void service(struct kv_client *c)
 {
-	int stop;
-
 	if (c->flags & KV_CLOSING)
 		return;
-	kv_client_pump(c, flush);
-	if (c->flags & KV_CLOSE_ASAP) {
+	switch (kv_client_service(c, flush)) {
+	case KV_NEXT_ABORT:
 		kv_rift_abort(c);
-		return;
-	}
-	if ((c->flags & KV_CLOSE_AFTER_REPLY) && !kv_client_pending(c)) {
+		break;
+	case KV_NEXT_CLOSE:
 		/* In order: the replies queued go first. */
 		c->flags |= KV_CLOSING;
 		rift_conn_close(c->conn, on_closed);
-		return;
-	}
-	stop = (c->flags & KV_PAUSED) != 0;
-	if (stop && !(c->flags & KV_RIFT_STOPPED)) {
+		break;
+	case KV_NEXT_STOP:
 		rift_conn_recv_stop(c->conn);
-		c->flags |= KV_RIFT_STOPPED;
-	} else if (!stop && (c->flags & KV_RIFT_STOPPED)) {
+		break;
+	case KV_NEXT_START:
 		rift_conn_recv_start(c->conn);
-		c->flags &= ~(unsigned)KV_RIFT_STOPPED;
+		break;
+	case KV_NEXT_NONE:
+		break;
 	}
 }
 

@@ -175,6 +175,35 @@ void kv_client_pump(struct kv_client *c, void (*write)(struct kv_client *c))
 	}
 }
 
+void kv_client_out_sent(struct kv_client *c)
+{
+	c->opos = c->out.len = 0;
+	if (c->out.cap > ((size_t)64 << 10))
+		kv_resp_out_free(&c->out);
+}
+
+enum kv_next kv_client_service(struct kv_client *c,
+			       void (*write)(struct kv_client *c))
+{
+	int stop;
+
+	kv_client_pump(c, write);
+	if (c->flags & KV_CLOSE_ASAP)
+		return KV_NEXT_ABORT;
+	if ((c->flags & KV_CLOSE_AFTER_REPLY) && !kv_client_pending(c))
+		return KV_NEXT_CLOSE;
+	stop = (c->flags & KV_PAUSED) != 0;
+	if (stop && !(c->flags & KV_RIFT_STOPPED)) {
+		c->flags |= KV_RIFT_STOPPED;
+		return KV_NEXT_STOP;
+	}
+	if (!stop && (c->flags & KV_RIFT_STOPPED)) {
+		c->flags &= ~(unsigned)KV_RIFT_STOPPED;
+		return KV_NEXT_START;
+	}
+	return KV_NEXT_NONE;
+}
+
 int kv_client_feed(struct kv_client *c, const void *data, size_t len)
 {
 	size_t left = c->ilen - c->ipos;

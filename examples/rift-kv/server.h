@@ -208,6 +208,17 @@ void kv_rift_abort(struct kv_client *c);
  * every stream (their clients are freed by the close callbacks). */
 int kv_valkey_listen(struct kv_server *s);
 void kv_valkey_shutdown(struct kv_server *s);
+/* All of c's output went (over rift): empty it, and let go of a large
+ * buffer (one big reply's room is not kept). */
+void kv_client_out_sent(struct kv_client *c);
+/* What a rift client (a connection or a stream) is to do after
+ * kv_client_service: abort, close in order once its replies are out,
+ * stop or start reading (KV_RIFT_STOPPED follows), or nothing. */
+enum kv_next { KV_NEXT_NONE, KV_NEXT_ABORT, KV_NEXT_CLOSE, KV_NEXT_STOP,
+	       KV_NEXT_START };
+/* Pump c with write (kv_client_pump) and say what is next. */
+enum kv_next kv_client_service(struct kv_client *c,
+			       void (*write)(struct kv_client *c));
 /* Take len bytes of c's request stream (a rift message, a stream's
  * read) and run what they complete, unless paused.  0, or -1 when out
  * of memory (c then has KV_CLOSE_ASAP). */

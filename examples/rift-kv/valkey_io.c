@@ -57,33 +57,30 @@ static void flush(struct kv_client *c)
 			return;
 		}
 	}
-	c->opos = c->out.len = 0;
-	if (c->out.cap > ((size_t)64 << 10))
-		kv_resp_out_free(&c->out);
+	kv_client_out_sent(c);
 }
 
 /* After requests or a writable stream: write, go on with requests a
  * pause held back, then close or set the flow of reads. */
 static void service(struct kv_client *c)
 {
-	int stop;
-
 	if (c->flags & KV_CLOSING)
 		return;
-	kv_client_pump(c, flush);
-	if ((c->flags & KV_CLOSE_ASAP) ||
-	    ((c->flags & KV_CLOSE_AFTER_REPLY) && !kv_client_pending(c))) {
-		/* The close lets the replies written go first. */
+	switch (kv_client_service(c, flush)) {
+	case KV_NEXT_ABORT:
+	case KV_NEXT_CLOSE:
+		/* Either way the replies written go first: a stream has no
+		 * abort of its own. */
 		vclose(c);
-		return;
-	}
-	stop = (c->flags & KV_PAUSED) != 0;
-	if (stop && !(c->flags & KV_RIFT_STOPPED)) {
+		break;
+	case KV_NEXT_STOP:
 		rift_stream_read_stop(c->stream);
-		c->flags |= KV_RIFT_STOPPED;
-	} else if (!stop && (c->flags & KV_RIFT_STOPPED)) {
+		break;
+	case KV_NEXT_START:
 		rift_stream_read_start(c->stream);
-		c->flags &= ~(unsigned)KV_RIFT_STOPPED;
+		break;
+	case KV_NEXT_NONE:
+		break;
 	}
 }
 

@@ -46,6 +46,7 @@
 #include <unistd.h>
 
 #include "transports/verbs/rdma_int.h"
+#include "util/be.h"
 
 #define CMD_LEN 32u
 enum vr_opcode {
@@ -131,48 +132,6 @@ struct vr_listener {
 static struct vr_stream *vs_of(rift_stream *s)
 {
 	return rift__container_of(s, struct vr_stream, base);
-}
-
-static uint16_t get16(const uint8_t *p)
-{
-	uint16_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return be16toh(v);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return be32toh(v);
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return be64toh(v);
-}
-
-static void put16(uint8_t *p, uint16_t v)
-{
-	v = htobe16(v);
-	memcpy(p, &v, sizeof(v));
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	v = htobe32(v);
-	memcpy(p, &v, sizeof(v));
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	v = htobe64(v);
-	memcpy(p, &v, sizeof(v));
 }
 
 /* ---- failure ---- */
@@ -285,10 +244,10 @@ static int advertise(struct vr_stream *vs)
 	uint8_t cmd[CMD_LEN] = { 0 };
 	int rc;
 
-	put16(cmd + AT_OPCODE, OP_REGISTER_XFER_MEMORY);
-	put64(cmd + AT_ADDR, (uintptr_t)vs->rx);
-	put32(cmd + AT_LENGTH, vs->base.rx_size);
-	put32(cmd + AT_KEY, vs->rx_mr->rkey);
+	rift__put16(cmd + AT_OPCODE, OP_REGISTER_XFER_MEMORY);
+	rift__put64(cmd + AT_ADDR, (uintptr_t)vs->rx);
+	rift__put32(cmd + AT_LENGTH, vs->base.rx_size);
+	rift__put32(cmd + AT_KEY, vs->rx_mr->rkey);
 	rc = send_ctrl(vs, cmd);
 	if (rc == RIFT_EAGAIN)
 		vr_fail(vs, RIFT_EPROTO, "no control slot free to advertise "
@@ -404,7 +363,7 @@ static int vr_write(rift_stream *s, const void *data, size_t len)
 static void on_ctrl(struct vr_stream *vs, const uint8_t *p)
 {
 	rift_stream *s = &vs->base;
-	uint16_t op = get16(p + AT_OPCODE);
+	uint16_t op = rift__get16(p + AT_OPCODE);
 	uint8_t reply[CMD_LEN] = { 0 };
 	uint64_t features;
 
@@ -416,15 +375,15 @@ static void on_ctrl(struct vr_stream *vs, const uint8_t *p)
 		 * defined yet, so there is nothing to choose). */
 		if (vs->is_client)
 			return;
-		put16(reply + AT_OPCODE, OP_GET_SERVER_FEATURE);
+		rift__put16(reply + AT_OPCODE, OP_GET_SERVER_FEATURE);
 		memcpy(reply + AT_SELECT, p + AT_SELECT, 2);
-		put64(reply + AT_FEATURES, 0);
+		rift__put64(reply + AT_FEATURES, 0);
 		if (send_ctrl(vs, reply) == RIFT_EAGAIN)
 			vr_fail(vs, RIFT_EPROTO, "GetServerFeature faster than "
 				"it can be answered (%u in flight)", CTRL_TX);
 		return;
 	case OP_SET_CLIENT_FEATURE:
-		features = get64(p + AT_FEATURES);
+		features = rift__get64(p + AT_FEATURES);
 		if (vs->is_client)
 			vr_fail(vs, RIFT_EPROTO, "SetClientFeature from the "
 				"server (a client's message)");
@@ -437,7 +396,7 @@ static void on_ctrl(struct vr_stream *vs, const uint8_t *p)
 		s->st.keepalives_recv++;
 		return;
 	case OP_REGISTER_XFER_MEMORY: {
-		uint32_t len = get32(p + AT_LENGTH);
+		uint32_t len = rift__get32(p + AT_LENGTH);
 
 		if (len == 0 || len > PEER_RX_MAX) {
 			vr_fail(vs, RIFT_EPROTO, "RegisterXferMemory advertises "
@@ -445,9 +404,9 @@ static void on_ctrl(struct vr_stream *vs, const uint8_t *p)
 				"1 to %u)", len, PEER_RX_MAX);
 			return;
 		}
-		vs->peer_addr = get64(p + AT_ADDR);
+		vs->peer_addr = rift__get64(p + AT_ADDR);
 		vs->peer_len = len;
-		vs->peer_key = get32(p + AT_KEY);
+		vs->peer_key = rift__get32(p + AT_KEY);
 		vs->peer_off = 0;
 		vs->peer_known = true;
 		s->st.tx_windows++;
@@ -680,7 +639,7 @@ static void keepalive(rift_timer *t, void *user)
 	uint8_t cmd[CMD_LEN] = { 0 };
 
 	RIFT_UNUSED(t);
-	put16(cmd + AT_OPCODE, OP_KEEPALIVE);
+	rift__put16(cmd + AT_OPCODE, OP_KEEPALIVE);
 	/* With every slot in flight the peer is hearing from us anyway. */
 	if (send_ctrl(vs, cmd) == 0)
 		vs->base.st.keepalives_sent++;
