@@ -1677,8 +1677,8 @@ typedef struct rift_stream_listener rift_stream_listener;
 
 typedef struct rift_stream_callbacks {
 	/*
-	 * The stream's life: CONNECTED (a client's stream is up: status
-	 * 0, peer set), ERROR (a client's stream could not be set up:
+	 * The stream's life: CONNECTED (a client's stream is up and has
+	 * the server's buffer: writes take bytes; status 0, peer set), ERROR (a client's stream could not be set up:
 	 * status says why; nothing follows, close it), DISCONNECTED (an
 	 * established stream ended: status 0 when the peer disconnected,
 	 * RIFT_EPROTO when it broke the protocol, RIFT_ETIMEDOUT or
@@ -1700,7 +1700,9 @@ typedef struct rift_stream_callbacks {
 
 /*
  * Open a byte stream to url.  Returns 0 with *out set, after which
- * exactly one of CONNECTED or ERROR is delivered; RIFT_EINVAL (bad URL,
+ * exactly one of CONNECTED or ERROR is delivered (ERROR with
+ * RIFT_ETIMEDOUT when not established within the time rift_connect
+ * gives its attempts: connect_timeout_ms x (retries + 1)); RIFT_EINVAL (bad URL,
  * NULL ctx or out), RIFT_ENOTSUP (unknown scheme, no RDMA here),
  * RIFT_ENAME (host name not found: the name is resolved in the call),
  * RIFT_ENOMEM, with *out NULL.  cbs may be NULL; user is returned by
@@ -1713,7 +1715,9 @@ int rift_stream_connect(rift_ctx *ctx, const char *url,
 /*
  * Accept callback: s is a new established stream (no CONNECTED event is
  * delivered for it) with the listener's callbacks and user pointer until
- * changed.  The application owns it and must close it.
+ * changed.  The application owns it and must close it.  A write before
+ * the client has advertised its buffer returns RIFT_EAGAIN (WRITABLE
+ * follows); clients advertise it at once, before their first request.
  */
 typedef void (*rift_stream_accept_cb)(rift_stream_listener *l,
 				      rift_stream *s);

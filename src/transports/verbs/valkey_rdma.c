@@ -38,6 +38,7 @@
  */
 #include <arpa/inet.h>
 #include <endian.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,7 +115,7 @@ struct vr_stream {
 	bool want_writable;          /* a write came short: WRITABLE due */
 	int fail_status;             /* why it went down (fail_t tells) */
 	char fail_msg[RIFT_ERRMSG_LEN];
-	rift_timer setup_t;          /* connect_timeout_ms for setting up */
+	rift_timer setup_t;          /* setup_ms() for setting up */
 	rift_timer keepalive_t;
 	rift_timer linger_t;         /* close: writes leave, then free */
 	rift_timer fail_t;           /* tells a failure from the loop */
@@ -142,7 +143,8 @@ static void fail_tell(rift_timer *t, void *user)
 
 	RIFT_UNUSED(t);
 	rift__bs_emit(&vs->base,
-		      vs->up ? RIFT_EVENT_DISCONNECTED : RIFT_EVENT_ERROR,
+		      vs->base.established ? RIFT_EVENT_DISCONNECTED
+					   : RIFT_EVENT_ERROR,
 		      vs->fail_status, "%s", vs->fail_msg);
 }
 
@@ -359,6 +361,21 @@ static int vr_write(rift_stream *s, const void *data, size_t len)
 
 /* ---- completions ---- */
 
+/*
+ * A client's stream is CONNECTED once established and told the server's
+ * buffer, so that a write right after the event takes bytes (the
+ * server advertises on its own ESTABLISHED, which may come later).
+ */
+static void connected(struct vr_stream *vs)
+{
+	if (!vs->is_client || !vs->up || !vs->peer_known || vs->down ||
+	    vs->base.established)
+		return;
+	rift_timer_stop(&vs->setup_t);
+	rift__bs_emit(&vs->base, RIFT_EVENT_CONNECTED, 0,
+		      "valkey-rdma stream to %s established", vs->base.peer);
+}
+
 /* A control message received (CMD_LEN bytes at p). */
 static void on_ctrl(struct vr_stream *vs, const uint8_t *p)
 {
@@ -410,6 +427,7 @@ static void on_ctrl(struct vr_stream *vs, const uint8_t *p)
 		vs->peer_off = 0;
 		vs->peer_known = true;
 		s->st.tx_windows++;
+		connected(vs);
 		return;
 	}
 	default:
@@ -477,19 +495,12 @@ static void on_wc(struct vr_stream *vs, const struct ibv_wc *wc)
 
 static void linger_done(rift_timer *t, void *user);
 
-static void cq_ready(rift__io *io, uint32_t revents)
+/* Take every completion there is. */
+static void take_completions(struct vr_stream *vs)
 {
-	struct vr_stream *vs = rift__container_of(io, struct vr_stream, cq_io);
 	struct ibv_wc wc[POLL_BATCH];
-	struct ibv_cq *cq;
-	rift__vb_err err;
 	int n;
 
-	RIFT_UNUSED(revents);
-	while (rift__vb_cq_next_event(vs->dp_calls, vs->cch, &cq, err) == 0)
-		;
-	if (rift__vb_cq_arm(vs->dp_calls, vs->cq, err))
-		vr_fail(vs, RIFT_EIO, "%s", err);
 	do {
 		n = rift__vb_poll(vs->dp_calls, vs->cq, POLL_BATCH, wc);
 		for (int i = 0; i < n; i++)
@@ -497,6 +508,20 @@ static void cq_ready(rift__io *io, uint32_t revents)
 	} while (n == POLL_BATCH);
 	if (n < 0)
 		vr_fail(vs, RIFT_EIO, "ibv_poll_cq failed");
+}
+
+static void cq_ready(rift__io *io, uint32_t revents)
+{
+	struct vr_stream *vs = rift__container_of(io, struct vr_stream, cq_io);
+	struct ibv_cq *cq;
+	rift__vb_err err;
+
+	RIFT_UNUSED(revents);
+	while (rift__vb_cq_next_event(vs->dp_calls, vs->cch, &cq, err) == 0)
+		;
+	if (rift__vb_cq_arm(vs->dp_calls, vs->cq, err))
+		vr_fail(vs, RIFT_EIO, "%s", err);
+	take_completions(vs);
 	if (vs->base.closing) {
 		if (!vs->sq_used)
 			rift_timer_start(&vs->linger_t, 0, 0);
@@ -618,6 +643,17 @@ static void linger_done(rift_timer *t, void *user)
 	rift__bs_closed(&vs->base);
 }
 
+/*
+ * How long a stream may take to be established: what rift_connect gives
+ * its attempts together.  A stream makes one attempt, within which
+ * rdma_cm retransmits by itself; in a fresh lab guest the first
+ * exchange waits for ARP in both directions and took over 2 s.
+ */
+static uint64_t setup_ms(const rift_ctx *ctx)
+{
+	return (uint64_t)ctx->cfg.connect_timeout_ms * (ctx->cfg.retries + 1u);
+}
+
 static void setup_expired(rift_timer *t, void *user)
 {
 	struct vr_stream *vs = user;
@@ -629,8 +665,9 @@ static void setup_expired(rift_timer *t, void *user)
 		rift__bs_drop(&vs->base);
 		return;
 	}
-	vr_fail(vs, RIFT_ETIMEDOUT, "not established within "
-		"connect_timeout_ms (%u ms)", vs->ctx->cfg.connect_timeout_ms);
+	vr_fail(vs, RIFT_ETIMEDOUT, "not established within %llu ms "
+		"(connect_timeout_ms x (retries + 1))",
+		(unsigned long long)setup_ms(vs->ctx));
 }
 
 static void keepalive(rift_timer *t, void *user)
@@ -683,7 +720,8 @@ static bool established(struct vr_stream *vs)
 {
 	struct vr_listener *vl = vs->lst;
 
-	rift_timer_stop(&vs->setup_t);
+	if (!vs->is_client)
+		rift_timer_stop(&vs->setup_t);
 	vs->up = true;
 	if (advertise(vs)) {
 		if (vl) {
@@ -698,9 +736,7 @@ static bool established(struct vr_stream *vs)
 				 vs->ctx->cfg.keepalive_interval_ms,
 				 vs->ctx->cfg.keepalive_interval_ms);
 	if (vs->is_client) {
-		rift__bs_emit(&vs->base, RIFT_EVENT_CONNECTED, 0,
-			      "valkey-rdma stream to %s established",
-			      vs->base.peer);
+		connected(vs);
 		return false;
 	}
 	rift__list_del(&vs->lnode);
@@ -756,6 +792,15 @@ static bool cm_event(struct vr_stream *vs, enum rdma_cm_event_type type,
 			return established(vs);
 		break;
 	case RDMA_CM_EVENT_ADDR_ERROR:
+		/* No ARP answer yet: ask again, in steps (RESOLVE_STEP_MS,
+		 * rdma_int.h), until setup_t ends the attempt. */
+		if (status == -ETIMEDOUT &&
+		    !rift__vb_resolve_addr(
+			    vs->id, NULL,
+			    (struct sockaddr *)&vs->id->route.addr.dst_addr,
+			    RESOLVE_STEP_MS, err))
+			break;
+		/* fall through */
 	case RDMA_CM_EVENT_ROUTE_ERROR:
 	case RDMA_CM_EVENT_UNREACHABLE:
 	case RDMA_CM_EVENT_CONNECT_ERROR:
@@ -766,6 +811,12 @@ static bool cm_event(struct vr_stream *vs, enum rdma_cm_event_type type,
 			"%s (status %d)", rift__vb_cm_event_str(type), status);
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
+		/* What the peer wrote before it disconnected is delivered
+		 * first: its completions may wait on the CQ's fd still. */
+		if (vs->cq && !vs->down) {
+			take_completions(vs);
+			deliver(vs);
+		}
 		vs->disconnected = true;
 		vr_fail(vs, 0, "the peer disconnected");
 		break;
@@ -814,7 +865,8 @@ static int vr_connect(rift_ctx *ctx, const struct sockaddr *sa, socklen_t len,
 	rift__sockaddr_str(sa, vs->base.peer, sizeof(vs->base.peer));
 	rc = rift__vb_id_create(vs->ch, vs, &vs->id, err);
 	if (!rc)
-		rc = rift__vb_resolve_addr(vs->id, NULL, sa, RESOLVE_MS, err);
+		rc = rift__vb_resolve_addr(vs->id, NULL, sa, RESOLVE_STEP_MS,
+					   err);
 	if (rc) {
 		rift__ctx_fail(ctx, rc, "valkey-rdma %s: %s", vs->base.peer,
 			       err);
@@ -822,7 +874,7 @@ static int vr_connect(rift_ctx *ctx, const struct sockaddr *sa, socklen_t len,
 		rift__bs_drop(&vs->base);
 		return rc;
 	}
-	rift_timer_start(&vs->setup_t, ctx->cfg.connect_timeout_ms, 0);
+	rift_timer_start(&vs->setup_t, setup_ms(ctx), 0);
 	*out = &vs->base;
 	return 0;
 }
@@ -871,7 +923,7 @@ static void accept_one(struct vr_listener *vl, struct rdma_cm_id *id)
 	if (rc)
 		goto drop;
 	vs->connected = true;
-	rift_timer_start(&vs->setup_t, ctx->cfg.connect_timeout_ms, 0);
+	rift_timer_start(&vs->setup_t, setup_ms(ctx), 0);
 	return;
 
 drop:
