@@ -56,12 +56,12 @@ start() {
 		PID=$!
 		i=0
 		while [ $i -lt 100 ]; do
-			grep -q "ready" "$T/log" && break
+			grep -q "rift-kv: ready:" "$T/log" && break
 			kill -0 "$PID" 2>/dev/null || break
 			sleep 0.05
 			i=$((i + 1))
 		done
-		if grep -q "ready" "$T/log"; then
+		if grep -q "rift-kv: ready:" "$T/log"; then
 			RIFT_URL=$(sed -n 's/.*rift on \([^ ,]*\)[ ,].*/\1/p' "$T/log")
 			MURL=$(sed -n 's/.*metrics on \(http:[^ ,]*\)[ ,].*/\1/p' "$T/log")
 			MADDR=$(echo "$MURL" | sed 's|http://\([^/]*\)/.*|\1|')

@@ -36,10 +36,10 @@ timeout 300 "$bin/rift-kv" --port $port --bind 127.0.0.1 \
 	>"$T/server.out" 2>"$T/server.err" &
 sp=$!
 for i in $(seq 50); do
-	grep -q "ready" "$T/server.out" && break
+	grep -q "rift-kv: ready:" "$T/server.out" && break
 	sleep 0.2
 done
-grep -q "ready.*valkey-rdma on $url" "$T/server.out" ||
+grep -q "rift-kv: ready:.*valkey-rdma on $url" "$T/server.out" ||
 	fail "rift-kv never said it serves $url"
 
 timeout 120 "$conf" "$A0" $port >"$T/conformance.out" 2>&1 ||
