@@ -151,20 +151,16 @@ TEST(stream_urls_are_checked)
 		 RIFT_EINVAL);
 	CHECK_CONTAINS(rift_ctx_last_error(ctx), "unknown option 'colour'");
 	CHECK(c == NULL && s == NULL);
-	/* Without an RDMA device (the build host) the scheme is refused;
-	 * with one (the lab) the stream exists until closed. */
-	rc = rift_stream_connect(ctx, "valkey-rdma://127.0.0.1:1?rx_size=4096",
-				 NULL, NULL, &s);
+	/* Without an RDMA device (the build host: this test runs on TCP
+	 * only) the scheme is refused, saying why; the lifetime of a stream
+	 * is test_stream.c's, in the lab. */
+	rc = rift_stream_connect(ctx, "valkey-rdma://127.0.0.1:1", NULL, NULL,
+				 &s);
 	if (rc == RIFT_ENOTSUP) {
 		CHECK_CONTAINS(rift_ctx_last_error(ctx), "unavailable");
 	} else {
 		CHECK_EQ(rc, 0);
-		CHECK_EQ(rift_stream_write(s, "x", 1), RIFT_ENOTCONN);
-		CHECK_EQ(rift_ctx_destroy(ctx), RIFT_EBUSY);
-		CHECK_CONTAINS(rift_ctx_last_error(ctx), "1 byte streams");
 		rift_stream_close(s, count_stream_close);
-		CHECK_EQ(stream_closed, 0); /* never from inside the call */
-		CHECK_EQ(rift_stream_write(s, "x", 1), RIFT_ECLOSED);
 		for (int i = 0; i < 200 && !stream_closed; i++)
 			rift_ctx_run(ctx, 5);
 		CHECK_EQ(stream_closed, 1);
