@@ -323,7 +323,12 @@ PAIR_TESTS := link_cut port_down loop_never connect_over tcp_path_break \
 $(BUILD)/examples/rma: examples/rma.c include/rift.h $(BUILD)/lib/librift.a
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -Wall -Wextra -Werror -Iinclude $< -o $@ $(BUILD)/lib/librift.a $(LIBS) -lm
-test-lab: $(BUILD)/tst/rift-tests $(BUILD)/examples/rma $(KV_BINS:%=$(BUILD)/bin/%)
+# A client of Valkey's RDMA protocol written from its specification, with
+# rdma_cm and verbs directly (tests/lab/valkey-rdma.sh, pair boot).
+$(BUILD)/tst/valkey-rdma-conformance: tests/lab/valkey-rdma-conformance.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -Wall -Wextra -Werror -O2 $< -o $@ -lrdmacm -libverbs
+test-lab: $(BUILD)/tst/rift-tests $(BUILD)/examples/rma $(KV_BINS:%=$(BUILD)/bin/%) $(BUILD)/tst/valkey-rdma-conformance
 	tests/lab/lab setup
 	tests/lab/lab smoke
 	RIFT_LAB_MEM_MB=$(LAB_MEM_MB) tests/lab/lab run --topo loop --timeout 1200 -- \
@@ -335,6 +340,7 @@ test-lab: $(BUILD)/tst/rift-tests $(BUILD)/examples/rma $(KV_BINS:%=$(BUILD)/bin
 	    sh tests/lab/rma-example.sh $(BUILD)/examples/rma && \
 	    sh tests/lab/kv-failover.sh $(BUILD)/bin && \
 	    sh tests/lab/kv-repl.sh $(BUILD)/bin && \
+	    sh tests/lab/valkey-rdma.sh $(BUILD)/bin $(BUILD)/tst/valkey-rdma-conformance && \
 	    build/tst/rift-tests --transport rdma --cm tcp --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 $(PAIR_TESTS) && \
 	    RIFT_SOAK_SECONDS=50 RIFT_SOAK_MESSAGES=100000 build/tst/rift-tests -v --transport rdma --cm tcp --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 soak_link_faults_event soak_active_active && \
 	    RIFT_SOAK_SECONDS=40 RIFT_SOAK_MESSAGES=30000 build/tst/rift-tests -v --transport rdma --cm tcp --host "$$RIFT_LAB_SERVER_ADDR0" --timeout 200 soak_link_faults_busy soak_aimed_faults_with && \

@@ -1630,6 +1630,183 @@ int rift_conn_write_notify(rift_conn *conn, rift_mem *local, size_t local_off,
 			   size_t remote_off, size_t len, uint64_t tag,
 			   rift_rma_cb cb, void *user);
 
+
+/* ------------------------------------------------------------------------ */
+/* Byte streams (foreign protocols)                                         */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A byte stream is a connection that carries an ordered stream of bytes
+ * in a protocol that is not rift's, so that rift's applications serve
+ * (and reach) programs that do not link rift.  It has no sessions,
+ * sequence numbers, replay or failover: a broken path ends it, as a
+ * broken socket ends a TCP connection.  It runs on the context's loop
+ * like everything else (its completion and connection manager fds are
+ * polled by the context); its callbacks run inside progress calls.
+ *
+ * URL:  valkey-rdma://host:port[?rx_size=BYTES]
+ *   Valkey's "Valkey over RDMA" protocol (valkey.io/topics/RDMA): an RC
+ *   queue pair set up by rdma_cm; 32-byte big-endian control messages by
+ *   SEND (GetServerFeature, SetClientFeature, Keepalive,
+ *   RegisterXferMemory); the bytes go by RDMA WRITE WITH IMMEDIATE into
+ *   the receive buffer the peer advertised with RegisterXferMemory, at
+ *   the next offset, the immediate carrying the length; once a side has
+ *   consumed its whole receive buffer it advertises it again and the
+ *   peer writes from offset 0.  Stock valkey-server, valkey-cli --rdma
+ *   and valkey-benchmark --rdma speak it.
+ *   rx_size: this side's receive buffer, 4096 .. 16777216 bytes (default
+ *   1048576, Valkey's): the most the peer may have written and this side
+ *   not yet consumed.  A stream registers it and as much again for its
+ *   writes on their way (a WRITE's bytes stay put until it completes).
+ *   Limits are this side's: a peer that advertises a receive buffer of 0
+ *   bytes or more than 16 MiB, sends a control message that is not 32
+ *   bytes or has an unknown opcode, asks for a feature this side does
+ *   not offer, or writes past the buffer this side advertised, has its
+ *   stream ended (DISCONNECTED with RIFT_EPROTO, the reason logged at
+ *   warn level and in rift_stream_last_error); nothing it advertises is
+ *   written beyond what it advertised.  Keepalive control messages go
+ *   every keepalive_interval_ms (the context's), as Valkey's 3 s do: a
+ *   peer that stopped answering at the transport level fails them
+ *   (rdma.retry_count, rdma.ack_timeout) and ends the stream with
+ *   RIFT_ETIMEDOUT.
+ * A bad URL is RIFT_EINVAL, an unknown scheme RIFT_ENOTSUP, with the
+ * reason in rift_ctx_last_error().
+ */
+typedef struct rift_stream rift_stream;
+typedef struct rift_stream_listener rift_stream_listener;
+
+typedef struct rift_stream_callbacks {
+	/*
+	 * The stream's life: CONNECTED (a client's stream is up and has
+	 * the server's buffer: writes take bytes; status 0, peer set), ERROR (a client's stream could not be set up:
+	 * status says why; nothing follows, close it), DISCONNECTED (an
+	 * established stream ended: status 0 when the peer disconnected,
+	 * RIFT_EPROTO when it broke the protocol, RIFT_ETIMEDOUT or
+	 * RIFT_EIO when the path failed; close it), WRITABLE (a write that
+	 * took less than asked, or returned RIFT_EAGAIN, may go on).  Only
+	 * type, status, transport (RIFT_TRANSPORT_RDMA), peer and message
+	 * are set; strings valid during the call.  May be NULL.
+	 */
+	void (*on_event)(rift_stream *s, const rift_event *ev);
+	/*
+	 * The next len bytes (len > 0) of the stream, in order.  data is
+	 * borrowed: it points into the stream's receive buffer and is
+	 * valid until on_read returns, when the bytes count as consumed
+	 * (room the peer may write into again).  May be NULL (bytes are
+	 * dropped).
+	 */
+	void (*on_read)(rift_stream *s, const void *data, size_t len);
+} rift_stream_callbacks;
+
+/*
+ * Open a byte stream to url.  Returns 0 with *out set, after which
+ * exactly one of CONNECTED or ERROR is delivered (ERROR with
+ * RIFT_ETIMEDOUT when not established within the time rift_connect
+ * gives its attempts: connect_timeout_ms x (retries + 1)); RIFT_EINVAL (bad URL,
+ * NULL ctx or out), RIFT_ENOTSUP (unknown scheme, no RDMA here),
+ * RIFT_ENAME (host name not found: the name is resolved in the call),
+ * RIFT_ENOMEM, with *out NULL.  cbs may be NULL; user is returned by
+ * rift_stream_user.  The handle is the caller's until rift_stream_close.
+ */
+int rift_stream_connect(rift_ctx *ctx, const char *url,
+			const rift_stream_callbacks *cbs, void *user,
+			rift_stream **out);
+
+/*
+ * Accept callback: s is a new established stream (no CONNECTED event is
+ * delivered for it) with the listener's callbacks and user pointer until
+ * changed.  The application owns it and must close it.  A write before
+ * the client has advertised its buffer returns RIFT_EAGAIN (WRITABLE
+ * follows); clients advertise it at once, before their first request.
+ */
+typedef void (*rift_stream_accept_cb)(rift_stream_listener *l,
+				      rift_stream *s);
+
+/*
+ * Listen on url (host may be empty or "0.0.0.0"; port 0 picks a free
+ * port, see rift_stream_listener_port).  Returns 0 with *out set,
+ * RIFT_EINVAL, RIFT_ENOTSUP, RIFT_EADDRINUSE, RIFT_EADDRNOTAVAIL (no RDMA
+ * device has that address), ...  with *out NULL.
+ */
+int rift_stream_listen(rift_ctx *ctx, const char *url,
+		       const rift_stream_callbacks *cbs, void *user,
+		       rift_stream_accept_cb on_accept,
+		       rift_stream_listener **out);
+/* The port the listener is bound to; RIFT_EINVAL for NULL. */
+int rift_stream_listener_port(const rift_stream_listener *l);
+void *rift_stream_listener_user(const rift_stream_listener *l);
+/*
+ * Stop listening; streams accepted stay open.  close_cb (may be NULL)
+ * runs once, from a later progress call; the handle is freed after it
+ * returns.
+ */
+void rift_stream_listener_close(rift_stream_listener *l,
+				void (*close_cb)(rift_stream_listener *l));
+
+/*
+ * Write up to len bytes: they are copied (the caller keeps data) and go
+ * out at once, in order.  Returns how many bytes were taken, 1 .. len
+ * (fewer than len when the peer's advertised buffer or this side's send
+ * room is full: WRITABLE follows once more may go), RIFT_EAGAIN (none
+ * taken; WRITABLE follows), RIFT_EINVAL (s NULL, data NULL, len 0, or
+ * len above INT_MAX), RIFT_ENOTCONN (not established yet, or ended),
+ * RIFT_ECLOSED (closing).  Never blocks; no callback runs from inside it.
+ */
+int rift_stream_write(rift_stream *s, const void *data, size_t len);
+
+/*
+ * Stop / restart on_read.  While stopped, bytes that arrive stay in the
+ * receive buffer, unconsumed: once it is full the peer can write no more
+ * (backpressure, as a TCP window).  After rift_stream_read_start what
+ * waits is delivered from the next progress call.  0 or RIFT_EINVAL,
+ * RIFT_ECLOSED.
+ */
+int rift_stream_read_stop(rift_stream *s);
+int rift_stream_read_start(rift_stream *s);
+
+/*
+ * Close the stream: writes already taken go first (the close waits for
+ * their completions, at most keepalive_timeout_ms), then the connection
+ * is disconnected and its resources freed.  From the call on no callback
+ * but close_cb runs, and writes are refused (RIFT_ECLOSED).  close_cb
+ * (may be NULL) runs once, from a later progress call; the handle is
+ * freed after it returns.  A second close is ignored.
+ */
+void rift_stream_close(rift_stream *s, void (*close_cb)(rift_stream *s));
+
+void *rift_stream_user(const rift_stream *s);
+void rift_stream_set_user(rift_stream *s, void *user);
+/* Replace the callbacks (copied); cbs NULL: none from now on. */
+void rift_stream_set_callbacks(rift_stream *s,
+			       const rift_stream_callbacks *cbs);
+rift_ctx *rift_stream_ctx(const rift_stream *s);
+/* The peer's address, "10.77.0.2:40123" ("" before CONNECTED). */
+const char *rift_stream_peer(const rift_stream *s);
+/*
+ * Readable message for the stream's last failure, e.g. "peer advertised
+ * a receive buffer of 0 bytes (RegisterXferMemory)".  "" if none.
+ */
+const char *rift_stream_last_error(const rift_stream *s);
+
+typedef struct rift_stream_stats {
+	uint32_t size;          /* set by rift_stream_stats_init */
+	uint64_t bytes_written; /* taken by rift_stream_write */
+	uint64_t bytes_read;    /* delivered to on_read */
+	uint64_t writes_posted; /* RDMA WRITEs with immediate posted */
+	uint64_t ctrl_sent;     /* control messages sent, every opcode */
+	uint64_t ctrl_recv;     /* control messages received */
+	uint64_t keepalives_sent;
+	uint64_t keepalives_recv;
+	uint64_t rx_advertised; /* RegisterXferMemory sent: 1 + re-advertisements */
+	uint64_t tx_windows;    /* RegisterXferMemory received */
+	uint64_t write_stalls;  /* writes cut short or refused: peer buffer or send room full */
+} rift_stream_stats;
+
+void rift__stream_stats_init(rift_stream_stats *st, size_t size);
+#define rift_stream_stats_init(st) rift__stream_stats_init((st), sizeof(*(st)))
+/* Copy the stream's counters into *st (its size set); 0 or RIFT_EINVAL. */
+int rift_stream_stats_get(const rift_stream *s, rift_stream_stats *st);
+
 #ifdef __cplusplus
 }
 #endif

@@ -62,6 +62,8 @@ typedef enum rift__scheme {
 	RIFT_SCHEME_TCP = 1,
 	RIFT_SCHEME_RDMA = 2,
 	RIFT_SCHEME_AUTO = 3,
+	/* Valkey's RDMA protocol: byte streams only (rift_stream_*) */
+	RIFT_SCHEME_VALKEY_RDMA = 4,
 } rift__scheme;
 
 struct rift__hostport {
@@ -775,6 +777,8 @@ struct rift_ctx {
 	uint64_t n_timers;     /* public timers alive */
 	struct rift__list conns;
 	struct rift__list listeners;
+	struct rift__list bstreams; /* byte streams and their listeners
+				       (struct rift__bs_node), until freed */
 	struct rift__list paths;   /* every path, attached or not */
 	struct rift__list flushq;  /* paths to flush this round */
 	struct rift__list lingering_conns;   /* closed, still delivering */
@@ -845,6 +849,102 @@ static inline int rift__ctx_deferred(rift_ctx *ctx)
 /* Free the context's caches of small send buffers, of buffer headers
  * and of spare memory (session/buf.c). */
 void rift__ctx_free_small_bufs(rift_ctx *ctx);
+
+/* ---- byte streams (api/bytestream.c, transports/bytestream.c) ---- */
+/*
+ * A byte stream of a foreign protocol (rift.h, "Byte streams"): its
+ * transport is a struct rift__bs_ops, found by URL scheme in the
+ * registry; the backend embeds the generic struct first.  The generic
+ * life cycle (events, the close callback from a later round, the count
+ * the context's destruction checks) is transports/bytestream.c's.
+ */
+struct rift__bs_ops {
+	const char *scheme;	/* "valkey-rdma" */
+	/* Is it usable on this machine?  0 or a fallback reason. */
+	rift_fallback_reason (*available)(rift_ctx *ctx);
+	/* A new stream connecting to sa with an rx_size receive buffer:
+	 * the backend allocates it (rift__bs_init) and starts; 0 or RIFT_E*
+	 * with ctx's message set and nothing left behind. */
+	int (*connect)(rift_ctx *ctx, const struct sockaddr *sa,
+		       socklen_t len, uint32_t rx_size, rift_stream **out);
+	/* Listen on sa (l->port set); 0 or RIFT_E* with ctx's message. */
+	int (*listen)(rift_stream_listener *l, const struct sockaddr *sa,
+		      socklen_t len);
+	/* Stop listening: streams not yet accepted go, silently. */
+	void (*listen_close)(rift_stream_listener *l);
+	/* rift_stream_write on an established stream, not closing. */
+	int (*write)(rift_stream *s, const void *data, size_t len);
+	/* Deliver the bytes waiting (reading started again). */
+	void (*deliver)(rift_stream *s);
+	/* Close: write what was taken, then free every resource but the
+	 * handle and call rift__bs_closed. */
+	void (*close)(rift_stream *s);
+	/* Free the handle (after its close callback ran). */
+	void (*free)(rift_stream *s);
+};
+
+/* The registry's byte-stream transport for scheme ("valkey-rdma"), or NULL. */
+const struct rift__bs_ops *rift__bs_ops_by_scheme(const char *scheme);
+
+/* On ctx->bstreams, so the context cannot be destroyed under one. */
+struct rift__bs_node {
+	struct rift__list node;
+	rift_ctx *ctx;
+};
+
+struct rift_stream {
+	struct rift__bs_node bn;
+	const struct rift__bs_ops *ops;
+	rift_stream_callbacks cbs;
+	void *user;
+	void (*close_cb)(rift_stream *s);
+	rift_timer done;          /* runs close_cb, from a later round */
+	bool established;         /* CONNECTED, or accepted */
+	bool ended;               /* ERROR or DISCONNECTED delivered */
+	bool closing;             /* rift_stream_close called */
+	bool read_stopped;        /* rift_stream_read_stop in force */
+	uint32_t rx_size;         /* this side's receive buffer, bytes */
+	rift_stream_stats st;
+	char peer[64];            /* "10.77.0.2:40123" */
+	char errmsg[RIFT_ERRMSG_LEN];
+};
+
+struct rift_stream_listener {
+	struct rift__bs_node bn;
+	const struct rift__bs_ops *ops;
+	rift_stream_callbacks cbs;
+	void *user;
+	rift_stream_accept_cb on_accept;
+	void (*close_cb)(rift_stream_listener *l);
+	rift_timer done;          /* runs close_cb, from a later round */
+	bool closing;
+	int port;
+	uint32_t rx_size;         /* its streams' receive buffers, bytes */
+	rift__io io;              /* the backend's fd: here, so that it
+				     stays valid until the handle is freed */
+	void *transport_state;    /* the backend's */
+};
+
+/* Fill the generic part of a new stream (the backend's allocation,
+ * zeroed) and count it in ctx. */
+void rift__bs_init(rift_ctx *ctx, rift_stream *s,
+		   const struct rift__bs_ops *ops, uint32_t rx_size);
+/* Listeners: the same. */
+void rift__bs_listener_init(rift_ctx *ctx, rift_stream_listener *l,
+			    const struct rift__bs_ops *ops, uint32_t rx_size);
+/* Deliver an event (CONNECTED, ERROR, DISCONNECTED, WRITABLE), unless
+ * the stream is closing; ERROR and DISCONNECTED also end it, once, with
+ * the message (printf-like) kept as its last error. */
+void rift__bs_emit(rift_stream *s, rift_event_type type, int status,
+		   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* The backend has let go of everything but the handle after
+ * ops->close: close_cb runs from a later round, then ops->free. */
+void rift__bs_closed(rift_stream *s);
+/* Free a stream the application never saw (not accepted yet), from a
+ * later round, as every handle (its fds may be in this round's batch). */
+void rift__bs_drop(rift_stream *s);
+/* The listener's close: close_cb from a later round, then free. */
+void rift__bs_listener_closed(rift_stream_listener *l);
 
 /* ---- listener ---- */
 struct rift_listener {

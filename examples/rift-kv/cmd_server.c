@@ -628,7 +628,8 @@ static void client_line(struct kv_text *t, const struct kv_client *x,
 			kv_resp_parser_footprint(x->parser),
 		x->flags & KV_PAUSED ? (pend ? "w" : "") : (pend ? "rw" : "r"),
 		x->last_cmd ? x->last_cmd : "NULL",
-		!x->conn ? "tcp"
+		x->stream  ? "valkey-rdma"
+		: !x->conn ? "tcp"
 		: rift_conn_transport(x->conn) == RIFT_TRANSPORT_RDMA
 			? "rift-rdma"
 			: "rift-tcp");

@@ -60,6 +60,9 @@ static const struct knob {
 	[KV_RING_SIZE] = { "ring_size", T_INT, 4L << 10, 1L << 30,
 			   "bytes of the ring a replica exports", 1 },
 	[KV_REPLICA_FILE] = { "replica_file", T_PATH, 0, 0, "", 1 },
+	[KV_VALKEY_RDMA_PORT] = { "valkey_rdma_port", T_INT, 1, 65535,
+				  "port of Valkey's RDMA protocol" },
+	[KV_VALKEY_RDMA_BIND] = { "valkey_rdma_bind", T_ADDR, 0, 0, "" },
 };
 
 static bool parse_long(const char *s, long *out);
@@ -310,6 +313,8 @@ int kv_config_set(struct kv_config *c, const char *key, const char *value,
 	case KV_BACKLOG_SIZE: c->backlog_size = (size_t)v; break;
 	case KV_RING_SIZE: c->ring_size = (size_t)v; break;
 	case KV_REPLICA_FILE: copy_str(c->replica_file, value); break;
+	case KV_VALKEY_RDMA_PORT: c->valkey_rdma_port = (int)v; break;
+	case KV_VALKEY_RDMA_BIND: copy_str(c->valkey_rdma_bind, value); break;
 	case KV_KNOBS: break;
 	}
 	snprintf(c->origin[id], sizeof(c->origin[id]), "%s", origin);
@@ -544,6 +549,10 @@ static void usage(FILE *f)
 		"  --backlog-size N     bytes of log kept for partial resyncs\n"
 		"  --ring-size N        bytes of the ring a replica exports\n"
 		"  --replica-file PATH  where a replica keeps what it applied\n"
+		"  --valkey-rdma-port N Valkey's RDMA protocol on port N\n"
+		"                       (valkey-cli --rdma; off by default)\n"
+		"  --valkey-rdma-bind ADDR  ... on address ADDR (--rdma-bind's,\n"
+		"                       else --bind's)\n"
 		"Every option is a key of the config file's [network] or\n"
 		"[replication] with '-' for '_' (docs/rift-kv.md).\n");
 }
@@ -623,6 +632,29 @@ static int check_metrics(const struct kv_config *c, char *err, size_t errlen)
 	return 0;
 }
 
+/* Valkey's RDMA protocol: valkey_rdma_bind needs valkey_rdma_port, a
+ * port rdma_cm does not give the rift listener too (both listen in its
+ * TCP port space; RESP's TCP port may be the same, as with Valkey). */
+static int check_valkey_rdma(const struct kv_config *c, char *err,
+			     size_t errlen)
+{
+	if (c->origin[KV_VALKEY_RDMA_BIND][0] && !c->valkey_rdma_port) {
+		errf(err, errlen,
+		     "%s: valkey_rdma_bind cannot take effect: no "
+		     "valkey_rdma_port", c->origin[KV_VALKEY_RDMA_BIND]);
+		return -1;
+	}
+	if (c->valkey_rdma_port && c->valkey_rdma_port == c->rdma_port) {
+		errf(err, errlen,
+		     "%s: valkey_rdma_port %d is rdma_port too (%s): each "
+		     "RDMA listener needs a port of its own",
+		     c->origin[KV_VALKEY_RDMA_PORT], c->valkey_rdma_port,
+		     c->origin[KV_RDMA_PORT]);
+		return -1;
+	}
+	return 0;
+}
+
 int kv_config_check(struct kv_config *c, char *err, size_t errlen)
 {
 	static const enum kv_knob rdma_knobs[] = {
@@ -634,7 +666,7 @@ int kv_config_check(struct kv_config *c, char *err, size_t errlen)
 	};
 	const char *en = c->origin[KV_RDMA_ENABLED];
 
-	if (check_metrics(c, err, errlen))
+	if (check_metrics(c, err, errlen) || check_valkey_rdma(c, err, errlen))
 		return -1;
 	if (c->origin[KV_RING_SIZE][0] && !c->use_rdma_write) {
 		errf(err, errlen,

@@ -73,6 +73,8 @@ enum kv_knob {
 	KV_BACKLOG_SIZE,
 	KV_RING_SIZE,
 	KV_REPLICA_FILE,
+	KV_VALKEY_RDMA_PORT,
+	KV_VALKEY_RDMA_BIND,
 	KV_KNOBS
 };
 
@@ -102,6 +104,10 @@ struct kv_config {
 					 exports */
 	char replica_file[KV_CFG_STR]; /* replica: where it keeps what it
 					  applied, "" = nowhere */
+	/* Valkey's RDMA protocol (valkey_io.c): its port, 0 off, and its
+	 * numeric address, "" = rdma_bind's, else bind's */
+	int valkey_rdma_port;
+	char valkey_rdma_bind[KV_CFG_STR];
 	char config_file[KV_CFG_STR]; /* "" if none */
 	/* where each knob was set: "file.toml:12", "--rdma-port", or ""
 	 * (default) */

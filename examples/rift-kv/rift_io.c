@@ -79,37 +79,32 @@ static void flush(struct kv_client *c)
 		s->net_out += n;
 		c->opos += n;
 	}
-	c->opos = c->out.len = 0;
-	if (c->out.cap > ((size_t)64 << 10))
-		kv_resp_out_free(&c->out);
+	kv_client_out_sent(c);
 }
 
 /* After new requests or a writable window: send, go on with requests a
  * pause held back, then close or set the flow of deliveries. */
 static void service(struct kv_client *c)
 {
-	int stop;
-
 	if (c->flags & KV_CLOSING)
 		return;
-	kv_client_pump(c, flush);
-	if (c->flags & KV_CLOSE_ASAP) {
+	switch (kv_client_service(c, flush)) {
+	case KV_NEXT_ABORT:
 		kv_rift_abort(c);
-		return;
-	}
-	if ((c->flags & KV_CLOSE_AFTER_REPLY) && !kv_client_pending(c)) {
+		break;
+	case KV_NEXT_CLOSE:
 		/* In order: the replies queued go first. */
 		c->flags |= KV_CLOSING;
 		rift_conn_close(c->conn, on_closed);
-		return;
-	}
-	stop = (c->flags & (KV_PAUSED | KV_BLOCKED)) != 0;
-	if (stop && !(c->flags & KV_RIFT_STOPPED)) {
+		break;
+	case KV_NEXT_STOP:
 		rift_conn_recv_stop(c->conn);
-		c->flags |= KV_RIFT_STOPPED;
-	} else if (!stop && (c->flags & KV_RIFT_STOPPED)) {
+		break;
+	case KV_NEXT_START:
 		rift_conn_recv_start(c->conn);
-		c->flags &= ~(unsigned)KV_RIFT_STOPPED;
+		break;
+	case KV_NEXT_NONE:
+		break;
 	}
 }
 
@@ -121,7 +116,7 @@ void kv_rift_service(struct kv_client *c)
 static void on_recv(rift_conn *conn, rift_msg *m)
 {
 	struct kv_client *c = rift_conn_user(conn);
-	size_t len = rift_msg_len(m), left;
+	size_t len = rift_msg_len(m);
 
 	if (!c || (c->flags & (KV_CLOSING | KV_CLOSE_AFTER_REPLY)))
 		return;
@@ -129,36 +124,7 @@ static void on_recv(rift_conn *conn, rift_msg *m)
 		c->srv->rdma_msgs_recv++;
 		c->srv->rdma_bytes_recv += len;
 	}
-	c->srv->net_in += len;
-	/* Keep the bytes: a pause may leave some unparsed past this call
-	 * (the message is borrowed). */
-	left = c->ilen - c->ipos;
-	if (c->ipos) {
-		memmove(c->ibuf, c->ibuf + c->ipos, left);
-		c->ipos = 0;
-		c->ilen = left;
-	}
-	if (left + len > c->icap) {
-		char *p = realloc(c->ibuf, left + len);
-
-		if (!p) {
-			c->flags |= KV_CLOSE_ASAP;
-			service(c);
-			return;
-		}
-		c->ibuf = p;
-		c->icap = left + len;
-	}
-	if (len)
-		memcpy(c->ibuf + c->ilen, rift_msg_data(m), len);
-	c->ilen += len;
-	if (!(c->flags & (KV_PAUSED | KV_BLOCKED)))
-		kv_client_process(c);
-	if (c->icap > ((size_t)64 << 10) && c->ipos == c->ilen) {
-		free(c->ibuf); /* a big message's room is not kept */
-		c->ibuf = NULL;
-		c->icap = c->ipos = c->ilen = 0;
-	}
+	kv_client_feed(c, rift_msg_data(m), len);
 	service(c);
 }
 

@@ -178,6 +178,70 @@ void kv_client_pump(struct kv_client *c, void (*write)(struct kv_client *c))
 	}
 }
 
+void kv_client_out_sent(struct kv_client *c)
+{
+	c->opos = c->out.len = 0;
+	if (c->out.cap > ((size_t)64 << 10))
+		kv_resp_out_free(&c->out);
+}
+
+enum kv_next kv_client_service(struct kv_client *c,
+			       void (*write)(struct kv_client *c))
+{
+	int stop;
+
+	kv_client_pump(c, write);
+	if (c->flags & KV_CLOSE_ASAP)
+		return KV_NEXT_ABORT;
+	if ((c->flags & KV_CLOSE_AFTER_REPLY) && !kv_client_pending(c))
+		return KV_NEXT_CLOSE;
+	stop = (c->flags & (KV_PAUSED | KV_BLOCKED)) != 0;
+	if (stop && !(c->flags & KV_RIFT_STOPPED)) {
+		c->flags |= KV_RIFT_STOPPED;
+		return KV_NEXT_STOP;
+	}
+	if (!stop && (c->flags & KV_RIFT_STOPPED)) {
+		c->flags &= ~(unsigned)KV_RIFT_STOPPED;
+		return KV_NEXT_START;
+	}
+	return KV_NEXT_NONE;
+}
+
+int kv_client_feed(struct kv_client *c, const void *data, size_t len)
+{
+	size_t left = c->ilen - c->ipos;
+
+	c->srv->net_in += len;
+	/* Keep the bytes: a pause may leave some unparsed past this call
+	 * (the caller's are borrowed). */
+	if (c->ipos) {
+		memmove(c->ibuf, c->ibuf + c->ipos, left);
+		c->ipos = 0;
+		c->ilen = left;
+	}
+	if (left + len > c->icap) {
+		char *p = realloc(c->ibuf, left + len);
+
+		if (!p) {
+			c->flags |= KV_CLOSE_ASAP;
+			return -1;
+		}
+		c->ibuf = p;
+		c->icap = left + len;
+	}
+	if (len)
+		memcpy(c->ibuf + c->ilen, data, len);
+	c->ilen += len;
+	if (!(c->flags & (KV_PAUSED | KV_BLOCKED)))
+		kv_client_process(c);
+	if (c->icap > ((size_t)64 << 10) && c->ipos == c->ilen) {
+		free(c->ibuf); /* a big request's room is not kept */
+		c->ibuf = NULL;
+		c->icap = c->ipos = c->ilen = 0;
+	}
+	return 0;
+}
+
 /* ---- TCP clients ---- */
 
 ssize_t kv_send_some(int fd, const char *buf, size_t len, size_t *pos)
@@ -253,6 +317,8 @@ void kv_client_resume(struct kv_client *c)
 	kv_client_process(c);
 	if (c->conn)
 		kv_rift_service(c);
+	else if (c->stream)
+		kv_valkey_service(c);
 	else
 		tcp_service(c);
 }
@@ -474,6 +540,7 @@ static int watch(int ep, int fd, void *ptr)
  * that the context can be destroyed. */
 static void rift_shutdown(struct kv_server *s)
 {
+	kv_valkey_shutdown(s);
 	for (struct kv_client *c = s->clients; c; c = c->next)
 		if (c->conn && !(c->flags & KV_CLOSING))
 			kv_rift_abort(c);
@@ -550,12 +617,15 @@ int main(int argc, char **argv)
 	}
 	if (s->cfg.rdma_enabled && kv_rift_listen(s))
 		goto out_rift;
-	if (kv_repl_init(s))
+	if (kv_repl_init(s) ||
+	    (s->cfg.valkey_rdma_port && kv_valkey_listen(s)))
 		goto out_rift;
 	if (s->cfg.metrics_port >= 0 && kv_metrics_start(s))
 		goto out_rift;
 	printf("rift-kv: ready: RESP on tcp %s:%d%s%s", s->cfg.bind,
 	       s->cfg.port, s->rl ? ", rift on " : "", s->rift_url);
+	if (s->vl)
+		printf(", valkey-rdma on %s", s->valkey_url);
 	if (s->metrics) {
 		const char *ma = s->cfg.metrics_bind[0] ? s->cfg.metrics_bind
 							 : s->cfg.bind;
@@ -570,7 +640,7 @@ int main(int argc, char **argv)
 	rc = 0;
 	for (struct kv_client *c = s->clients, *next; c; c = next) {
 		next = c->next;
-		if (!c->conn)
+		if (!c->conn && !c->stream)
 			kv_client_free(c);
 	}
 out_rift:

@@ -54,6 +54,7 @@ struct kv_client {
 	uint64_t id;            /* CLIENT ID */
 	int fd;                 /* TCP socket, or -1 */
 	rift_conn *conn;        /* rift connection, or NULL */
+	rift_stream *stream;    /* Valkey RDMA stream, or NULL */
 	unsigned flags;         /* enum kv_client_flags */
 	uint32_t events;        /* epoll mask in force */
 	kv_resp_parser *parser;
@@ -88,6 +89,9 @@ struct kv_server {
 	rift_listener *rl;       /* RESP over rift, or NULL */
 	rift_timer *cron;
 	char rift_url[300];      /* the rift listener's URL, or "" */
+	rift_stream_listener *vl; /* Valkey's RDMA protocol, or NULL */
+	char valkey_url[300];    /* its URL, or "" */
+	size_t valkey_clients;   /* of nclients, on vl's streams */
 	struct kv_client *clients;
 	size_t nclients;         /* TCP and rift */
 	size_t rift_clients;     /* of those, rift */
@@ -212,6 +216,29 @@ void kv_rift_abort(struct kv_client *c);
 /* Send what rift client c has waiting, go on with its requests, close
  * it or set its flow as its flags say (after WAIT, a log appended). */
 void kv_rift_service(struct kv_client *c);
+/* Valkey's RDMA protocol (valkey_io.c): listen on valkey_rdma_bind and
+ * valkey_rdma_port, 0 or -1 having printed why; close the listener and
+ * every stream (their clients are freed by the close callbacks). */
+int kv_valkey_listen(struct kv_server *s);
+void kv_valkey_shutdown(struct kv_server *s);
+/* Send what stream client c has waiting, go on with its requests, close
+ * it or set its flow as its flags say (after WAIT). */
+void kv_valkey_service(struct kv_client *c);
+/* All of c's output went (over rift): empty it, and let go of a large
+ * buffer (one big reply's room is not kept). */
+void kv_client_out_sent(struct kv_client *c);
+/* What a rift client (a connection or a stream) is to do after
+ * kv_client_service: abort, close in order once its replies are out,
+ * stop or start reading (KV_RIFT_STOPPED follows), or nothing. */
+enum kv_next { KV_NEXT_NONE, KV_NEXT_ABORT, KV_NEXT_CLOSE, KV_NEXT_STOP,
+	       KV_NEXT_START };
+/* Pump c with write (kv_client_pump) and say what is next. */
+enum kv_next kv_client_service(struct kv_client *c,
+			       void (*write)(struct kv_client *c));
+/* Take len bytes of c's request stream (a rift message, a stream's
+ * read) and run what they complete, unless paused.  0, or -1 when out
+ * of memory (c then has KV_CLOSE_ASAP). */
+int kv_client_feed(struct kv_client *c, const void *data, size_t len);
 
 /* Send buf[*pos, len) on the non-blocking socket fd as far as it takes,
  * *pos moved on: the bytes sent (0 when it would block), or -1 when the

@@ -308,6 +308,7 @@ int rift_ctx_create(rift_ctx **out, const rift_config *cfg)
 	ctx->epfd = ctx->evfd = ctx->tfd = -1;
 	rift__list_init(&ctx->conns);
 	rift__list_init(&ctx->listeners);
+	rift__list_init(&ctx->bstreams);
 	rift__list_init(&ctx->paths);
 	rift__list_init(&ctx->flushq);
 	rift__list_init(&ctx->lingering_conns);
@@ -357,15 +358,17 @@ static int ctx_busy(rift_ctx *ctx)
 	if (!rift__list_empty(&ctx->conns) || !rift__list_empty(&ctx->listeners) ||
 	    !rift__list_empty(&ctx->closing_conns) ||
 	    !rift__list_empty(&ctx->closing_listeners) || ctx->n_timers ||
-	    rift__rma_mems(ctx))
+	    rift__rma_mems(ctx) || !rift__list_empty(&ctx->bstreams))
 		return rift__ctx_fail(ctx, RIFT_EBUSY,
 				      "rift_ctx_destroy: %llu connections, "
-				      "%llu listeners, %llu timers and %zu "
-				      "registered regions still open",
+				      "%llu listeners, %llu timers, %zu "
+				      "registered regions and %zu byte streams "
+				      "or their listeners still open",
 				      (unsigned long long)ctx->stats.conns_active,
 				      (unsigned long long)ctx->stats.listeners_active,
 				      (unsigned long long)ctx->n_timers,
-				      rift__rma_mems(ctx));
+				      rift__rma_mems(ctx),
+				      rift__list_len(&ctx->bstreams));
 	return 0;
 }
 

@@ -144,6 +144,7 @@ int rift__url_parse(const char *url, struct rift__url *out, char *err,
 		{ "tcp://", RIFT_SCHEME_TCP },
 		{ "rdma://", RIFT_SCHEME_RDMA },
 		{ "auto://", RIFT_SCHEME_AUTO },
+		{ "valkey-rdma://", RIFT_SCHEME_VALKEY_RDMA },
 	};
 	const char *s = NULL, *q, *end;
 
@@ -386,6 +387,12 @@ int rift__url_take(rift_ctx *ctx, const char *url, struct rift__url *out,
 
 	if (rc)
 		return rc;
+	if (out->scheme == RIFT_SCHEME_VALKEY_RDMA)
+		return rift__ctx_fail(ctx, RIFT_EINVAL,
+				      "url '%s': valkey-rdma:// carries a byte "
+				      "stream, not rift's messages: open it "
+				      "with rift_stream_connect or "
+				      "rift_stream_listen", url);
 	if (!out->n_opts)
 		return 0;
 	if (!cfg)

@@ -6,60 +6,17 @@
 #include <string.h>
 
 #include "internal.h"
+#include "util/be.h"
 #include "util/secret.h"
-
-/* Big-endian fields through single loads and stores: a frame header is
- * encoded and decoded once per message. */
-static void put16(uint8_t *p, uint16_t v)
-{
-	v = htobe16(v);
-	memcpy(p, &v, sizeof(v));
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	v = htobe32(v);
-	memcpy(p, &v, sizeof(v));
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	v = htobe64(v);
-	memcpy(p, &v, sizeof(v));
-}
-
-static uint16_t get16(const uint8_t *p)
-{
-	uint16_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return be16toh(v);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return be32toh(v);
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return be64toh(v);
-}
 
 void rift__hdr_encode(uint8_t *out, const struct rift__hdr *h)
 {
-	put16(out, RIFT_WIRE_MAGIC);
+	rift__put16(out, RIFT_WIRE_MAGIC);
 	out[2] = RIFT_WIRE_VERSION;
 	out[3] = h->type;
-	put32(out + 4, h->len);
-	put64(out + 8, h->seq);
-	put64(out + 16, h->ack);
+	rift__put32(out + 4, h->len);
+	rift__put64(out + 8, h->seq);
+	rift__put64(out + 16, h->ack);
 }
 
 int rift__hdr_decode(const uint8_t *in, size_t n, uint64_t max_msg,
@@ -67,7 +24,7 @@ int rift__hdr_decode(const uint8_t *in, size_t n, uint64_t max_msg,
 {
 	if (n < RIFT_HDR_SIZE)
 		return RIFT_EAGAIN;
-	if (get16(in) != RIFT_WIRE_MAGIC) {
+	if (rift__get16(in) != RIFT_WIRE_MAGIC) {
 		*why = "bad magic";
 		return RIFT_EPROTO;
 	}
@@ -76,9 +33,9 @@ int rift__hdr_decode(const uint8_t *in, size_t n, uint64_t max_msg,
 		return RIFT_EPROTO;
 	}
 	h->type = in[3];
-	h->len = get32(in + 4);
-	h->seq = get64(in + 8);
-	h->ack = get64(in + 16);
+	h->len = rift__get32(in + 4);
+	h->seq = rift__get64(in + 8);
+	h->ack = rift__get64(in + 16);
 
 	switch (h->type) {
 	case RIFT_FRAME_HELLO:
@@ -167,14 +124,14 @@ int rift__hdr_decode(const uint8_t *in, size_t n, uint64_t max_msg,
 /* Bytes 0..55 of a handshake payload: a hello's, and a JOIN's. */
 static void hello_put(uint8_t *out, const struct rift__hello *m)
 {
-	put32(out, m->proto);
-	put32(out + 4, m->flags);
-	put64(out + 8, m->session_id);
-	put64(out + 16, m->recv_seq);
-	put64(out + 24, m->max_msg_size);
-	put64(out + 32, m->window);
-	put64(out + 40, m->held_seq);
-	put64(out + 48, m->attach);
+	rift__put32(out, m->proto);
+	rift__put32(out + 4, m->flags);
+	rift__put64(out + 8, m->session_id);
+	rift__put64(out + 16, m->recv_seq);
+	rift__put64(out + 24, m->max_msg_size);
+	rift__put64(out + 32, m->window);
+	rift__put64(out + 40, m->held_seq);
+	rift__put64(out + 48, m->attach);
 }
 
 size_t rift__hello_encode(uint8_t *out, const struct rift__hello *m)
@@ -189,14 +146,14 @@ size_t rift__hello_encode(uint8_t *out, const struct rift__hello *m)
 static int hello_get(const uint8_t *in, struct rift__hello *m,
 		     const char **why)
 {
-	m->proto = get32(in);
-	m->flags = get32(in + 4);
-	m->session_id = get64(in + 8);
-	m->recv_seq = get64(in + 16);
-	m->max_msg_size = get64(in + 24);
-	m->window = get64(in + 32);
-	m->held_seq = get64(in + 40);
-	m->attach = get64(in + 48);
+	m->proto = rift__get32(in);
+	m->flags = rift__get32(in + 4);
+	m->session_id = rift__get64(in + 8);
+	m->recv_seq = rift__get64(in + 16);
+	m->max_msg_size = rift__get64(in + 24);
+	m->window = rift__get64(in + 32);
+	m->held_seq = rift__get64(in + 40);
+	m->attach = rift__get64(in + 48);
 	if (m->proto != RIFT_WIRE_VERSION) {
 		*why = "unsupported protocol version in handshake";
 		return RIFT_EPROTO;
@@ -367,8 +324,8 @@ size_t rift__path_ctl_encode(uint8_t *out, const struct rift__path_ctl *m)
 {
 	out[0] = m->op;
 	out[1] = m->path_id;
-	put16(out + 2, m->reason);
-	put32(out + 4, 0);
+	rift__put16(out + 2, m->reason);
+	rift__put32(out + 4, 0);
 	return RIFT_PATH_CTL_SIZE;
 }
 
@@ -376,7 +333,7 @@ void rift__path_ctl_decode(const uint8_t *in, struct rift__path_ctl *m)
 {
 	m->op = in[0];
 	m->path_id = in[1];
-	m->reason = get16(in + 2);
+	m->reason = rift__get16(in + 2);
 }
 
 size_t rift__error_encode(uint8_t *out, int32_t code, const char *text)
@@ -385,8 +342,8 @@ size_t rift__error_encode(uint8_t *out, int32_t code, const char *text)
 
 	if (tl > RIFT_ERROR_TEXT_MAX)
 		tl = RIFT_ERROR_TEXT_MAX;
-	put32(out, (uint32_t)code);
-	put16(out + 4, (uint16_t)tl);
+	rift__put32(out, (uint32_t)code);
+	rift__put16(out + 4, (uint16_t)tl);
 	memcpy(out + 6, text, tl);
 	return 6 + tl;
 }
@@ -400,12 +357,12 @@ int rift__error_decode(const uint8_t *in, size_t n,
 		*why = "error payload of impossible length";
 		return RIFT_EPROTO;
 	}
-	tl = get16(in + 4);
+	tl = rift__get16(in + 4);
 	if (tl != n - 6) {
 		*why = "error text length does not match the frame";
 		return RIFT_EPROTO;
 	}
-	m->code = (int32_t)get32(in);
+	m->code = (int32_t)rift__get32(in);
 	if (m->code >= 0) {
 		*why = "error frame with a non-negative code";
 		return RIFT_EPROTO;
@@ -482,17 +439,17 @@ int rift__token_encode(const struct rift__token *t,
 	}
 	p[0] = RIFT_TOKEN_VERSION;
 	p[1] = t->access;
-	put16(p + 2, t->n);
-	put32(p + 4, t->export_id);
-	put64(p + 8, t->session_id);
-	put64(p + 16, t->base);
-	put64(p + 24, t->len);
+	rift__put16(p + 2, t->n);
+	rift__put32(p + 4, t->export_id);
+	rift__put64(p + 8, t->session_id);
+	rift__put64(p + 16, t->base);
+	rift__put64(p + 24, t->len);
 	for (unsigned i = 0; i < t->n; i++) {
 		uint8_t *e = p + RIFT_TOKEN_FIXED + RIFT_TOKEN_ENTRY * i;
 
-		put64(e, t->e[i].scope);
-		put32(e + 8, t->e[i].key);
-		put32(e + 12, t->e[i].kind);
+		rift__put64(e, t->e[i].scope);
+		rift__put32(e + 8, t->e[i].key);
+		rift__put32(e + 12, t->e[i].kind);
 	}
 	token_tag(p, body, key, p + body);
 	*len = need;
@@ -514,11 +471,11 @@ int rift__token_decode(const void *in, size_t n, struct rift__token *t,
 	}
 	memset(t, 0, sizeof(*t));
 	t->access = p[1];
-	t->n = get16(p + 2);
-	t->export_id = get32(p + 4);
-	t->session_id = get64(p + 8);
-	t->base = get64(p + 16);
-	t->len = get64(p + 24);
+	t->n = rift__get16(p + 2);
+	t->export_id = rift__get32(p + 4);
+	t->session_id = rift__get64(p + 8);
+	t->base = rift__get64(p + 16);
+	t->len = rift__get64(p + 24);
 	if (t->n > RIFT_TOKEN_ENTRIES_MAX) {
 		*why = "more entries than a token holds";
 		return RIFT_EINVAL;
@@ -530,9 +487,9 @@ int rift__token_decode(const void *in, size_t n, struct rift__token *t,
 	for (unsigned i = 0; i < t->n; i++) {
 		const uint8_t *e = p + RIFT_TOKEN_FIXED + RIFT_TOKEN_ENTRY * i;
 
-		t->e[i].scope = get64(e);
-		t->e[i].key = get32(e + 8);
-		t->e[i].kind = get32(e + 12);
+		t->e[i].scope = rift__get64(e);
+		t->e[i].key = rift__get32(e + 8);
+		t->e[i].kind = rift__get32(e + 12);
 	}
 	return token_check(t, why);
 }
@@ -569,12 +526,12 @@ void rift__rma_hdr_encode(uint8_t *out, const struct rift__rma_hdr *m)
 {
 	out[0] = m->op;
 	out[1] = 0;
-	put16(out + 2, m->tok_len);
-	put32(out + 4, (uint32_t)m->status);
-	put64(out + 8, m->id);
-	put64(out + 16, m->off);
-	put64(out + 24, m->len);
-	put64(out + 32, m->tag);
+	rift__put16(out + 2, m->tok_len);
+	rift__put32(out + 4, (uint32_t)m->status);
+	rift__put64(out + 8, m->id);
+	rift__put64(out + 16, m->off);
+	rift__put64(out + 24, m->len);
+	rift__put64(out + 32, m->tag);
 }
 
 int rift__rma_hdr_decode(const uint8_t *in, size_t n, struct rift__rma_hdr *m,
@@ -587,12 +544,12 @@ int rift__rma_hdr_decode(const uint8_t *in, size_t n, struct rift__rma_hdr *m,
 		return RIFT_EPROTO;
 	}
 	m->op = in[0];
-	m->tok_len = get16(in + 2);
-	m->status = (int32_t)get32(in + 4);
-	m->id = get64(in + 8);
-	m->off = get64(in + 16);
-	m->len = get64(in + 24);
-	m->tag = get64(in + 32);
+	m->tok_len = rift__get16(in + 2);
+	m->status = (int32_t)rift__get32(in + 4);
+	m->id = rift__get64(in + 8);
+	m->off = rift__get64(in + 16);
+	m->len = rift__get64(in + 24);
+	m->tag = rift__get64(in + 32);
 	if (in[1] != 0) {
 		*why = "RMA frame with reserved bits set";
 		return RIFT_EPROTO;

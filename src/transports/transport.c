@@ -11,6 +11,8 @@
  * constant: with link-time optimization the walks below fold into direct
  * calls.
  */
+#include <string.h>
+
 #include "internal.h"
 #include "transports/tcp.h"
 #include "transports/verbs/rdma.h"
@@ -35,6 +37,19 @@ const struct rift__transport_ops *rift__transport_by_scheme(rift__scheme s)
 	FOR_EACH_TRANSPORT(t)
 		if ((*t)->scheme == s)
 			return *t;
+	return NULL;
+}
+
+/* Byte-stream transports (rift_stream_*), by URL scheme. */
+static const struct rift__bs_ops *const bs_transports[] = {
+	&rift__valkey_rdma_ops,
+};
+
+const struct rift__bs_ops *rift__bs_ops_by_scheme(const char *scheme)
+{
+	for (size_t i = 0; i < RIFT_ARRAY_SIZE(bs_transports); i++)
+		if (!strcmp(bs_transports[i]->scheme, scheme))
+			return bs_transports[i];
 	return NULL;
 }
 

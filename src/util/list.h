@@ -43,6 +43,16 @@ static inline void rift__list_del(struct rift__list *n)
 	n->next = n->prev = n;
 }
 
+/* Entries on the list (walks it: not for a per-message path). */
+static inline size_t rift__list_len(const struct rift__list *l)
+{
+	size_t n = 0;
+
+	for (const struct rift__list *it = l->next; it != l; it = it->next)
+		n++;
+	return n;
+}
+
 #define rift__list_entry(ptr, type, member)                                   \
 	((type *)(void *)((char *)(ptr)-offsetof(type, member)))
 

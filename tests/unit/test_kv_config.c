@@ -266,3 +266,31 @@ TEST(kv_config_request_limits)
 		       "effect: a whole command is at most "
 		       "client_query_buffer_limit 4194304 (");
 }
+
+/* Valkey's RDMA protocol: off unless valkey_rdma_port is set; RESP's TCP
+ * port may share its number (as Valkey's do), the rift listener not. */
+TEST(kv_config_valkey_rdma)
+{
+	struct kv_config c;
+	char err[KV_CFG_ERRLEN];
+	char *args[] = { "rift-kv", "--valkey-rdma-port", "6379",
+			 "--valkey-rdma-bind", "10.77.0.1", NULL };
+
+	CHECK_STR(load(&c, "[network]\n"), "");
+	CHECK_EQ(c.valkey_rdma_port, 0);
+	CHECK_STR(load(&c, "[network]\nvalkey_rdma_port = 6379\n"), "");
+	CHECK_EQ(c.valkey_rdma_port, 6379);
+	CHECK_EQ(c.rdma_enabled, 0); /* the rift listener stays off */
+	kv_config_defaults(&c);
+	CHECK_EQ(kv_config_args(&c, 5, args, err, sizeof(err)), 0);
+	CHECK_EQ(c.valkey_rdma_port, 6379);
+	CHECK_STR(c.valkey_rdma_bind, "10.77.0.1");
+	CHECK_CONTAINS(load(&c, "[network]\nvalkey_rdma_bind = \"10.0.0.1\"\n"),
+		       ".toml:2: valkey_rdma_bind cannot take effect: no "
+		       "valkey_rdma_port");
+	CHECK_CONTAINS(load(&c, "[network]\nrdma_port = 7400\n"
+				"valkey_rdma_port = 7400\n"),
+		       ".toml:3: valkey_rdma_port 7400 is rdma_port too");
+	CHECK_CONTAINS(load(&c, "[network]\nvalkey_rdma_bind = \"host\"\n"),
+		       "is not a numeric");
+}

@@ -394,6 +394,98 @@ NULL_CHECK(rift_msg_release)
 	rift_msg_release(NULL);
 }
 
+static void on_stream_accept(rift_stream_listener *l, rift_stream *st)
+{
+	(void)l, (void)st;
+}
+
+NULL_CHECK(rift_stream_connect)
+{
+	rift_stream *st = (rift_stream *)&st;
+
+	CHECK_EQ(rift_stream_connect(NULL, "valkey-rdma://127.0.0.1:1", NULL,
+				     NULL, &st),
+		 RIFT_EINVAL);
+	CHECK(st == NULL);
+	CHECK_EQ(rift_stream_connect(NULL, NULL, NULL, NULL, NULL),
+		 RIFT_EINVAL);
+}
+NULL_CHECK(rift_stream_listen)
+{
+	rift_stream_listener *l = (rift_stream_listener *)&l;
+
+	CHECK_EQ(rift_stream_listen(NULL, "valkey-rdma://127.0.0.1:0", NULL,
+				    NULL, on_stream_accept, &l),
+		 RIFT_EINVAL);
+	CHECK(l == NULL);
+	CHECK_EQ(rift_stream_listen(NULL, NULL, NULL, NULL, NULL, NULL),
+		 RIFT_EINVAL);
+}
+NULL_CHECK(rift_stream_listener_port)
+{
+	CHECK_EQ(rift_stream_listener_port(NULL), RIFT_EINVAL);
+}
+NULL_CHECK(rift_stream_listener_user)
+{
+	CHECK(rift_stream_listener_user(NULL) == NULL);
+}
+NULL_CHECK(rift_stream_listener_close)
+{
+	rift_stream_listener_close(NULL, NULL);
+}
+NULL_CHECK(rift_stream_write)
+{
+	CHECK_EQ(rift_stream_write(NULL, "x", 1), RIFT_EINVAL);
+}
+NULL_CHECK(rift_stream_read_stop)
+{
+	CHECK_EQ(rift_stream_read_stop(NULL), RIFT_EINVAL);
+}
+NULL_CHECK(rift_stream_read_start)
+{
+	CHECK_EQ(rift_stream_read_start(NULL), RIFT_EINVAL);
+}
+NULL_CHECK(rift_stream_close)
+{
+	rift_stream_close(NULL, NULL);
+}
+NULL_CHECK(rift_stream_user)
+{
+	CHECK(rift_stream_user(NULL) == NULL);
+}
+NULL_CHECK(rift_stream_set_user)
+{
+	rift_stream_set_user(NULL, NULL);
+}
+NULL_CHECK(rift_stream_set_callbacks)
+{
+	rift_stream_set_callbacks(NULL, NULL);
+}
+NULL_CHECK(rift_stream_ctx)
+{
+	CHECK(rift_stream_ctx(NULL) == NULL);
+}
+NULL_CHECK(rift_stream_peer)
+{
+	CHECK_STR(rift_stream_peer(NULL), "");
+}
+NULL_CHECK(rift_stream_last_error)
+{
+	CHECK_STR(rift_stream_last_error(NULL), "");
+}
+NULL_CHECK(rift__stream_stats_init)
+{
+	rift__stream_stats_init(NULL, 0);
+}
+NULL_CHECK(rift_stream_stats_get)
+{
+	rift_stream_stats st;
+
+	rift_stream_stats_init(&st);
+	CHECK_EQ(rift_stream_stats_get(NULL, &st), RIFT_EINVAL);
+	CHECK_EQ(rift_stream_stats_get(NULL, NULL), RIFT_EINVAL);
+}
+
 #define ENTRY(fn) { #fn, null_##fn }
 static const struct api_check api[] = {
 	ENTRY(rift_version),
@@ -472,6 +564,23 @@ static const struct api_check api[] = {
 	ENTRY(rift_conn_read),
 	ENTRY(rift_conn_write),
 	ENTRY(rift_conn_write_notify),
+	ENTRY(rift_stream_connect),
+	ENTRY(rift_stream_listen),
+	ENTRY(rift_stream_listener_port),
+	ENTRY(rift_stream_listener_user),
+	ENTRY(rift_stream_listener_close),
+	ENTRY(rift_stream_write),
+	ENTRY(rift_stream_read_stop),
+	ENTRY(rift_stream_read_start),
+	ENTRY(rift_stream_close),
+	ENTRY(rift_stream_user),
+	ENTRY(rift_stream_set_user),
+	ENTRY(rift_stream_set_callbacks),
+	ENTRY(rift_stream_ctx),
+	ENTRY(rift_stream_peer),
+	ENTRY(rift_stream_last_error),
+	ENTRY(rift__stream_stats_init),
+	ENTRY(rift_stream_stats_get),
 };
 
 TEST(every_public_call_takes_a_null_handle)

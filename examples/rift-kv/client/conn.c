@@ -17,10 +17,8 @@ static void down(struct kvc *k, const char *why)
 	k->state = KVC_DOWN;
 }
 
-static void on_event(rift_conn *conn, const rift_event *ev)
+static void on_event_k(struct kvc *k, const rift_event *ev)
 {
-	struct kvc *k = rift_conn_user(conn);
-
 	switch (ev->type) {
 	case RIFT_EVENT_CONNECTED:
 		k->state = KVC_UP;
@@ -40,11 +38,19 @@ static void on_event(rift_conn *conn, const rift_event *ev)
 	}
 }
 
-static void on_recv(rift_conn *conn, rift_msg *m)
+static void on_event(rift_conn *conn, const rift_event *ev)
 {
-	struct kvc *k = rift_conn_user(conn);
-	size_t n = rift_msg_len(m);
+	on_event_k(rift_conn_user(conn), ev);
+}
 
+static void on_stream_event(rift_stream *st, const rift_event *ev)
+{
+	on_event_k(rift_stream_user(st), ev);
+}
+
+/* Bytes of replies arrived (borrowed): keep them. */
+static void take_in(struct kvc *k, const void *data, size_t n)
+{
 	if (n > k->icap - k->ilen) {
 		size_t cap = k->icap ? k->icap : 4096;
 		char *p;
@@ -59,21 +65,37 @@ static void on_recv(rift_conn *conn, rift_msg *m)
 		k->in = p;
 		k->icap = cap;
 	}
-	memcpy(k->in + k->ilen, rift_msg_data(m), n);
+	memcpy(k->in + k->ilen, data, n);
 	k->ilen += n;
 	if (k->on_data)
 		k->on_data(k);
+}
+
+static void on_recv(rift_conn *conn, rift_msg *m)
+{
+	take_in(rift_conn_user(conn), rift_msg_data(m), rift_msg_len(m));
+}
+
+static void on_read(rift_stream *st, const void *data, size_t n)
+{
+	take_in(rift_stream_user(st), data, n);
 }
 
 int kvc_open(struct kvc *k, rift_ctx *ctx, const char *url)
 {
 	static const rift_conn_callbacks cbs = { .on_event = on_event,
 						 .on_recv = on_recv };
+	static const rift_stream_callbacks scbs = {
+		.on_event = on_stream_event, .on_read = on_read
+	};
 	int rc;
 
 	k->state = KVC_CONNECTING;
 	k->msg_max = KVC_MSG_MAX;
-	rc = rift_connect(ctx, url, &cbs, k, &k->conn);
+	if (strncmp(url, "valkey-rdma://", 14) == 0)
+		rc = rift_stream_connect(ctx, url, &scbs, k, &k->stream);
+	else
+		rc = rift_connect(ctx, url, &cbs, k, &k->conn);
 	if (rc) {
 		snprintf(k->err, sizeof(k->err), "%s", rift_ctx_last_error(ctx));
 		k->state = KVC_DOWN;
@@ -127,9 +149,19 @@ int kvc_flush(struct kvc *k)
 		size_t n = len - k->opos;
 		int rc;
 
-		if (n > k->msg_max)
-			n = k->msg_max;
-		rc = rift_conn_send(k->conn, src + k->opos, n);
+		if (k->stream) {
+			/* Takes what the server's buffer has room for. */
+			rc = rift_stream_write(k->stream, src + k->opos, n);
+			if (rc > 0) {
+				k->opos += (size_t)rc;
+				k->blocked = k->opos < len;
+				continue;
+			}
+		} else {
+			if (n > k->msg_max)
+				n = k->msg_max;
+			rc = rift_conn_send(k->conn, src + k->opos, n);
+		}
 		if (rc == RIFT_EAGAIN) {
 			k->blocked = 1;
 			return 0;
@@ -176,6 +208,11 @@ void kvc_transport(const struct kvc *k, char *buf, size_t n)
 {
 	rift_transport t = k->conn ? rift_conn_transport(k->conn)
 				   : RIFT_TRANSPORT_NONE;
+
+	if (k->stream) {
+		snprintf(buf, n, "valkey-rdma");
+		return;
+	}
 	rift_fallback_reason r = k->conn ? rift_conn_fallback_reason(k->conn)
 					 : RIFT_FALLBACK_NONE;
 
@@ -190,7 +227,10 @@ void kvc_close(struct kvc *k)
 {
 	if (k->conn)
 		rift_conn_abort(k->conn, NULL);
+	if (k->stream)
+		rift_stream_close(k->stream, NULL);
 	k->conn = NULL;
+	k->stream = NULL;
 	kv_resp_out_free(&k->out);
 	free(k->in);
 	k->in = NULL;

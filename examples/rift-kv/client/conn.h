@@ -1,13 +1,17 @@
 /*
  * conn.h - a connection of rift-kv's client tools (rift-kv-cli,
  * rift-kv-benchmark) to rift-kv's rift listener: RESP commands out, RESP
- * replies in, over one rift connection (tcp://, rdma:// or auto://).
+ * replies in, over one rift connection (tcp://, rdma:// or auto://), or
+ * one rift byte stream in Valkey's RDMA protocol (valkey-rdma://), which
+ * reaches valkey-server as well.
  *
  * As on the server's side (rift_io.c), the connection carries a RESP
  * byte stream in messages: the commands queued between two flushes go as
  * one message (cut at KVC_MSG_MAX bytes), and the replies arrive in
  * messages that may end anywhere, so they are gathered until one is
- * whole (reply.h).  Everything runs on the thread of the rift context.
+ * whole (reply.h).  A byte stream carries the same bytes, cut where the
+ * server's advertised buffer ends.  Everything runs on the thread of the
+ * rift context.
  */
 #ifndef RIFT_KV_CLIENT_CONN_H
 #define RIFT_KV_CLIENT_CONN_H
@@ -30,6 +34,7 @@ enum kvc_state {
 
 struct kvc {
 	rift_conn *conn;        /* NULL once closed */
+	rift_stream *stream;    /* valkey-rdma://: instead of conn */
 	enum kvc_state state;
 	char err[256];          /* why it is down */
 	struct kv_resp_out out; /* commands queued; [opos, out.len) unsent */

@@ -11,6 +11,8 @@
 #include "internal.h"
 
 extern const struct rift__transport_ops rift__rdma_ops;
+/* Valkey's RDMA protocol as a byte stream (valkey_rdma.c). */
+extern const struct rift__bs_ops rift__valkey_rdma_ops;
 
 /* Tests: a figure of the current verbs path (0 on another transport). */
 enum rift__rdma_figure {

@@ -99,6 +99,15 @@ void rift__vb_id_destroy(struct rdma_cm_id *id)
 		rdma_destroy_id(id);
 }
 
+int rift__vb_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *ch,
+			rift__vb_err err)
+{
+	COUNT(migrate_id);
+	if (rdma_migrate_id(id, ch))
+		return rift__vb_fail(err, "rdma_migrate_id", errno);
+	return 0;
+}
+
 int rift__vb_resolve_addr(struct rdma_cm_id *id, const struct sockaddr *src,
 			  const struct sockaddr *dst, int timeout_ms,
 			  rift__vb_err err)
@@ -460,22 +469,39 @@ void rift__vb_pool_dereg(void *handle)
 	rift__vb_dereg_mr(handle);
 }
 
-int rift__vb_reg_mr(struct ibv_pd *pd, void *addr, size_t len, bool mw,
-		    struct ibv_mr **out, rift__vb_err err)
+/* ibv_reg_mr with access, counted, with the fault point of test builds. */
+static int reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access,
+		  struct ibv_mr **out, rift__vb_err err)
 {
 	COUNT(reg_mr);
 	if (rift__fault_hit(RIFT_FAULT_IBV_REG_MR))
 		return rift__vb_fail(err, "ibv_reg_mr (fault point)", ENOMEM);
+	*out = ibv_reg_mr(pd, addr, len, access);
+	if (!*out)
+		return rift__vb_fail(err, "ibv_reg_mr", errno);
+	return 0;
+}
+
+int rift__vb_reg_mr(struct ibv_pd *pd, void *addr, size_t len, bool mw,
+		    struct ibv_mr **out, rift__vb_err err)
+{
 	/* No remote access through the region's own rkey, ever: it covers
 	 * every connection's buffers.  A peer READs a rendezvous message
 	 * through a memory window bound over that message alone (MW_BIND),
 	 * and nothing lets a peer write into the pool. */
-	*out = ibv_reg_mr(pd, addr, len,
-			  IBV_ACCESS_LOCAL_WRITE |
-				  (mw ? IBV_ACCESS_MW_BIND : 0));
-	if (!*out)
-		return rift__vb_fail(err, "ibv_reg_mr", errno);
-	return 0;
+	return reg_mr(pd, addr, len,
+		      IBV_ACCESS_LOCAL_WRITE | (mw ? IBV_ACCESS_MW_BIND : 0),
+		      out, err);
+}
+
+int rift__vb_reg_stream_mr(struct ibv_pd *pd, void *addr, size_t len,
+			   bool remote_write, struct ibv_mr **out,
+			   rift__vb_err err)
+{
+	return reg_mr(pd, addr, len,
+		      IBV_ACCESS_LOCAL_WRITE |
+			      (remote_write ? IBV_ACCESS_REMOTE_WRITE : 0),
+		      out, err);
 }
 
 bool rift__vb_attr_mw_type2(const struct ibv_device_attr *a)

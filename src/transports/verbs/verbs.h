@@ -26,7 +26,8 @@
 	XX(reg_mr) XX(req_notify_cq) XX(connect) XX(accept) XX(reject)        \
 	XX(bind_addr) XX(listen) XX(disconnect) XX(get_cm_event) XX(destroy)  \
 	XX(modify_qp) XX(query_gid) XX(get_devices) XX(init_qp_attr)        \
-	XX(query_qp) XX(async_event) XX(alloc_mw) XX(dealloc_mw)
+	XX(query_qp) XX(async_event) XX(alloc_mw) XX(dealloc_mw)        \
+	XX(migrate_id)
 
 enum rift__vb_call {
 #define XX(name) RIFT_VB_##name,
@@ -69,6 +70,11 @@ void rift__vb_channel_destroy(struct rdma_event_channel *ch);
 int rift__vb_id_create(struct rdma_event_channel *ch, void *context,
 		       struct rdma_cm_id **out, rift__vb_err err);
 void rift__vb_id_destroy(struct rdma_cm_id *id);
+/* Move id (every CM event on it acknowledged first) onto channel ch: an
+ * accepted byte stream takes its events on a channel of its own, apart
+ * from its listener's (valkey_rdma.c). */
+int rift__vb_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *ch,
+			rift__vb_err err);
 /* src (may be NULL: the route chooses) binds the id to its device. */
 int rift__vb_resolve_addr(struct rdma_cm_id *id, const struct sockaddr *src,
 			  const struct sockaddr *dst, int timeout_ms,
@@ -185,6 +191,15 @@ void rift__vb_pool_dereg(void *handle);
 int rift__vb_reg_mr(struct ibv_pd *pd, void *addr, size_t len, bool mw,
 		    struct ibv_mr **out, rift__vb_err err);
 void rift__vb_dereg_mr(struct ibv_mr *mr);
+/*
+ * A byte stream's buffer (valkey_rdma.c), in the stream's own protection
+ * domain: with remote_write, the receive buffer the peer writes into by
+ * the region's own key (Valkey's protocol advertises it whole), so the
+ * peer reaches that buffer and nothing else; without, local access only.
+ */
+int rift__vb_reg_stream_mr(struct ibv_pd *pd, void *addr, size_t len,
+			   bool remote_write, struct ibv_mr **out,
+			   rift__vb_err err);
 /* The same, saying whether it went: 0, or the errno (EBUSY, EINVAL: a
  * window is still bound over it). */
 int rift__vb_dereg_mr_try(struct ibv_mr *mr);
