@@ -84,7 +84,7 @@ static void flush(struct kv_client *c)
 
 /* After new requests or a writable window: send, go on with requests a
  * pause held back, then close or set the flow of deliveries. */
-static void service(struct kv_client *c)
+void kv_rift_service(struct kv_client *c)
 {
 	if (c->flags & KV_CLOSING)
 		return;
@@ -108,11 +108,6 @@ static void service(struct kv_client *c)
 	}
 }
 
-void kv_rift_service(struct kv_client *c)
-{
-	service(c);
-}
-
 static void on_recv(rift_conn *conn, rift_msg *m)
 {
 	struct kv_client *c = rift_conn_user(conn);
@@ -125,7 +120,7 @@ static void on_recv(rift_conn *conn, rift_msg *m)
 		c->srv->rdma_bytes_recv += len;
 	}
 	kv_client_feed(c, rift_msg_data(m), len);
-	service(c);
+	kv_rift_service(c);
 }
 
 static void on_event(rift_conn *conn, const rift_event *ev)
@@ -137,7 +132,7 @@ static void on_event(rift_conn *conn, const rift_event *ev)
 	switch (ev->type) {
 	case RIFT_EVENT_WRITABLE:
 		c->flags &= ~(unsigned)KV_RIFT_BLOCKED;
-		service(c);
+		kv_rift_service(c);
 		break;
 	case RIFT_EVENT_DISCONNECTED:
 	case RIFT_EVENT_ERROR:

@@ -62,7 +62,7 @@ static void flush(struct kv_client *c)
 
 /* After requests or a writable stream: write, go on with requests a
  * pause held back, then close or set the flow of reads. */
-static void service(struct kv_client *c)
+void kv_valkey_service(struct kv_client *c)
 {
 	if (c->flags & KV_CLOSING)
 		return;
@@ -84,11 +84,6 @@ static void service(struct kv_client *c)
 	}
 }
 
-void kv_valkey_service(struct kv_client *c)
-{
-	service(c);
-}
-
 static void on_read(rift_stream *st, const void *data, size_t len)
 {
 	struct kv_client *c = rift_stream_user(st);
@@ -96,7 +91,7 @@ static void on_read(rift_stream *st, const void *data, size_t len)
 	if (!c || (c->flags & (KV_CLOSING | KV_CLOSE_AFTER_REPLY)))
 		return;
 	kv_client_feed(c, data, len);
-	service(c);
+	kv_valkey_service(c);
 }
 
 static void on_event(rift_stream *st, const rift_event *ev)
@@ -107,7 +102,7 @@ static void on_event(rift_stream *st, const rift_event *ev)
 		return;
 	if (ev->type == RIFT_EVENT_WRITABLE) {
 		c->flags &= ~(unsigned)KV_RIFT_BLOCKED;
-		service(c);
+		kv_valkey_service(c);
 	} else if (ev->type == RIFT_EVENT_DISCONNECTED ||
 		   ev->type == RIFT_EVENT_ERROR) {
 		if (ev->status)
