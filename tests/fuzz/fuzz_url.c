@@ -29,6 +29,7 @@ static void unparse(const struct rift__url *u, char *out, size_t cap)
 		[RIFT_SCHEME_TCP] = "tcp://",
 		[RIFT_SCHEME_RDMA] = "rdma://",
 		[RIFT_SCHEME_AUTO] = "auto://",
+		[RIFT_SCHEME_VALKEY_RDMA] = "valkey-rdma://",
 	};
 	size_t n = put(out, cap, 0, prefix[u->scheme]);
 	char item[RIFT_HOST_LEN + 16];
@@ -89,7 +90,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	if (u.scheme != RIFT_SCHEME_TCP && u.scheme != RIFT_SCHEME_RDMA &&
-	    u.scheme != RIFT_SCHEME_AUTO)
+	    u.scheme != RIFT_SCHEME_AUTO && u.scheme != RIFT_SCHEME_VALKEY_RDMA)
 		abort();
 	if (u.n_addrs < 1 || u.n_addrs > RIFT_URL_MAX_ADDRS ||
 	    u.n_opts > RIFT_URL_MAX_OPTS)
