@@ -1750,6 +1750,10 @@ struct flapper {
 	int n;
 	unsigned down_ms, up_ms;
 	atomic_int done, failed;
+	/* The longest the link really stayed up between two flaps, us:
+	 * up_ms and the time lab-link takes to put it down again (about a
+	 * second in a loaded guest). */
+	uint64_t max_up_us;
 };
 
 static void *flap_thread(void *arg)
@@ -1757,14 +1761,19 @@ static void *flap_thread(void *arg)
 	struct flapper *f = arg;
 	char cmd[64];
 
+	uint64_t up_at = 0;
+
 	for (int k = 0; k < f->n; k++) {
 		snprintf(cmd, sizeof(cmd), "lab-link down %s", f->link);
 		if (system(cmd) != 0)
 			atomic_store(&f->failed, 1);
+		if (up_at && h_now_us() - up_at > f->max_up_us)
+			f->max_up_us = h_now_us() - up_at;
 		usleep(f->down_ms * 1000u);
 		snprintf(cmd, sizeof(cmd), "lab-link up %s", f->link);
 		if (system(cmd) != 0)
 			atomic_store(&f->failed, 1);
+		up_at = h_now_us();
 		usleep(f->up_ms * 1000u);
 	}
 	atomic_store(&f->done, 1);
@@ -1799,7 +1808,10 @@ TEST_TIMEOUT(a_flapping_link_neither_storms_nor_takes_the_data_back, 240)
 	cfg.keepalive_timeout_ms = 1500;
 	cfg.connect_timeout_ms = 6000;
 	cfg.session_grace_ms = 20000;
-	cfg.group_failback_delay_ms = 1500;
+	/* Longer than the link stays up between two flaps, lab-link's own
+	 * time included (the flaps of a 6-flap run took 3.5 s each in a
+	 * loaded guest, not 1 s: a delay of 1.5 s then failed back). */
+	cfg.group_failback_delay_ms = 4000;
 	ctx = h_ctx(&cfg);
 	c = pair_session(ctx, &srv, &cli, &l);
 	CHECK(h_wait(ctx, &srv.connected, 10000));
@@ -1834,10 +1846,12 @@ TEST_TIMEOUT(a_flapping_link_neither_storms_nor_takes_the_data_back, 240)
 	pthread_join(tf, NULL);
 	while (srv.recv_count < i && h_now_us() < end && !cli.disconnected)
 		rift_ctx_run(ctx, 1);
-	printf("flapped %s %d times in %.1f s: %llu path setups meanwhile, "
+	printf("flapped %s %d times in %.1f s (up at most %.1f s at a "
+	       "time): %llu path setups meanwhile, "
 	       "path downs %d, failbacks while flapping %d, after %d (%.1f s "
 	       "after the last flap); %llu messages\n",
 	       f.link, f.n, t_end ? (t_end - t0) / 1e6 : -1.0,
+	       f.max_up_us / 1e6,
 	       (unsigned long long)setups, cli.path_down, failbacks_flapping,
 	       cli.failback,
 	       t_end ? (h_now_us() - t_end) / 1e6 : -1.0,
