@@ -189,34 +189,17 @@ static void rma_done(rift_conn *conn, void *user, int status, size_t bytes)
 	lat_sample(c, t, now);
 }
 
-/* Polled write lat: whether a write awaited has landed. */
-static bool rma_seen(const struct client *cl)
-{
-	for (uint32_t i = 0; i < cl->n_data; i++) {
-		const struct cconn *c = &cl->data[i];
-
-		for (uint32_t s = 0; c->ts_n && s < cl->o->qd; s++)
-			if (c->ops[s].awaited &&
-			    __atomic_load_n(poll_byte(c, s), __ATOMIC_ACQUIRE) ==
-				    rma_mark(c->ops[s].k))
-				return true;
-	}
-	return false;
-}
-
 /*
  * Polled write lat, after every round of the client's loop: the last
  * byte of each slot a server's write is awaited in.  The load acquires:
  * what the write brought is seen before the mark, on any transport
  * (over frames this side's rift copied it in during the round).
+ * Returns whether a write had landed.
  */
-void rma_poll(struct client *cl)
+static bool rma_look(struct client *cl)
 {
-	/* Memory first, as ib_write_lat spins on its byte: up to
-	 * RMA_SPINS looks before the next round of the loop, which reaps
-	 * the completions (a write seen ends the spin at once). */
-	for (int n = 0; n < RMA_SPINS && !rma_seen(cl); n++)
-		;
+	bool seen = false;
+
 	for (uint32_t i = 0; i < cl->n_data; i++) {
 		struct cconn *c = &cl->data[i];
 
@@ -229,10 +212,21 @@ void rma_poll(struct client *cl)
 				continue;
 			op->awaited = false;
 			c->ts_n--;
+			seen = true;
 			if (!op->busy)
 				round_trip_end(op);
 		}
 	}
+	return seen;
+}
+
+void rma_poll(struct client *cl)
+{
+	/* Memory first, as ib_write_lat spins on its byte: up to
+	 * RMA_SPINS looks before the next round of the loop, which reaps
+	 * the completions (a write seen ends the spin at once). */
+	for (int n = 0; n < RMA_SPINS && !rma_look(cl); n++)
+		;
 }
 
 /* Polled write lat: a new step starts from zeroed slots and marks.  No
